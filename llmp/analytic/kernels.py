@@ -1,0 +1,244 @@
+"""Kernel families and their closed-form FLOP and byte counts.
+
+This module is the one place that says what a kernel costs. The operator graph (``analytic``)
+instantiates kernels with symbolic dims; the sampler (``residuals``) instantiates the very same
+kernels with numeric dims and times them. So the roofline that a residual factor multiplies is,
+by construction, the roofline that was measured against.
+
+Formulas work on ints, floats or SymPy expressions alike (exact arithmetic: ``Rational``, never
+``0.5``). Byte counts are the compulsory traffic of a well-fused kernel: every input read once,
+every output written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import sympy as sp
+
+from llmp.hardware.spec import Dtype
+
+HALF = sp.Rational(1, 2)
+
+
+class Family(StrEnum):
+    """Kernel families; each gets its own residual model."""
+
+    GEMM = "gemm"
+    ATTENTION = "attention"
+    NORM = "norm"
+    ELEMENTWISE = "elementwise"
+    SOFTMAX = "softmax"
+    CROSS_ENTROPY = "cross_entropy"
+    EMBEDDING = "embedding"
+    OPTIMIZER = "optimizer"
+    COPY = "copy"
+
+
+class Pass(StrEnum):
+    FWD = "fwd"
+    BWD = "bwd"
+
+
+class Elementwise(StrEnum):
+    GELU = "gelu"
+    SWIGLU = "swiglu"
+    RELU = "relu"
+    ADD = "add"
+    DROPOUT = "dropout"
+    ROTARY = "rotary"
+
+
+# Dims each family needs, in a fixed order (the residual feature schema builds on this).
+DIMS: dict[Family, tuple[str, ...]] = {
+    Family.GEMM: ("m", "n", "k", "batch"),
+    Family.ATTENTION: ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "flash"),
+    Family.NORM: ("tokens", "hidden", "rms"),
+    Family.ELEMENTWISE: ("elements",),
+    Family.SOFTMAX: ("rows", "cols"),
+    Family.CROSS_ENTROPY: ("tokens", "vocab"),
+    Family.EMBEDDING: ("tokens", "hidden", "vocab"),
+    Family.OPTIMIZER: ("params",),
+    Family.COPY: ("elements",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One kernel launch: a family, its dims, the element dtype and the pass.
+
+    ``variant`` names the elementwise function (``gelu``, ``add``, ...) or the optimizer
+    (``adam``, ``sgd``); it is empty for the other families.
+    """
+
+    family: Family
+    dims: tuple[tuple[str, Any], ...]
+    dtype: Dtype
+    pass_: Pass = Pass.FWD
+    variant: str = ""
+
+    def __post_init__(self) -> None:
+        names = tuple(name for name, _ in self.dims)
+        assert names == DIMS[self.family], f"{self.family} needs dims {DIMS[self.family]}, got {names}"
+
+    def dim(self, name: str) -> Any:
+        return dict(self.dims)[name]
+
+    @classmethod
+    def make(cls, family: Family, dtype: Dtype, pass_: Pass = Pass.FWD, variant: str = "",
+             **dims: Any) -> Kernel:
+        """Build a kernel from keyword dims, ordered as ``DIMS[family]``."""
+        return cls(family, tuple((n, dims[n]) for n in DIMS[family]), dtype, pass_, variant)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCost:
+    """Work and compulsory memory traffic of one kernel."""
+
+    flops: Any
+    bytes: Any
+    tensor_core: bool
+    """Runs at the tensor-core (matrix) peak of its dtype; else at the vector FP32 peak."""
+
+
+def _gemm(k: Kernel) -> KernelCost:
+    # Y[m,n] = X[m,k] @ W[k,n], `batch` independent products: 2mnk FLOPs each (one multiply-add
+    # = 2 FLOPs; Kaplan et al. 2020 §2.1). Backward is two GEMMs of the same FLOPs, given as
+    # separate kernels: dgrad (m, k, n) and wgrad (k, n, m).
+    m, n, kk, b = (k.dim(d) for d in ("m", "n", "k", "batch"))
+    e = k.dtype.bytes
+    return KernelCost(flops=2 * b * m * n * kk, bytes=e * b * (m * kk + kk * n + m * n), tensor_core=True)
+
+
+def _attention(k: Kernel) -> KernelCost:
+    # Attention core per head: S = Q K^T (2 s_q s_kv d FLOPs) and O = P V (2 s_q s_kv d):
+    # 4 b h s_q s_kv d forward (Dao et al. 2022, FlashAttention benchmark convention); causal
+    # masking halves the work that a causal kernel does. Backward: dV, dP, dQ, dK plus the
+    # recomputed S = 5 matmuls vs 2 → 2.5x forward (FlashAttention-2 paper, §4.1).
+    b, h, hkv, sq, skv, d, causal, flash = (k.dim(n) for n in DIMS[Family.ATTENTION])
+    e = k.dtype.bytes
+    fwd = 4 * b * h * sq * skv * d * (HALF if causal else 1)
+    q = b * h * sq * d
+    kv = 2 * b * hkv * skv * d
+    if k.pass_ is Pass.FWD:
+        flops = fwd
+        # Flash: read Q, K, V once, write O (+ fp32 logsumexp per row).
+        io = e * (2 * q + kv) + 4 * b * h * sq
+    else:
+        flops = 5 * HALF * fwd
+        # Flash bwd: read Q, K, V, O, dO, lse; write dQ, dK, dV.
+        io = e * (4 * q + 2 * kv) + 4 * b * h * sq
+    if not flash:
+        # Unfused: the s_q x s_kv score matrix goes through memory (write S, read for softmax,
+        # write P, read for PV; the backward reads and writes it three times more).
+        scores = b * h * sq * skv
+        io = io + e * scores * (4 if k.pass_ is Pass.FWD else 6)
+    return KernelCost(flops=flops, bytes=io, tensor_core=True)
+
+
+def _norm(k: Kernel) -> KernelCost:
+    # LayerNorm: mean, variance, normalise, scale, shift ≈ 7 FLOPs/element fwd; RMSNorm ≈ 4.
+    # Backward ≈ 2x. Traffic: fwd reads x and writes y; bwd reads x and dy, writes dx
+    # (weight grads reduce on chip). Parameters (1-2 vectors of `hidden`) are negligible but kept.
+    n, h, rms = k.dim("tokens"), k.dim("hidden"), k.dim("rms")
+    e = k.dtype.bytes
+    per = 4 if rms else 7
+    params = (1 if rms else 2) * h * e
+    if k.pass_ is Pass.FWD:
+        return KernelCost(flops=per * n * h, bytes=2 * n * h * e + params, tensor_core=False)
+    return KernelCost(flops=2 * per * n * h, bytes=3 * n * h * e + 2 * params, tensor_core=False)
+
+
+# (reads, writes, flops) per output element for elementwise functions, forward and backward.
+# SwiGLU: out = silu(a) * b, `elements` counts outputs, inputs are a and b.
+_ELEMENTWISE: dict[tuple[str, Pass], tuple[int, int, int]] = {
+    ("gelu", Pass.FWD): (1, 1, 8), ("gelu", Pass.BWD): (2, 1, 12),
+    ("relu", Pass.FWD): (1, 1, 1), ("relu", Pass.BWD): (2, 1, 1),
+    ("swiglu", Pass.FWD): (2, 1, 6), ("swiglu", Pass.BWD): (3, 2, 10),
+    ("add", Pass.FWD): (2, 1, 1), ("add", Pass.BWD): (1, 1, 0),
+    ("dropout", Pass.FWD): (1, 1, 2), ("dropout", Pass.BWD): (1, 1, 1),
+    ("rotary", Pass.FWD): (1, 1, 3), ("rotary", Pass.BWD): (1, 1, 3),
+}
+
+
+def _elementwise(k: Kernel) -> KernelCost:
+    n = k.dim("elements")
+    reads, writes, flops = _ELEMENTWISE[(k.variant, k.pass_)]
+    extra = 0
+    if k.variant == Elementwise.DROPOUT:
+        extra = n  # one byte of mask per element, written fwd and read bwd
+    return KernelCost(flops=flops * n, bytes=(reads + writes) * n * k.dtype.bytes + extra, tensor_core=False)
+
+
+def _softmax(k: Kernel) -> KernelCost:
+    # Row softmax (with scale and mask fused): max, sub, exp, sum, div ≈ 5 FLOPs/element.
+    # fwd reads x writes y; bwd reads y and dy, writes dx.
+    n = k.dim("rows") * k.dim("cols")
+    e = k.dtype.bytes
+    if k.pass_ is Pass.FWD:
+        return KernelCost(flops=5 * n, bytes=2 * n * e, tensor_core=False)
+    return KernelCost(flops=4 * n, bytes=3 * n * e, tensor_core=False)
+
+
+def _cross_entropy(k: Kernel) -> KernelCost:
+    # Vocab-parallel cross-entropy over logits[tokens, vocab] (Megatron): fwd reads the logits
+    # (softmax + gather the target); bwd writes softmax - onehot back into a logits-sized grad.
+    n = k.dim("tokens") * k.dim("vocab")
+    e = k.dtype.bytes
+    if k.pass_ is Pass.FWD:
+        return KernelCost(flops=5 * n, bytes=n * e, tensor_core=False)
+    return KernelCost(flops=2 * n, bytes=2 * n * e, tensor_core=False)
+
+
+def _embedding(k: Kernel) -> KernelCost:
+    # fwd: gather `tokens` rows of a [vocab, hidden] table: read + write tokens*hidden.
+    # bwd: zero the dense [vocab, hidden] grad, scatter-add the token rows into it.
+    n, h, v = k.dim("tokens"), k.dim("hidden"), k.dim("vocab")
+    e = k.dtype.bytes
+    if k.pass_ is Pass.FWD:
+        return KernelCost(flops=0, bytes=2 * n * h * e, tensor_core=False)
+    return KernelCost(flops=n * h, bytes=3 * n * h * e + v * h * e, tensor_core=False)
+
+
+def _optimizer(k: Kernel) -> KernelCost:
+    # Fused update over a flat buffer of `params` elements. Adam(W) with fp32 master weights:
+    # read grad (dtype) + master, m, v (fp32); write master, m, v (fp32) and the model copy
+    # (dtype, when it is not fp32). SGD with momentum: read grad, master, buf; write master, buf.
+    # FLOPs ≈ 12/param for Adam (moments, bias correction, sqrt, div, decay), 3 for SGD.
+    p = k.dim("params")
+    g = k.dtype.bytes
+    copy = 0 if k.dtype is Dtype.FP32 else g
+    if k.variant == "sgd":
+        return KernelCost(flops=3 * p, bytes=p * (g + 4 * 4 + copy), tensor_core=False)
+    return KernelCost(flops=12 * p, bytes=p * (g + 6 * 4 + copy), tensor_core=False)
+
+
+def _copy(k: Kernel) -> KernelCost:
+    n = k.dim("elements")
+    return KernelCost(flops=0, bytes=2 * n * k.dtype.bytes, tensor_core=False)
+
+
+_COST = {
+    Family.GEMM: _gemm, Family.ATTENTION: _attention, Family.NORM: _norm,
+    Family.ELEMENTWISE: _elementwise, Family.SOFTMAX: _softmax,
+    Family.CROSS_ENTROPY: _cross_entropy, Family.EMBEDDING: _embedding,
+    Family.OPTIMIZER: _optimizer, Family.COPY: _copy,
+}
+
+
+def cost(kernel: Kernel) -> KernelCost:
+    """FLOPs and bytes of ``kernel`` as closed forms in its dims."""
+    return _COST[kernel.family](kernel)
+
+
+def roofline(c: KernelCost, dtype: Dtype, *, peak_flops: dict[Dtype, Any], mem_bandwidth: Any,
+             launch_overhead: Any) -> Any:
+    """``max(flops / peak, bytes / bw) + launch`` (Williams et al. 2009, plus a fixed launch cost).
+
+    Tensor-core kernels run at the dtype's matrix peak; the rest at the vector FP32 peak
+    (element math is done in FP32 on CUDA cores whatever the storage dtype).
+    """
+    peak = peak_flops[dtype] if c.tensor_core else peak_flops[Dtype.FP32]
+    return sp.Max(c.flops / peak, c.bytes / mem_bandwidth) + launch_overhead

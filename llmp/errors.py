@@ -1,0 +1,80 @@
+"""One error hierarchy for llmp.
+
+Every class pairs with a builtin (as Lark pairs ``ConfigurationError(LarkError, ValueError)``) so
+callers can catch either. Diagnostics that point into a spec carry a :class:`Span`; ``str(err)``
+renders them as a compiler diagnostic::
+
+    spec.llmp:4:11: error: unknown field: 'hiden' (did you mean 'hidden'?)
+        hiden = 4096
+        ^^^^^
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a piece of a spec came from: 1-based line and column, end exclusive."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+class LlmpError(Exception):
+    """Base of every error llmp raises on purpose. The CLI prints it and exits 1."""
+
+    def __init__(self, message: str, span: Span | None = None, *, label: str = "error",
+                 hint: str | None = None, source_line: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.label = label
+        self.hint = hint
+        self.source_line = source_line
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def render(self) -> str:
+        """Compiler-style text: ``path:line:col: error: label: message``, source line, caret, hint."""
+        head = f"{self.label}: {self.message}" if self.label != "error" else self.message
+        if self.span is None:
+            text = f"error: {head}"
+        else:
+            s = self.span
+            text = f"{s.file}:{s.line}:{s.column}: error: {head}"
+            if self.source_line is not None:
+                width = (s.end_column - s.column) if s.end_line == s.line else len(self.source_line) - s.column + 1
+                text += f"\n    {self.source_line}\n    {' ' * (s.column - 1)}{'^' * max(1, width)}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class LlmpSyntaxError(LlmpError, SyntaxError):
+    """The text does not follow the grammar; ``label`` names the mistake (from ``match_examples``)."""
+
+
+class SpecError(LlmpError, ValueError):
+    """A well-formed spec that means something invalid: unknown name, unit mismatch, divisibility."""
+
+
+class InfeasibleError(LlmpError):
+    """A valid spec whose layout cannot run (e.g. out of memory). Sweeps skip such points."""
+
+
+class NotFittedError(LlmpError, AttributeError):
+    """A residual model was used before ``fit``."""
+
+
+class ResidualSchemaError(LlmpError, ValueError):
+    """A residual model store or sample file does not match what this llmp expects."""
+
+
+class InputError(LlmpError, ValueError):
+    """Bad input that is not a spec: a CSV, a sample file, a CLI value, an unreadable file."""

@@ -1,0 +1,104 @@
+"""Typed hardware specs: a GPU (or CPU) device, a link, a node and a cluster.
+
+All numbers are SI: FLOP/s, bytes, bytes/s, seconds, Hz, watts. A field may hold a SymPy
+expression when the spec left it free (``mem_bandwidth = symbol``) for sensitivity analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import sympy as sp
+
+Real = float | sp.Expr
+Count = int | sp.Expr
+
+
+class Dtype(StrEnum):
+    """Numeric formats with a peak rate on a device."""
+
+    FP64 = "fp64"
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+
+    @property
+    def bytes(self) -> int:
+        """Storage size of one element (TF32 is stored as FP32)."""
+        return {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}[self.value]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Device:
+    """One accelerator (or a CPU socket used as one), as on its datasheet."""
+
+    id: str
+    """Catalog id, e.g. ``h100_sxm5_80gb``; the ``gpu_id`` of published rows."""
+    name: str
+    """Human name, e.g. ``NVIDIA H100 SXM5 80GB``."""
+    vendor: str
+    peak_flops: dict[Dtype, Real]
+    """Dense peak FLOP/s per dtype (tensor cores where they exist). Missing dtype = unsupported."""
+    memory: Real
+    """Device memory capacity in bytes."""
+    mem_bandwidth: Real
+    """Peak device-memory bandwidth in bytes/s."""
+    sms: Count
+    """Streaming multiprocessors (NVIDIA), compute units (AMD) or cores (CPU)."""
+    clock: Real
+    """Clock in Hz that reproduces the peak FLOP/s."""
+    l2_cache: Real
+    """Last-level cache in bytes (L2 on GPUs, L3 on CPUs)."""
+    tdp: Real
+    """Board power in watts."""
+    launch_overhead: Real
+    """Fixed cost per kernel launch in seconds (host + device side)."""
+    scaleup_bandwidth: Real = 0.0
+    """Scale-up (NVLink/xGMI) bandwidth per device, per direction, bytes/s; 0 if none."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Link:
+    """A network tier: bandwidth per endpoint per direction and one-way latency."""
+
+    id: str
+    bandwidth: Real
+    """Bytes/s per endpoint (per GPU for intra-node, per node for inter-node), per direction."""
+    latency: Real
+    """Seconds of one-way latency for a small message (the alpha of the alpha-beta model)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Node:
+    """A server: identical devices joined by an intra-node link, with an inter-node NIC link."""
+
+    id: str
+    gpu: Device
+    gpus_per_node: Count
+    intra: Link
+    """Device-to-device link inside the node (bandwidth per device per direction)."""
+    inter: Link
+    """The node's injection into the network (bandwidth per node per direction, all NICs)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Cluster:
+    """``nodes`` identical nodes on one network."""
+
+    id: str
+    node: Node
+    nodes: Count
+    inter: Link
+    """Inter-node link in effect (the node's own unless the cluster overrides it)."""
+
+    @property
+    def world_size(self) -> Count:
+        """Devices in the cluster."""
+        return self.node.gpus_per_node * self.nodes
+
+    @property
+    def gpu(self) -> Device:
+        return self.node.gpu
