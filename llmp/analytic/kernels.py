@@ -242,3 +242,37 @@ def roofline(c: KernelCost, dtype: Dtype, *, peak_flops: dict[Dtype, Any], mem_b
     """
     peak = peak_flops[dtype] if c.tensor_core else peak_flops[Dtype.FP32]
     return sp.Max(c.flops / peak, c.bytes / mem_bandwidth) + launch_overhead
+
+
+class CollectiveKind(StrEnum):
+    ALL_REDUCE = "all_reduce"
+    ALL_GATHER = "all_gather"
+    REDUCE_SCATTER = "reduce_scatter"
+    ALL_TO_ALL = "all_to_all"
+    SEND_RECV = "send_recv"
+
+
+class Tier(StrEnum):
+    """Which links a collective's group crosses, given the placement."""
+
+    INTRA = "intra"
+    """All ranks in one node (NVLink/NVSwitch)."""
+    INTER = "inter"
+    """Ranks span nodes: the node NICs are the bottleneck."""
+
+
+@dataclass(frozen=True, slots=True)
+class Collective:
+    """One collective call over a process group.
+
+    ``bytes`` is the size of the full logical buffer per rank as NCCL counts it (nccl-tests
+    ``size``): the all-reduce input, the all-gather output, the reduce-scatter input, the
+    all-to-all send buffer, the point-to-point message. ``ranks_per_node`` is how many members
+    of the group share one node (the group's footprint on a node's NICs).
+    """
+
+    kind: CollectiveKind
+    bytes: Any
+    group: Any
+    ranks_per_node: Any
+    tier: Tier
