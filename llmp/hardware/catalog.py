@@ -1,0 +1,71 @@
+"""The shipped hardware catalog: ``llmp/hardware/catalog/*.llmp``, looked up by exact id.
+
+Every GPU, node and cluster id lives in a file of the same name (``dgx_h100.llmp`` defines
+``node dgx_h100``), so ``use "dgx_h100"`` finds it; links live together in ``links.llmp``.
+:func:`find` also accepts any id defined in a catalog file, so ``use "nvlink4"`` works too.
+
+The index is built by a light scan of block headers (``gpu h100_sxm5_80gb {``), not by the DSL
+parser: the resolver calls :func:`find` while resolving ``use``, so this module must not
+depend on it. No network, no writes, nothing at import time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from importlib.resources import files
+from pathlib import Path
+
+from llmp.errors import SpecError
+
+SUFFIX = ".llmp"
+
+# `device` is the grammar's alias of `gpu`; both are reported as kind "gpu".
+_HEADER = re.compile(r"^[ \t]*(gpu|device|link|node|cluster)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\{", re.MULTILINE)
+_KINDS = ("gpu", "link", "node", "cluster")
+
+
+def catalog_dir() -> Path:
+    """The directory holding the shipped ``*.llmp`` catalog files."""
+    return Path(str(files("llmp.hardware").joinpath("catalog")))
+
+
+@functools.cache
+def _index() -> tuple[tuple[str, str, Path], ...]:
+    """(kind, id, file) for every block header in the catalog, in file and line order."""
+    entries = []
+    for path in sorted(catalog_dir().glob(f"*{SUFFIX}")):
+        text = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
+        for match in _HEADER.finditer(text):
+            kind = "gpu" if match.group(1) == "device" else match.group(1)
+            entries.append((kind, match.group(2), path))
+    return tuple(entries)
+
+
+def catalog_ids() -> dict[str, list[str]]:
+    """Ids defined in the catalog by kind: ``{"gpu": [...], "link": [...], "node": [...], "cluster": [...]}``."""
+    ids: dict[str, list[str]] = {kind: [] for kind in _KINDS}
+    for kind, ident, _ in _index():
+        ids[kind].append(ident)
+    return {kind: sorted(names) for kind, names in ids.items()}
+
+
+def find(name: str) -> Path:
+    """The catalog file for ``name``: a file stem (``".llmp"`` optional) or an id defined in a file.
+
+    Raises :class:`SpecError` with a did-you-mean hint when nothing matches.
+    """
+    stem = name.removesuffix(SUFFIX)
+    candidate = catalog_dir() / f"{stem}{SUFFIX}"
+    if "/" not in stem and "\\" not in stem and candidate.is_file():
+        return candidate
+    by_id = {ident: path for _, ident, path in _index()}
+    if stem in by_id:
+        return by_id[stem]
+    known = sorted({path.stem for path in catalog_dir().glob(f"*{SUFFIX}")} | set(by_id))
+    close = difflib.get_close_matches(stem, known, n=1, cutoff=0.6)
+    hint = (f"did you mean '{close[0]}'?" if close
+            else "catalog entries: " + ", ".join(known))
+    raise SpecError(f"'{name}' is neither a catalog file nor an id defined in one",
+                    label="unknown catalog entry", hint=hint)
