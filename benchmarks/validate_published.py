@@ -1,0 +1,205 @@
+"""Score llmp on the published multi-GPU measurements (validation/*.csv, a TEST set) and record it.
+
+    python benchmarks/validate_published.py [--residuals DIR|default] [--plot OUT.png] [--no-record]
+
+Prints, and appends to benchmarks/RESULTS.md under "Published validation (issue 4)":
+the per-source table (rows predicted, skipped, MAPE, median, max, bias, worst rows), skips per
+reason, the peers' error on the same measurements (llm-analysis and Calculon, quoted from
+../shared/data/peers/peer_predictions_dev.csv, not copied), and the attribution of the error to
+the prediction's breakdown. Nothing here fits anything: the rows are only scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from llmp.commands.validate import _residuals
+from llmp.validate import plot, score
+from llmp.validate.score import Report, Scored
+
+PEERS = ROOT.parent / "shared" / "data" / "peers" / "peer_predictions_dev.csv"
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")
+COMM = ("tp", "cp", "ep", "pp", "dp")
+DENSE_GPUS = ("a100_sxm4_40gb", "a100_sxm4_80gb", "h100_sxm5_80gb")
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+
+
+def commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=False)
+        return out.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
+    except OSError:
+        return "unknown"
+
+
+def source_table(report: Report) -> list[str]:
+    skipped: dict[str, int] = {}
+    for s in report.skipped:
+        skipped[s.measurement.config.text("source")] = skipped.get(s.measurement.config.text("source"), 0) + 1
+    sources = sorted(set(report.by_source) | set(skipped))
+    rows = []
+    for src in sources:
+        st = report.by_source.get(src)
+        worst = sorted((r for r in report.rows if r.source == src), key=lambda r: -abs(r.error))[:3]
+        named = "; ".join(f"{r.key} {r.mapped.metric_row.text('model_name')} {100 * r.error:+.0f}%" for r in worst)
+        rows.append([src, str(st.rows if st else 0), str(skipped.get(src, 0)), _pct(st.mape if st else None),
+                     _pct(st.median if st else None), _pct(st.max if st else None),
+                     f"{100 * st.bias:+.1f}%" if st else "–", named or "–"])
+    o = report.overall
+    if o is not None:
+        rows.append(["**all**", str(o.rows), str(len(report.skipped)), _pct(o.mape), _pct(o.median), _pct(o.max),
+                     f"{100 * o.bias:+.1f}%", o.worst])
+    dense = [r for r in report.rows if r.gpu in DENSE_GPUS]
+    if dense:
+        d = score.summarize(dense)
+        rows.append(["**dense A100/H100**", str(d.rows), "", _pct(d.mape), _pct(d.median), _pct(d.max),
+                     f"{100 * d.bias:+.1f}%", d.worst])
+    return _table(["source", "predicted", "skipped", "MAPE", "median", "max", "bias", "worst rows"], rows)
+
+
+def skip_table(report: Report) -> list[str]:
+    return _table(["reason", "measurements"], [[k, str(v)] for k, v in report.skip_counts.items()])
+
+
+def peer_table(report: Report) -> list[str]:
+    """Peers' error on the measurements both they and llmp predicted, beside llmp's on the same rows."""
+    if not PEERS.exists():
+        return [f"(peer file {PEERS} not found)"]
+    ours: dict[str, Scored] = {}
+    for r in report.rows:
+        for row in r.mapped.measurement.rows:
+            ours[row.key] = r
+    with PEERS.open(newline="") as f:
+        peer_rows = [p for p in csv.DictReader(f) if p["primary"] == "True" and p["status"] == "ok"]
+    groups: dict[tuple[str, str], list[tuple[Scored, dict[str, str]]]] = {}
+    for p in peer_rows:
+        if p["row_key"] in ours:
+            groups.setdefault((p["file"].removesuffix(".csv"), p["peer"]), []).append((ours[p["row_key"]], p))
+    rows = []
+    for (file, peer), pairs in sorted(groups.items()):
+        rows.append([file, peer, str(len(pairs)),
+                     f"{statistics.fmean(float(p['step_time_ape']) for _, p in pairs):.1f}%",
+                     _pct(statistics.fmean(abs(s.error) for s, _ in pairs)),
+                     f"{statistics.fmean(float(p['abs_pct_error']) for _, p in pairs):.1f}%",
+                     _pct(statistics.fmean(abs(s.predicted_metric / s.mapped.metric_row.number('metric_value') - 1)
+                                           for s, _ in pairs))])
+    return _table(["file", "peer", "common rows", "peer step-time MAPE", "llmp step-time MAPE",
+                   "peer metric MAPE (their metric)", "llmp metric MAPE (our metric)"], rows)
+
+
+def _share(r: Scored, cats: Sequence[str]) -> float:
+    return sum(r.breakdown.get(c, 0.0) for c in cats) / r.predicted_s
+
+
+SLICES = (
+    ("attention > 30% of the predicted step", lambda r: _share(r, ("attention",)) > 0.3),
+    ("attention < 10% of the predicted step", lambda r: _share(r, ("attention",)) < 0.1),
+    ("  ... on A100", lambda r: _share(r, ("attention",)) < 0.1 and r.gpu.startswith("a100")),
+    ("  ... on H100", lambda r: _share(r, ("attention",)) < 0.1 and r.gpu.startswith("h100")),
+    ("fp8 rows", lambda r: r.mapped.spec.train.precision.value == "fp8"),
+    ("pipeline-parallel rows (pp > 1)", lambda r: r.mapped.spec.parallel.pp > 1),
+    ("FSDP rows", lambda r: r.mapped.spec.parallel.zero.value == "fsdp"),
+    ("ZeRO-3 rows (DeepSpeed, SC21 Table 2)", lambda r: r.mapped.spec.parallel.zero.value == "3"),
+    ("exposed communication > 5% of the predicted step", lambda r: _share(r, COMM) > 0.05),
+)
+
+
+def slice_table(report: Report) -> list[str]:
+    rows = []
+    for name, keep in SLICES:
+        chosen = [r for r in report.rows if keep(r)]
+        if chosen:
+            s = score.summarize(chosen)
+            rows.append([name, str(s.rows), _pct(s.mape), f"{100 * s.bias:+.1f}%"])
+    return _table(["slice", "rows", "MAPE", "bias"], rows)
+
+
+def attribution_table(report: Report) -> list[str]:
+    rows = []
+    for a in score.attribution(report.rows):
+        rows.append([a.category, _pct(a.mean_share), "–" if a.correlation is None else f"{a.correlation:+.2f}",
+                     "–" if a.slope is None else f"{a.slope:+.2f}"])
+    groups = {"compute (all op families)": COMPUTE, "exposed communication (all axes)": COMM}
+    for name, cats in groups.items():
+        shares = [sum(r.breakdown.get(c, 0.0) for c in cats) / r.predicted_s for r in report.rows]
+        r_, slope = score.pearson(shares, [r.error for r in report.rows])
+        rows.append([f"**{name}**", _pct(statistics.fmean(shares)), "–" if r_ is None else f"{r_:+.2f}",
+                     "–" if slope is None else f"{slope:+.2f}"])
+    return _table(["breakdown category", "mean share of predicted step", "r(share, signed error)",
+                   "slope (error per unit share)"], rows)
+
+
+def section(report: Report, command: str, residuals: str) -> str:
+    lines = [f"## Published validation (issue 4) — {dt.date.today().isoformat()}", "",
+             f"- command: `{command}`", f"- machine: {machine()}", f"- llmp commit: {commit()}",
+             f"- residuals: {residuals}",
+             ("- data: validation/*.csv (published end-to-end rows, a TEST set: nothing fitted or tuned to them); "
+             "error = predicted/measured − 1 on step time"), "",
+             "### Per source", "", *source_table(report), "",
+             "### Skipped measurements per reason", "", *skip_table(report), "",
+             "### Peers on the same measurements (quoted from ../shared/data/peers/peer_predictions_dev.csv)", "",
+             *peer_table(report), "",
+             ("Peers' metric MAPE is on the metric they scored (their `primary` row); llmp's metric MAPE is on the "
+             "metric llmp scored, so the step-time columns are the like-for-like comparison."), "",
+             "### Where the error comes from (prediction breakdown vs signed error)", "", *attribution_table(report),
+             "", "Error by slice of the predicted breakdown:", "", *slice_table(report), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--residuals", help="residual store directory, or 'default' (shipped store per GPU)")
+    parser.add_argument("--plot", help="also write predicted vs measured to this image")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    args = parser.parse_args(argv)
+    files = sorted(str(p) for p in (ROOT / "validation").glob("*.csv"))
+    report = score.validate(files, residuals=_residuals(args.residuals))
+    command = "python benchmarks/validate_published.py" + (f" --residuals {args.residuals}" if args.residuals else "")
+    text = section(report, command, args.residuals or "none (analytic roofline and alpha-beta only)")
+    print(text)
+    if args.plot:
+        plot.plot(report, args.plot)
+    if not args.no_record:
+        new = not RESULTS.exists()
+        with RESULTS.open("a", encoding="utf-8") as f:
+            f.write(("# Benchmark results\n\n" if new else "\n") + text)
+        print(f"appended to {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

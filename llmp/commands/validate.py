@@ -1,0 +1,66 @@
+"""``llmp validate CSV... [--json] [--plot OUT] [--residuals DIR] [--source NAME ...] [--specs DIR]``.
+
+Scores llmp against measured runs in the published-measurement schema (``validation/*.csv``,
+or rows ``llmp measure`` appended): per row the predicted and measured step time and the error
+``predicted/measured − 1``, then MAPE, median and max |error| per source and per GPU, the worst
+rows, and every skipped row with its reason. Exit 0 when it ran, whatever the errors; 1 for bad
+input (missing file, wrong header, text in a numeric column).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from llmp.errors import InputError
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("csv", nargs="+", metavar="CSV", help="CSV files in the published-measurement schema")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--plot", metavar="OUT", help="write predicted vs measured (log-log) to OUT (.png/.pdf/.svg)")
+    parser.add_argument("--residuals", metavar="DIR",
+                        help="residual model store to correct the roofline with; 'default' uses the store "
+                             "shipped for each row's GPU (rows on GPUs without one stay roofline-only)")
+    parser.add_argument("--source", nargs="+", action="extend", default=[], metavar="NAME",
+                        help="only rows whose source column is NAME (repeatable)")
+    parser.add_argument("--specs", metavar="DIR", help="also write each mapped row's generated .llmp spec to DIR")
+    parser.add_argument("--summary", action="store_true", help="aggregates only, no per-row table")
+
+
+def _write_specs(report, directory: str) -> None:
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--specs {directory} is a file", label="bad --specs", hint="give a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    for r in report.rows:
+        (out / f"{r.key.replace(':', '_')}.llmp").write_text(r.mapped.text, encoding="utf-8")
+
+
+def _residuals(choice: str | None):
+    """``--residuals`` → a function giving each spec its residual store (None: roofline only)."""
+    if choice is None:
+        return None
+    from llmp.residuals import store
+
+    if choice == "default":
+        return lambda spec: store.default_for(spec.cluster.gpu.id)
+    fitted = store.load(choice)
+    return lambda spec: fitted
+
+
+def run(args: argparse.Namespace) -> int:
+    from llmp.validate import plot, score, text
+
+    residuals = _residuals(args.residuals)
+    report = score.validate(args.csv, residuals=residuals, sources=args.source)
+    if args.specs:
+        _write_specs(report, args.specs)
+    if args.plot:
+        plot.plot(report, args.plot)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(text.render(report, per_row=not args.summary))
+    return 0

@@ -1,0 +1,65 @@
+"""Predicted vs measured step time, log-log, one colour per source (matplotlib, the [plot] extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llmp.errors import InputError
+from llmp.validate.score import Report
+
+
+def plot(report: Report, path: str | Path, *, title: str = "llmp validate: step time") -> Path:
+    """Write the scatter plot of ``report`` to ``path`` (format from the suffix: .png, .pdf, .svg).
+
+    The y = x line marks a perfect prediction and the shaded band ±10 %; points above the line
+    are rows llmp predicts too slow.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--plot needs matplotlib, which is not installed", label="missing extra",
+                         hint="pip install 'llmp[plot]'") from None
+    if not report.rows:
+        raise InputError("nothing to plot: no row was predicted", label="empty plot",
+                         hint="see the skipped rows in the report for why")
+    out = Path(path)
+    if not out.parent.exists():
+        raise InputError(f"cannot write {out}: directory {out.parent} does not exist", label="bad --plot path",
+                         hint="create the directory or choose another path")
+    measured = [r.measured_s for r in report.rows]
+    predicted = [r.predicted_s for r in report.rows]
+    lo = min(measured + predicted) / 1.5
+    hi = max(measured + predicted) * 1.5
+    fig, ax = plt.subplots(figsize=(7, 6.5))
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.88", label="±10 %")
+    ax.plot([lo, hi], [lo, hi], color="0.3", linewidth=1, label="y = x")
+    by_source: dict[str, list[int]] = {}
+    for i, r in enumerate(report.rows):
+        by_source.setdefault(r.source, []).append(i)
+    stats = report.by_source
+    for source, idx in sorted(by_source.items()):
+        ax.scatter([measured[i] for i in idx], [predicted[i] for i in idx], s=16, alpha=0.8,
+                   label=f"{source} (n={len(idx)}, MAPE {100 * stats[source].mape:.0f} %)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured step time [s]")
+    ax.set_ylabel("predicted step time [s]")
+    overall = report.overall
+    assert overall is not None
+    ax.set_title(f"{title} — {overall.rows} rows, MAPE {100 * overall.mape:.1f} %")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="both", alpha=0.25)
+    fig.tight_layout()
+    try:
+        fig.savefig(out, dpi=130)
+    except (OSError, ValueError) as err:
+        raise InputError(f"cannot write {out}: {err}", label="bad --plot path",
+                         hint="use a writable path ending in .png, .pdf or .svg") from None
+    finally:
+        plt.close(fig)
+    return out

@@ -1,0 +1,222 @@
+"""Read CSV files in the published-measurement schema and group their rows into measurements.
+
+The schema is the one in DESIGN.md (``validation/*.csv``): long format, one row per metric of a
+measured run, blank = "the source did not say". Everything a user can get wrong in such a file
+(missing file, wrong header, text where a number belongs) is reported here as an
+:class:`~llmp.errors.InputError` that names the file, the line and the fix, so nothing later has to
+re-check a cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmp.errors import InputError, Span
+
+COLUMNS: tuple[str, ...] = (
+    "source", "source_ref", "model_name", "params_b", "layers", "hidden", "heads", "kv_heads",
+    "ffn_hidden", "vocab", "seq_len", "moe_experts", "moe_topk", "gpu", "gpu_id", "num_gpus",
+    "gpus_per_node", "interconnect_intra", "interconnect_inter", "tp", "pp", "dp", "cp", "ep", "vp",
+    "micro_batch", "global_batch", "sequence_parallel", "recompute", "zero_stage_or_fsdp",
+    "precision", "dtype", "metric_name", "metric_value", "metric_unit", "notes",
+)
+"""Every column of the schema, in the published files' order (the order a file uses is free)."""
+
+INT_COLUMNS: frozenset[str] = frozenset({
+    "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "moe_experts",
+    "moe_topk", "num_gpus", "gpus_per_node", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+    "global_batch",
+})
+"""Columns that hold whole numbers when they are not blank."""
+
+FLOAT_COLUMNS: frozenset[str] = frozenset({"params_b", "metric_value"})
+"""Columns that hold real numbers when they are not blank."""
+
+METRIC_COLUMNS: frozenset[str] = frozenset({"metric_name", "metric_value", "metric_unit"})
+"""The columns that differ between the rows of one measurement (long format)."""
+
+REQUIRED: tuple[str, ...] = ("source", "metric_name", "metric_value")
+"""Cells no row may leave blank: without them a row measures nothing nameable."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Row:
+    """One CSV row: its raw cells (already checked) and where it came from."""
+
+    file: str
+    """Path of the CSV file as the user gave it."""
+    line: int
+    """1-based line of the row in the file (the header is line 1)."""
+    values: dict[str, str]
+    """Every schema column → its cell text, stripped; blank cells are ``""``."""
+
+    @property
+    def key(self) -> str:
+        """``<file stem>:<line>``: the row id the peers' prediction file uses too."""
+        return f"{Path(self.file).stem}:{self.line}"
+
+    def text(self, column: str) -> str:
+        return self.values[column]
+
+    def integer(self, column: str) -> int | None:
+        """The cell as an int, ``None`` when blank (cells were checked when the file was read)."""
+        cell = self.values[column]
+        return None if cell == "" else int(float(cell))
+
+    def number(self, column: str) -> float | None:
+        """The cell as a float, ``None`` when blank."""
+        cell = self.values[column]
+        return None if cell == "" else float(cell)
+
+    def to_dict(self) -> dict[str, str]:
+        """The row's own columns, in schema order (what ``--json`` echoes back)."""
+        return {c: self.values[c] for c in COLUMNS}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measurement:
+    """One measured run: the rows of one file that agree on every non-metric column."""
+
+    rows: tuple[Row, ...]
+
+    @property
+    def config(self) -> Row:
+        """The row that stands for the run's configuration (any row would do; the first)."""
+        return self.rows[0]
+
+    def metric(self, name: str) -> Row | None:
+        """The first row that reports metric ``name``, if any."""
+        return next((r for r in self.rows if r.text("metric_name") == name), None)
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return tuple(r.text("metric_name") for r in self.rows)
+
+
+def _span(path: str, line: int) -> Span:
+    return Span(file=path, line=line, column=1, end_line=line, end_column=1)
+
+
+def _suggest(name: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_header(path: str, header: list[str]) -> list[str]:
+    names = [h.strip() for h in header]
+    if not any(names):
+        raise InputError("the first line is empty; expected the header row", _span(path, 1),
+                         label="bad CSV header", hint=f"the header must name the columns: {', '.join(COLUMNS)}")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"column {', '.join(repr(d) for d in dupes)} appears more than once", _span(path, 1),
+                         label="bad CSV header", hint="keep one column of each name")
+    unknown = [n for n in names if n not in COLUMNS]
+    missing = [c for c in COLUMNS if c not in names]
+    if unknown:
+        what = ", ".join(f"'{u}'{_suggest(u, missing)}" for u in unknown)
+        raise InputError(f"unknown column {what}", _span(path, 1), label="bad CSV header",
+                         hint="use the schema's column names (DESIGN.md, 'Published-measurement CSV schema')")
+    if missing:
+        raise InputError(f"missing column {', '.join(repr(m) for m in missing)}", _span(path, 1),
+                         label="bad CSV header",
+                         hint="add the column(s) to the header (cells may stay blank when the source does not "
+                              "give a value); the schema is in DESIGN.md")
+    return names
+
+
+def _check_cell(path: str, line: int, column: str, cell: str) -> None:
+    if column in REQUIRED and cell == "":
+        raise InputError(f"column '{column}' is blank", _span(path, line), label="bad CSV row",
+                         hint=f"every row needs {', '.join(REQUIRED)}: one row per reported metric")
+    if cell == "" or (column not in INT_COLUMNS and column not in FLOAT_COLUMNS):
+        return
+    try:
+        value = float(cell)
+    except ValueError:
+        kind = "a whole number" if column in INT_COLUMNS else "a number"
+        raise InputError(f"column '{column}' must be {kind}, got {cell!r}", _span(path, line),
+                         label="bad CSV row",
+                         hint="write a plain number (no units, no thousands separators), or leave the cell "
+                              "blank when the source does not give it") from None
+    if not math.isfinite(value):
+        raise InputError(f"column '{column}' must be finite, got {cell!r}", _span(path, line), label="bad CSV row",
+                         hint="write a plain number, or leave the cell blank")
+    if column in INT_COLUMNS and value != int(value):
+        raise InputError(f"column '{column}' must be a whole number, got {cell!r}", _span(path, line),
+                         label="bad CSV row", hint="counts (layers, GPUs, degrees, batch sizes) are integers")
+    if value < 0 or (value == 0 and column in ("metric_value", "num_gpus", "global_batch")):
+        raise InputError(f"column '{column}' must be positive, got {cell!r}", _span(path, line),
+                         label="bad CSV row", hint="leave the cell blank when the source does not give it")
+
+
+def read_csv(path: str | Path) -> tuple[Row, ...]:
+    """Read and check one CSV file; every row is returned with its line number.
+
+    Raises :class:`InputError` for a missing or unreadable file, an empty file, a header that is
+    not the schema, a row with the wrong number of cells, or a non-numeric numeric cell.
+    """
+    name = str(path)
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{name}: no such file", label="cannot read CSV",
+                         hint="give the path of a CSV in the published-measurement schema, e.g. validation/*.csv")
+    if p.is_dir():
+        raise InputError(f"{name} is a directory", label="cannot read CSV",
+                         hint=f"pass the CSV files inside it, e.g. {name.rstrip('/')}/*.csv")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{name} is not UTF-8 text ({err.reason} at byte {err.start})", label="cannot read CSV",
+                         hint="save the file as UTF-8 CSV") from None
+    except OSError as err:
+        raise InputError(f"{name}: {err.strerror}", label="cannot read CSV",
+                         hint="check the file's permissions") from None
+    if not text.strip():
+        raise InputError(f"{name} is empty", label="bad CSV", hint=f"the first line must be the header: "
+                         f"{','.join(COLUMNS)}; then one row per measured metric")
+    reader = csv.reader(text.splitlines(keepends=True))
+    header = _check_header(name, next(reader))
+    rows: list[Row] = []
+    start = reader.line_num + 1
+    for cells in reader:
+        line = start
+        start = reader.line_num + 1
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise InputError(f"row has {len(cells)} cells but the header has {len(header)}", _span(name, line),
+                             label="bad CSV row",
+                             hint="quote cells that contain commas (\"a, b\") and keep one cell per column")
+        values = {h: c.strip() for h, c in zip(header, cells)}
+        for column in COLUMNS:
+            _check_cell(name, line, column, values[column])
+        rows.append(Row(file=name, line=line, values={c: values[c] for c in COLUMNS}))
+    if not rows:
+        raise InputError(f"{name} has a header but no rows", label="bad CSV",
+                         hint="add one row per measured metric under the header")
+    return tuple(rows)
+
+
+def read_csvs(paths: list[str] | tuple[str, ...]) -> tuple[Row, ...]:
+    """All rows of several files, file by file."""
+    if not paths:
+        raise InputError("no CSV files given", label="usage", hint="llmp validate validation/*.csv")
+    return tuple(row for path in paths for row in read_csv(path))
+
+
+def group_measurements(rows: tuple[Row, ...] | list[Row]) -> tuple[Measurement, ...]:
+    """Gather long-format rows into measurements, in order of first appearance.
+
+    Rows belong together when they come from the same file and agree on every column except
+    ``metric_name``, ``metric_value`` and ``metric_unit`` (the published files' own definition).
+    """
+    groups: dict[tuple[str, tuple[str, ...]], list[Row]] = {}
+    for row in rows:
+        key = (row.file, tuple(row.values[c] for c in COLUMNS if c not in METRIC_COLUMNS))
+        groups.setdefault(key, []).append(row)
+    return tuple(Measurement(rows=tuple(g)) for g in groups.values())

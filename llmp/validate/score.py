@@ -1,0 +1,261 @@
+"""Predict every mapped measurement and score the prediction: per-row error and aggregates.
+
+The error of a row is ``predicted / measured − 1`` on the step time (positive = llmp too slow).
+Aggregates are reported per source and per GPU, never mixed across validation levels, with the
+worst rows named. :func:`attribution` relates the error to the prediction's own breakdown
+(exposed communication, bubble, recompute, ...) to say which part of the model the misses come
+from; it only describes the errors, nothing is fitted to them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.compose import Residuals, predict
+from llmp.dsl.spec import Spec
+from llmp.errors import InfeasibleError, InputError, LlmpError
+from llmp.validate import metrics
+from llmp.validate.mapping import Mapped, Skipped, map_measurement
+from llmp.validate.rows import Measurement, group_measurements, read_csvs
+from llmp.validate.skips import SkipReason
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scored:
+    """One predicted measurement."""
+
+    mapped: Mapped
+    predicted_s: float
+    """Predicted step time."""
+    breakdown: dict[str, float]
+    """The prediction's step-time breakdown, seconds by category."""
+    band: tuple[float, float] | None = None
+    """The prediction's [low, high] step time (equal to the point without residual models)."""
+
+    @property
+    def measured_s(self) -> float:
+        return self.mapped.measured_s
+
+    @property
+    def error(self) -> float:
+        """``predicted / measured − 1`` on step time: > 0 means llmp predicts a slower step."""
+        return self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def key(self) -> str:
+        return self.mapped.metric_row.key
+
+    @property
+    def source(self) -> str:
+        return self.mapped.metric_row.text("source")
+
+    @property
+    def gpu(self) -> str:
+        return self.mapped.metric_row.text("gpu_id")
+
+    @property
+    def predicted_metric(self) -> float:
+        """The prediction in the published metric's own unit."""
+        return metrics.metric_value(self.mapped.metric, self.predicted_s, self.mapped.context)
+
+    @property
+    def layout(self) -> str:
+        p, t = self.mapped.spec.parallel, self.mapped.spec.train
+        return f"tp{p.tp} pp{p.pp} dp{p.dp} cp{p.cp} mb{t.micro_batch} gb{t.global_batch}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The input row's own columns plus the score (the ``--json`` row contract)."""
+        row = self.mapped.metric_row
+        measured_value = row.number("metric_value")
+        assert measured_value is not None
+        return {
+            **row.to_dict(),
+            "key": self.key,
+            "metric": self.mapped.metric.value,
+            "unit": "s",
+            "predicted": self.predicted_s,
+            "measured": self.measured_s,
+            "error": self.error,
+            "predicted_metric": self.predicted_metric,
+            "measured_metric": measured_value,
+            "metric_error": self.predicted_metric / measured_value - 1.0,
+            "band": list(self.band) if self.band is not None else None,
+            "breakdown": dict(self.breakdown),
+            "assumptions": list(self.mapped.assumptions),
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stats:
+    """Error statistics of a set of rows (fractions, not percent)."""
+
+    rows: int
+    mape: float
+    """Mean |error|."""
+    median: float
+    """Median |error|."""
+    max: float
+    """Largest |error|."""
+    bias: float
+    """Mean signed error (> 0: llmp too slow on average)."""
+    worst: str
+    """Key of the row with the largest |error|."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "mape": self.mape, "median": self.median, "max": self.max,
+                "bias": self.bias, "worst": self.worst}
+
+
+def summarize(rows: Sequence[Scored]) -> Stats:
+    """Statistics of ``rows`` (at least one)."""
+    errors = [abs(r.error) for r in rows]
+    worst = max(rows, key=lambda r: abs(r.error))
+    return Stats(rows=len(rows), mape=statistics.fmean(errors), median=statistics.median(errors),
+                 max=max(errors), bias=statistics.fmean(r.error for r in rows), worst=worst.key)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Attribution:
+    """How the signed error goes with one breakdown category's share of the predicted step."""
+
+    category: str
+    mean_share: float
+    """Mean fraction of the predicted step time spent in the category."""
+    correlation: float | None
+    """Pearson r between the share and the signed error (None when the share never varies)."""
+    slope: float | None
+    """Least-squares change of signed error per unit share (descriptive, fitted to nothing else)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Report:
+    """Everything ``llmp validate`` found."""
+
+    rows: tuple[Scored, ...]
+    skipped: tuple[Skipped, ...]
+
+    @property
+    def overall(self) -> Stats | None:
+        return summarize(self.rows) if self.rows else None
+
+    def by(self, key: Callable[[Scored], str]) -> dict[str, Stats]:
+        groups: dict[str, list[Scored]] = {}
+        for r in self.rows:
+            groups.setdefault(key(r), []).append(r)
+        return {k: summarize(v) for k, v in sorted(groups.items())}
+
+    @property
+    def by_source(self) -> dict[str, Stats]:
+        return self.by(lambda r: r.source)
+
+    @property
+    def by_gpu(self) -> dict[str, Stats]:
+        return self.by(lambda r: r.gpu)
+
+    def worst(self, n: int = 5) -> tuple[Scored, ...]:
+        return tuple(sorted(self.rows, key=lambda r: abs(r.error), reverse=True)[:n])
+
+    @property
+    def skip_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for s in self.skipped:
+            counts[s.reason.value] = counts.get(s.reason.value, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document (keys are part of the CLI contract)."""
+        overall = self.overall
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "mape": overall.mape if overall else None,
+            "median": overall.median if overall else None,
+            "max": overall.max if overall else None,
+            "bias": overall.bias if overall else None,
+            "by_source": {k: v.to_dict() for k, v in self.by_source.items()},
+            "by_gpu": {k: v.to_dict() for k, v in self.by_gpu.items()},
+            "worst": [{"key": r.key, "source": r.source, "model": r.mapped.metric_row.text("model_name"),
+                       "error": r.error} for r in self.worst()],
+            "skip_counts": self.skip_counts,
+            "skipped": [{"row": s.measurement.config.to_dict(), "key": s.measurement.config.key,
+                         "reason": s.reason.value, "detail": s.detail} for s in self.skipped],
+            "attribution": [{"category": a.category, "mean_share": a.mean_share, "correlation": a.correlation,
+                             "slope": a.slope} for a in attribution(self.rows)],
+        }
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, float | None]:
+    """(Pearson r, least-squares slope of ys on xs); (None, None) when either does not vary."""
+    if len(xs) < 3:
+        return None, None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 1e-18 or syy <= 1e-18:
+        return None, None
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    return sxy / math.sqrt(sxx * syy), sxy / sxx
+
+
+def attribution(rows: Sequence[Scored]) -> tuple[Attribution, ...]:
+    """Per breakdown category: mean share of the predicted step, and its correlation with the error."""
+    categories = sorted({c for r in rows for c in r.breakdown})
+    out = []
+    for c in categories:
+        shares = [r.breakdown.get(c, 0.0) / r.predicted_s for r in rows]
+        r_, slope = pearson(shares, [r.error for r in rows])
+        out.append(Attribution(category=c, mean_share=statistics.fmean(shares), correlation=r_, slope=slope))
+    return tuple(out)
+
+
+ResidualsFor = Callable[[Spec], Residuals | None]
+"""Which residual store corrects a spec's prediction (e.g. the shipped default of its GPU)."""
+
+
+def score(mapped: Mapped, residuals: Residuals | None = None) -> Scored | Skipped:
+    """Predict one mapped measurement; a prediction llmp refuses becomes a :class:`Skipped`."""
+    try:
+        prediction = predict(mapped.spec, residuals=residuals)
+    except InfeasibleError as err:
+        return Skipped(measurement=mapped.measurement, reason=SkipReason.INFEASIBLE, detail=err.render())
+    except LlmpError as err:
+        return Skipped(measurement=mapped.measurement, reason=SkipReason.PREDICT_ERROR, detail=err.render())
+    seconds = float(prediction.step_time_s)
+    if not math.isfinite(seconds) or seconds <= 0:
+        return Skipped(measurement=mapped.measurement, reason=SkipReason.PREDICT_ERROR,
+                       detail=f"predicted step time {seconds!r} is not a positive number")
+    low, high = (float(x) for x in prediction.band)
+    return Scored(mapped=mapped, predicted_s=seconds, breakdown={k: float(v) for k, v in prediction.breakdown.items()},
+                  band=(low, high))
+
+
+def select_sources(measurements: Iterable[Measurement], sources: Sequence[str]) -> tuple[Measurement, ...]:
+    """The measurements of the named sources (all when ``sources`` is empty)."""
+    ms = tuple(measurements)
+    if not sources:
+        return ms
+    known = sorted({m.config.text("source") for m in ms})
+    unknown = [s for s in sources if s not in known]
+    if unknown:
+        raise InputError(f"no rows with source {', '.join(repr(u) for u in unknown)}", label="unknown source",
+                         hint=f"sources in these files: {', '.join(known)}")
+    return tuple(m for m in ms if m.config.text("source") in sources)
+
+
+def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sources: Sequence[str] = ()) -> Report:
+    """Read ``paths``, map and predict every measurement, and score it (the API of ``llmp validate``).
+
+    ``residuals`` picks the residual store for each mapped spec (None: the roofline alone).
+    """
+    measurements = select_sources(group_measurements(read_csvs(tuple(paths))), sources)
+    scored: list[Scored] = []
+    skipped: list[Skipped] = []
+    for m in measurements:
+        result = map_measurement(m)
+        if isinstance(result, Mapped):
+            result = score(result, residuals(result.spec) if residuals is not None else None)
+        (scored if isinstance(result, Scored) else skipped).append(result)
+    return Report(rows=tuple(scored), skipped=tuple(skipped))

@@ -1,0 +1,30 @@
+"""Why a published row cannot be scored: one reason per kind, with a row-specific detail."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class SkipReason(StrEnum):
+    """Kinds of unmodellable rows; ``llmp validate`` counts skips per kind."""
+
+    FINE_TUNING = "fine-tuning (LoRA/SFT), not a pre-training step"
+    NO_TIME_METRIC = "no time-like metric"
+    MISSING_ARCHITECTURE = "missing architecture columns"
+    MOE = "mixture of experts not modelled"
+    MISSING_LAYOUT = "parallel layout not given"
+    MISSING_BATCH = "batch or sequence length not given"
+    UNKNOWN_GPU = "gpu_id not in the catalog"
+    UNSUPPORTED_DTYPE = "dtype without a peak in the catalog"
+    SPEC_ERROR = "spec rejected"
+    INFEASIBLE = "infeasible layout"
+    PREDICT_ERROR = "predict cannot model it"
+
+
+class Unmodellable(Exception):
+    """Raised while mapping a row that llmp cannot model; the mapping turns it into a skip."""
+
+    def __init__(self, reason: SkipReason, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail

@@ -1,0 +1,97 @@
+"""``llmp validate``: the JSON contract, the text report, plots, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmp import dsl
+from llmp.cli import main
+from llmp.validate.rows import COLUMNS
+from tests.validate import published_rows as P
+
+TWO_SOURCES = P.SC21_1P7B + "".join(P.NEMO_LORA.splitlines(keepends=True)[1:])
+"""One predictable measurement (SC21 1.7B) and one skipped one (a NeMo LoRA run)."""
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_contract(capsys, csv_file):
+    code, out, err = _run(capsys, "validate", str(csv_file(TWO_SOURCES)), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    for key in ("rows", "mape", "median", "max", "by_source", "by_gpu", "skipped", "skip_counts", "worst"):
+        assert key in doc
+    (row,) = doc["rows"]
+    for column in COLUMNS:
+        assert column in row  # the input row's own columns come back
+    assert row["metric"] == "achieved_tflops_per_gpu" and row["metric_name"] == "achieved_tflops_per_gpu"
+    assert row["error"] == pytest.approx(row["predicted"] / row["measured"] - 1)
+    assert row["predicted"] > 0 and row["unit"] == "s"
+    assert isinstance(row["assumptions"], list) and row["assumptions"]
+    assert doc["mape"] == pytest.approx(abs(row["error"]))
+    assert set(doc["by_source"]) == {"megatron-sc21-table1"} and set(doc["by_gpu"]) == {"a100_sxm4_80gb"}
+    assert doc["by_source"]["megatron-sc21-table1"]["rows"] == 1
+    (skip,) = doc["skipped"]
+    assert skip["reason"] == "fine-tuning (LoRA/SFT), not a pre-training step"
+    assert skip["row"]["model_name"] == "LLAMA2-7B [LoRA]"
+    assert doc["skip_counts"] == {"fine-tuning (LoRA/SFT), not a pre-training step": 1}
+
+
+def test_text_report_names_rows_aggregates_and_skips(capsys, csv_file):
+    code, out, _ = _run(capsys, "validate", str(csv_file(TWO_SOURCES)))
+    assert code == 0
+    assert "GPT 1.7B (Megatron-LM SC21)" in out and "tp1 pp1 dp32" in out
+    assert "Error by source" in out and "Error by gpu" in out and "Worst rows" in out
+    assert "Skipped: 1 measurements" in out and "LLAMA2-7B [LoRA]" in out
+
+
+def test_source_filter(capsys, csv_file):
+    path = str(csv_file(TWO_SOURCES))
+    code, out, _ = _run(capsys, "validate", path, "--json", "--source", "nemo-24.07-perf-summary")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["rows"] == [] and doc["mape"] is None and len(doc["skipped"]) == 1
+    code, _, err = _run(capsys, "validate", path, "--source", "megatron-sc21")
+    assert code == 1
+    assert "no rows with source 'megatron-sc21'" in err and "megatron-sc21-table1" in err
+
+
+def test_plot_and_specs_are_written(capsys, csv_file, tmp_path):
+    pytest.importorskip("matplotlib")
+    png, specs = tmp_path / "out.png", tmp_path / "specs"
+    code, _, err = _run(capsys, "validate", str(csv_file(TWO_SOURCES)), "--summary", "--plot", str(png),
+                        "--specs", str(specs))
+    assert code == 0, err
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    (spec_file,) = specs.iterdir()
+    assert dsl.load(spec_file).model.hidden == 2304
+
+
+def test_plot_of_nothing_is_a_clean_error(capsys, csv_file, tmp_path):
+    code, _, err = _run(capsys, "validate", str(csv_file(P.NEMO_LORA)), "--plot", str(tmp_path / "x.png"))
+    assert code == 1 and "nothing to plot" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text, message", [
+    (P.HEADER.replace(",vocab,", ",") + "x\n", "missing column 'vocab'"),
+    (P.edit(P.SC21_1P7B, "tp", "eight"), "column 'tp' must be a whole number"),
+    ("", "is empty"),
+])
+def test_bad_input_exits_1_with_a_diagnostic(capsys, csv_file, text, message):
+    code, out, err = _run(capsys, "validate", str(csv_file(text)))
+    assert code == 1 and out == ""
+    assert message in err and "hint:" in err and "Traceback" not in err
+
+
+def test_missing_file_and_usage(capsys, tmp_path):
+    code, _, err = _run(capsys, "validate", str(tmp_path / "nope.csv"))
+    assert code == 1 and "no such file" in err
+    with pytest.raises(SystemExit) as info:
+        main(["validate"])
+    assert info.value.code == 2
