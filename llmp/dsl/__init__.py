@@ -1,0 +1,74 @@
+"""The .llmp language: text → :class:`~llmp.dsl.spec.Spec`. The entry points every command uses.
+
+    spec = llmp.dsl.load("examples/llama3_8b.llmp", overrides=["parallel.tp=4"])
+    spec = llmp.dsl.loads(text, filename="inline.llmp")
+
+Pipeline (each stage its own module): ``grammar.parse`` (Lark tree) → ``transform`` (AST with
+spans) → ``includes`` (``use`` files, cycles) → ``blocks`` (ids, active sections, schema names)
+→ ``resolve`` (units, expressions, defaults, symbols, sweeps, ``--set``) → ``build`` (typed
+Spec) → ``checks`` (cross-field rules). Every failure is an :class:`~llmp.errors.LlmpError`
+with a span and the offending source line filled in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from llmp.dsl.blocks import collect
+from llmp.dsl.build import build
+from llmp.dsl.includes import load_program, read_file
+from llmp.dsl.overrides import SET_FILE, add_set_argument, parse_overrides, source_text
+from llmp.dsl.resolve import Resolver
+from llmp.dsl.serialize import spec_to_dict
+from llmp.dsl.spec import Spec
+from llmp.dsl.symbols import path_for, symbol_for
+from llmp.dsl.transform import parse
+from llmp.errors import LlmpError
+
+__all__ = ["Spec", "add_set_argument", "load", "load_args", "loads", "parse", "path_for",
+           "spec_to_dict", "symbol_for"]
+
+
+def loads(text: str, *, filename: str = "<string>", overrides: Sequence[str] = ()) -> Spec:
+    """Resolve spec ``text``; ``use`` paths are relative to ``filename``'s directory (or the
+    working directory for ``<string>``); ``overrides`` are ``section.field=value`` strings."""
+    sources = {filename: text}
+    if overrides:
+        sources[SET_FILE] = source_text(overrides)
+    try:
+        program = load_program(text, filename)
+        sources.update(program.sources())
+        resolver = Resolver(collect(program), filename, parse_overrides(overrides))
+        return build(resolver, filename)
+    except LlmpError as err:
+        _attach_source_line(err, sources)
+        raise
+
+
+def load(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> Spec:
+    """Read and resolve the spec file at ``path`` (see :func:`loads`)."""
+    return loads(read_file(path), filename=str(path), overrides=overrides)
+
+
+def load_args(args: argparse.Namespace, *, path_attr: str = "spec") -> Spec:
+    """The spec a command was given: ``args.<path_attr>`` with its ``--set`` overrides
+    (``add_set_argument`` stores them as ``args.set``)."""
+    return load(getattr(args, path_attr), getattr(args, "set", None) or ())
+
+
+def _attach_source_line(err: LlmpError, sources: dict[str, str]) -> None:
+    """Fill in the quoted source line of a diagnostic that carries only a span."""
+    if err.span is None or err.source_line is not None:
+        return
+    text = sources.get(err.span.file)
+    if text is None:
+        try:
+            text = Path(err.span.file).read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            return
+    lines = text.splitlines()
+    if 0 < err.span.line <= len(lines):
+        err.source_line = lines[err.span.line - 1]

@@ -220,3 +220,9 @@ class Spec:
     @property
     def tokens_per_step(self) -> Count:
         return self.train.global_batch * self.model.seq_len
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data (SI numbers, enum spellings, free symbols as text)."""
+        from llmp.dsl.serialize import spec_to_dict  # serialize imports this module
+
+        return spec_to_dict(self)

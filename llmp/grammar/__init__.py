@@ -1,0 +1,229 @@
+"""The .llmp grammar: building the parser once, and turning Lark errors into diagnostics.
+
+``parser()`` loads ``llmp.lark`` from the package (never writing a cache next to it) and builds
+an LALR(1) parser with a contextual lexer. ``parse()`` returns a ``lark.Tree`` or raises
+:class:`~llmp.errors.LlmpSyntaxError` with a span, the offending line, a label learned from
+``error_examples.py`` through ``match_examples``, and a hint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+from collections.abc import Iterator
+
+import lark.lexer
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
+
+from llmp.errors import LlmpSyntaxError, Span
+from llmp.grammar.error_examples import EXAMPLES, HINTS
+
+START_RULES = ("start", "set_value")
+"""``start``: a whole file. ``set_value``: the right-hand side of ``--set section.field=value``."""
+
+BLOCK_KINDS = ("gpu", "device", "link", "node", "cluster", "model", "train", "parallel")
+
+_FRIENDLY = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string", "UNIT": "a unit",
+             "ONE_F_ONE_B": "1f1b", "$END": "the end of the file"}
+
+
+class _AlwaysLexWords:
+    """Post-lexer that makes the contextual lexer try ``UNIT`` and ``NAME`` in every state.
+
+    ``UNIT``: a unit where the grammar wants a name (``memory = GiB``) becomes a syntax error
+    ("unit without number") instead of a reference to a field called ``GiB``.
+    ``NAME``: keywords are then matched as whole words everywhere, so ``training {`` is an
+    unknown block rather than ``train`` followed by a block id ``ing``.
+    """
+
+    always_accept = ("UNIT", "NAME")
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return stream
+
+
+@functools.lru_cache(maxsize=None)
+def parser(*, strict: bool = False) -> Lark:
+    """The LALR parser for .llmp files (built once per process; ``strict`` for the CI test).
+
+    Outside strict mode Lark still runs its terminal-collision analysis whenever the optional
+    ``interegular`` package is importable, only to log warnings, and that costs ~0.5 s of every
+    cold start. Collisions are the strict test's job (tests/grammar), so ordinary builds
+    switch the analysis off for the duration of the build.
+    """
+    with _collision_analysis(enabled=strict):
+        return Lark.open_from_package(
+            "llmp.grammar", "llmp.lark", parser="lalr", lexer="contextual",
+            propagate_positions=True, maybe_placeholders=True, start=list(START_RULES),
+            postlex=_AlwaysLexWords(), strict=strict)
+
+
+@contextlib.contextmanager
+def _collision_analysis(*, enabled: bool) -> Iterator[None]:
+    saved = lark.lexer.has_interegular
+    lark.lexer.has_interegular = saved and enabled
+    try:
+        yield
+    finally:
+        lark.lexer.has_interegular = saved
+
+
+def parse(text: str, *, filename: str = "<string>", start: str = "start") -> Tree:
+    """Parse ``text`` into a ``lark.Tree``; raise :class:`LlmpSyntaxError` on malformed input."""
+    try:
+        return parser().parse(text, start=start)
+    except UnexpectedInput as err:
+        raise syntax_error(err, text, filename, start) from None
+
+
+def syntax_error(err: UnexpectedInput, text: str, filename: str, start: str) -> LlmpSyntaxError:
+    """A compiler-style diagnostic for a Lark parse error."""
+    lines = text.splitlines()
+    label = _label(err, start)
+    if isinstance(err, UnexpectedToken):
+        token = err.token
+        what = _describe_token(token)
+        message = f"unexpected {what}; expected {_expected(err.accepts or err.expected)}"
+        if token.type == "$END":
+            span = _end_span(text, filename)
+            brace = _unclosed_brace(text)
+            if brace is not None:
+                label = "unclosed brace"
+                span = Span(filename, brace[0], brace[1], brace[0], brace[1] + 1)
+                message = "this '{' is never closed (the file ends first)"
+        else:
+            span = Span(filename, token.line or 1, token.column or 1,
+                        token.end_line or token.line or 1,
+                        token.end_column or (token.column or 1) + max(1, len(token)))
+    else:
+        line = getattr(err, "line", 1) or 1
+        column = getattr(err, "column", 1) or 1
+        char = getattr(err, "char", "")
+        span = Span(filename, line, column, line, column + 1)
+        message = f"unexpected character {char!r}" if char else "unexpected input"
+        if isinstance(err, UnexpectedCharacters) and char == '"':
+            label, message = "unclosed string", "this string is never closed on its line"
+    hint = _hint(label, err)
+    source_line = lines[span.line - 1] if 0 < span.line <= len(lines) else None
+    return LlmpSyntaxError(message, span, label=label, hint=hint, source_line=source_line)
+
+
+def _label(err: UnexpectedInput, start: str) -> str:
+    """The error-example label for ``err``.
+
+    Lark's ``match_examples`` compares parser states *including the stack depth*, so the same
+    mistake one block deeper (or after more fields) would go unlabelled; and one LALR state can
+    serve both a field value and a list item. So, in order: an open ``[`` means a bad list; a
+    unit where a value should start means a unit without a number; then the label of an
+    example that failed in the same LALR state on the same kind of token; then
+    ``match_examples`` (same state and depth, any token); else a plain "syntax error".
+    """
+    if getattr(err, "state", None) is None:
+        return "syntax error"
+    token = getattr(err, "token", None)
+    if any(isinstance(v, Token) and v.type == "LSQB" for v in err.state.value_stack):
+        return "bad list"
+    if token is not None and token.type == "UNIT":
+        return "unit without number"
+    found = _labels_by_state(parser()).get(_state_key(err))
+    if found is None:
+        # use_accepts=False: the parser state already fixes what is acceptable, and lark
+        # 1.3's debug message for differing accepts fails to format (a ParserState for '%d').
+        found = err.match_examples(functools.partial(parser().parse, start="start"), EXAMPLES,
+                                   token_type_match_fallback=True, use_accepts=False)
+    return found or "syntax error"
+
+
+def _state_key(err: UnexpectedInput) -> tuple[int, str]:
+    token = getattr(err, "token", None)
+    return err.state.position, token.type if token is not None else ""
+
+
+@functools.lru_cache(maxsize=None)
+def _labels_by_state(lark: Lark) -> dict[tuple[int, str], str]:
+    """(LALR state, token type) of each error example's failure → its label (lists aside).
+
+    Keyed by the parser instance: LALR state numbers differ between builds.
+    """
+    table: dict[tuple[int, str], str] = {}
+    for label, snippets in EXAMPLES.items():
+        if label == "bad list":
+            continue
+        for snippet in snippets:
+            try:
+                lark.parse(snippet, start="start")
+            except UnexpectedInput as err:
+                if getattr(err, "state", None) is not None:
+                    table.setdefault(_state_key(err), label)
+    return table
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    if token.type == "UNIT":
+        return f"unit {str(token)!r}"
+    return repr(str(token))
+
+
+def _expected(names: set[str] | frozenset[str] | list[str]) -> str:
+    shown: list[str] = []
+    for name in sorted(names):
+        if name in _FRIENDLY:
+            shown.append(_FRIENDLY[name])
+            continue
+        try:
+            pattern = parser().get_terminal(name).pattern
+        except KeyError:
+            continue
+        if isinstance(pattern, PatternStr):
+            shown.append(repr(pattern.value))
+    if not shown:
+        return "something else"
+    return ", ".join(sorted(set(shown))) if len(shown) > 1 else shown[0]
+
+
+def _hint(label: str, err: UnexpectedInput) -> str | None:
+    token = getattr(err, "token", None)
+    if label == "unknown block" and token is not None and token.type == "NAME":
+        close = difflib.get_close_matches(str(token), BLOCK_KINDS, n=1)
+        if close:
+            return f"did you mean '{close[0]}'?"
+    return HINTS.get(label)
+
+
+def _end_span(text: str, filename: str) -> Span:
+    lines = text.splitlines() or [""]
+    line = len(lines)
+    column = len(lines[-1]) + 1
+    return Span(filename, line, column, line, column + 1)
+
+
+def _unclosed_brace(text: str) -> tuple[int, int] | None:
+    """(line, column) of the innermost '{' left open at the end of ``text``, skipping strings
+    and comments; None if every brace is closed."""
+    stack: list[tuple[int, int]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        in_string = False
+        escaped = False
+        for column, char in enumerate(line, start=1):
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+                continue
+            if char == "#":
+                break
+            if char == '"':
+                in_string = True
+            elif char == "{":
+                stack.append((number, column))
+            elif char == "}" and stack:
+                stack.pop()
+    return stack[-1] if stack else None

@@ -1,0 +1,159 @@
+"""``llmp check SPEC [--set ...] [--json]``: resolve a spec and show it with derived quantities.
+
+The table groups fields by section with units formatted (``80 GiB``, ``3.35 TB/s``); the
+derived block shows what is computed, never typed in: world size, microbatches per step,
+tokens per step, parameters (and active parameters for MoE), layers per pipeline stage and the
+cluster's peak. ``--json`` prints the same as one object: the spec's fields plus ``derived``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from enum import Enum
+from fractions import Fraction
+from typing import Any
+
+import sympy as sp
+
+from llmp.analytic import params
+from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
+from llmp.dsl.schema import Kind, Section
+from llmp.dsl.serialize import plain
+from llmp.dsl.spec import Spec
+from llmp.dsl.symbols import symbol_name
+from llmp.units import BANDWIDTH, COUNT, TIME, format_count, format_flops, format_quantity
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="a .llmp file")
+    add_set_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_args(args)
+    if args.json:
+        print(json.dumps(to_json(spec), indent=2))
+    else:
+        print(render(spec))
+    return 0
+
+
+def _ratio(a: Any, b: Any) -> Any:
+    """``a / b`` exactly: an int when whole, a Fraction otherwise, SymPy when symbolic."""
+    if isinstance(a, int) and isinstance(b, int):
+        q = Fraction(a, b)
+        return int(q) if q.denominator == 1 else q
+    return sp.simplify(sp.sympify(a) / b)
+
+
+def derived(spec: Spec) -> dict[str, Any]:
+    """Quantities computed from the spec (exact; SymPy expressions where symbols are free)."""
+    m, p, cl = spec.model, spec.parallel, spec.cluster
+    out: dict[str, Any] = {
+        "world_size": p.dp * p.tp * p.pp * p.cp,
+        "gpus": cl.world_size,
+        "microbatches": _ratio(spec.train.global_batch, spec.train.micro_batch * p.dp),
+        "tokens_per_step": spec.tokens_per_step,
+        "params": sp.expand(params.count(m)),
+        "layers_per_stage": _ratio(m.layers, p.pp),
+        "layers_per_chunk": _ratio(m.layers, p.pp * p.vp),
+    }
+    if m.moe is not None:
+        out["active_params"] = sp.expand(params.active(m))
+    dtype = spec.train.precision.compute_dtype
+    peak = cl.gpu.peak_flops.get(dtype)
+    if peak is not None:
+        out["cluster_peak_flops"] = peak * cl.world_size
+    return out
+
+
+def to_json(spec: Spec) -> dict[str, Any]:
+    """``llmp check --json``: the spec as a dict plus ``derived``."""
+    data = spec_to_dict(spec)
+    data["derived"] = {k: _json_number(v) for k, v in derived(spec).items()}
+    return data
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, Fraction):
+        return float(value)
+    return plain(value)
+
+
+# ---- the table ------------------------------------------------------------------------
+
+_WIDTH = 24
+
+
+def _show(value: Any, path: str) -> str:
+    fdef = schema.field_at(path)
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, str):
+        return f'"{value}"'
+    if fdef is not None and fdef.kind is Kind.REAL and fdef.dim != COUNT:
+        return format_quantity(value, fdef.dim)
+    return str(value)
+
+
+def _rows(title: str, obj: Any, section: Section, prefix: str) -> list[str]:
+    lines = [title]
+    for name, fdef in section.fields.items():
+        if fdef.kind in (Kind.REF, Kind.LINK):
+            continue
+        lines.append(f"  {name:<{_WIDTH}}{_show(getattr(obj, name), f'{prefix}.{name}')}")
+    return lines
+
+
+def render(spec: Spec) -> str:
+    """The resolved spec as a plain-text table grouped by section."""
+    m, cl = spec.model, spec.cluster
+    gpu = cl.gpu
+    out = [f"spec {spec.source}", ""]
+    out += _rows(f"model {m.name}", m, schema.MODEL, "model")
+    if m.moe is not None:
+        out += _rows("  moe", m.moe, schema.MOE, "model.moe")
+    out += ["", *_rows("train", spec.train, schema.TRAIN, "train")]
+    out += ["", *_rows("parallel", spec.parallel, schema.PARALLEL, "parallel")]
+    out += ["", f"cluster {cl.id}: {cl.nodes} x node {cl.node.id} = {cl.world_size} devices"]
+    for label, link in (("node.intra", cl.node.intra), ("node.inter", cl.node.inter),
+                        ("cluster.inter", cl.inter)):
+        bandwidth = format_quantity(link.bandwidth, BANDWIDTH)
+        latency = format_quantity(link.latency, TIME)
+        out.append(f"  {label:<{_WIDTH}}{link.id}: {bandwidth}, latency {latency}")
+    out += ["", *_rows(f"gpu {gpu.id}", gpu, schema.GPU, "gpu")]
+    for dtype, rate in gpu.peak_flops.items():
+        out.append(f"  {'flops.' + dtype.value:<{_WIDTH}}{format_flops(rate)}")
+    out += ["", "derived"]
+    for name, value in derived(spec).items():
+        out.append(f"  {name:<{_WIDTH}}{_derived_text(name, value)}")
+    if spec.sweeps:
+        out += ["", "sweeps"]
+        for sweep in spec.sweeps:
+            values = ", ".join(_show(v, sweep.path) for v in sweep.values)
+            out.append(f"  {sweep.path:<{_WIDTH}}[{values}]")
+    if spec.symbols:
+        out += ["", "free symbols"]
+        for path in spec.symbols:
+            out.append(f"  {path:<{_WIDTH}}{symbol_name(path)}")
+    return "\n".join(out)
+
+
+def _derived_text(name: str, value: Any) -> str:
+    if isinstance(value, sp.Basic) and value.free_symbols:
+        return str(value)
+    if name == "cluster_peak_flops":
+        return format_flops(value)
+    if isinstance(value, Fraction):
+        return f"{value} (= {float(value):.4g}, not whole)"
+    number = int(value) if float(value).is_integer() else float(value)
+    if isinstance(number, int) and number >= 10_000:
+        return f"{format_count(number)} ({number})"
+    return str(number)
+

@@ -1,0 +1,72 @@
+"""Evaluated frames → the typed :class:`~llmp.dsl.spec.Spec`, then the cross-field checks.
+
+Schema field names equal the dataclass field names, so each section is built from its frame's
+values by name; only ids, the flops table and links need assembling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmp.dsl import schema
+from llmp.dsl.checks import check
+from llmp.dsl.resolve import Frame, Resolver
+from llmp.dsl.spec import ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
+from llmp.errors import SpecError
+from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
+
+
+def build(resolver: Resolver, source: str) -> Spec:
+    """Evaluate every field of the active sections and assemble a checked :class:`Spec`."""
+    cluster = _cluster(resolver)
+    model = _model(resolver)
+    train = TrainSpec(**_values(resolver, resolver.frame("train")))
+    parallel = ParallelSpec(**_values(resolver, resolver.frame("parallel")))
+    order = {path: i for i, path in enumerate(schema.paths())}
+    spec = Spec(model=model, train=train, parallel=parallel, cluster=cluster,
+                sweeps=tuple(sorted(resolver.sweeps, key=lambda s: order[s.path])),
+                symbols=tuple(sorted(resolver.symbols, key=order.__getitem__)), source=source)
+    check(spec, resolver.span_of)
+    return spec
+
+
+def _values(resolver: Resolver, frame: Frame) -> dict[str, Any]:
+    return {name: resolver.get(frame, name) for name in frame.section.fields}
+
+
+def _link(resolver: Resolver, path: str) -> Link:
+    frame = resolver.frame(path)
+    return Link(id=frame.block_id, **_values(resolver, frame))
+
+
+def _device(resolver: Resolver) -> Device:
+    frame = resolver.frame("gpu")
+    values = _values(resolver, frame)
+    peak: dict[Dtype, Any] = {}
+    if resolver.has_frame("gpu.flops"):
+        flops = _values(resolver, resolver.frame("gpu.flops"))
+        peak = {Dtype(name): rate for name, rate in flops.items() if rate is not None}
+    if not peak:
+        raise SpecError(f"gpu '{frame.block_id}' gives no peak FLOP/s", frame.span,
+                        label="missing field",
+                        hint="add flops { bf16 = ... TFLOP/s } with at least one dtype")
+    return Device(id=frame.block_id, peak_flops=peak, **values)
+
+
+def _cluster(resolver: Resolver) -> Cluster:
+    cluster = resolver.frame("cluster")
+    node_frame = resolver.frame("node")
+    node = Node(id=node_frame.block_id, gpu=_device(resolver),
+                gpus_per_node=resolver.get(node_frame, "gpus_per_node"),
+                intra=_link(resolver, "node.intra"), inter=_link(resolver, "node.inter"))
+    return Cluster(id=cluster.block_id, node=node, nodes=resolver.get(cluster, "nodes"),
+                   inter=_link(resolver, "cluster.inter"))
+
+
+def _model(resolver: Resolver) -> ModelSpec:
+    frame = resolver.frame("model")
+    values = _values(resolver, frame)
+    moe = None
+    if resolver.has_frame("model.moe"):
+        moe = MoeSpec(**_values(resolver, resolver.frame("model.moe")))
+    return ModelSpec(name=frame.block_id, moe=moe, **values)

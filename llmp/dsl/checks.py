@@ -1,0 +1,169 @@
+"""Cross-field checks on a resolved spec, each reported with its equation filled in.
+
+A check that involves a free symbol is decided by SymPy when it can be (``8*x`` is divisible
+by 8 for any integer ``x``) and skipped when it cannot: a symbolic spec is a family of specs
+and only the members that are later evaluated need to satisfy it.
+
+Grouped-query attention with fewer kv heads than tp: Megatron replicates each kv head over
+``tp / kv_heads`` ranks, so we require ``tp % kv_heads == 0`` there (and ``kv_heads % tp == 0``
+when ``kv_heads >= tp``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy as sp
+
+from llmp.dsl.spec import Schedule, Spec
+from llmp.errors import SpecError, Span
+
+SpanOf = Callable[[str], Span | None]
+
+
+def _expr(x: Any) -> sp.Expr:
+    return sp.Integer(x) if isinstance(x, int) else x
+
+
+def divides(d: Any, n: Any) -> bool | None:
+    """Whether ``d`` divides ``n``; None when free symbols leave it undecided."""
+    if isinstance(d, int) and isinstance(n, int):
+        return n % d == 0
+    zero = sp.Mod(_expr(n), _expr(d)).is_zero
+    return None if zero is None else bool(zero)
+
+
+def _compare(a: Any, b: Any) -> int | None:
+    """-1, 0 or 1 as ``a`` <, ==, > ``b``; None when undecided."""
+    if isinstance(a, int) and isinstance(b, int):
+        return (a > b) - (a < b)
+    diff = sp.expand(_expr(a) - _expr(b))
+    if diff.is_zero:
+        return 0
+    if diff.is_positive:
+        return 1
+    if diff.is_negative:
+        return -1
+    return None
+
+
+class _Checker:
+    def __init__(self, spec: Spec, span_of: SpanOf) -> None:
+        self.spec = spec
+        self.span_of = span_of
+
+    def fail(self, message: str, paths: tuple[str, ...], label: str, hint: str | None = None
+             ) -> None:
+        span = next((s for s in map(self.span_of, paths) if s is not None), None)
+        raise SpecError(message, span, label=label, hint=hint)
+
+    def need_divides(self, d: Any, n: Any, message: str, paths: tuple[str, ...],
+                     hint: str | None = None) -> None:
+        if divides(d, n) is False:
+            remainder = f" = {n % d}" if isinstance(n, int) and isinstance(d, int) else ""
+            self.fail(message.replace("{rem}", remainder), paths, "not divisible", hint)
+
+
+def check(spec: Spec, span_of: SpanOf) -> None:
+    """Raise :class:`SpecError` on the first violated cross-field rule."""
+    c = _Checker(spec, span_of)
+    _layout(c)
+    _heads(c)
+    _widths(c)
+    _pipeline(c)
+    _batch(c)
+    _experts(c)
+
+
+def _layout(c: _Checker) -> None:
+    p, cl = c.spec.parallel, c.spec.cluster
+    world = cl.nodes * cl.node.gpus_per_node
+    product = p.dp * p.tp * p.pp * p.cp
+    if _compare(product, world) not in (0, None):
+        c.fail(f"dp({p.dp}) * tp({p.tp}) * pp({p.pp}) * cp({p.cp}) = {product} != {world} GPUs "
+               f"(cluster.nodes({cl.nodes}) * node.gpus_per_node({cl.node.gpus_per_node}))",
+               ("parallel.dp", "parallel.tp", "cluster.nodes"), "layout mismatch",
+               "make the degrees multiply to the GPU count, or leave dp out to derive it")
+    if _compare(p.tp, cl.node.gpus_per_node) == 1:
+        c.fail(f"tp({p.tp}) > node.gpus_per_node({cl.node.gpus_per_node}): tensor parallelism "
+               "across nodes is not supported", ("parallel.tp",), "tp across nodes",
+               "keep tp within one node; split across nodes with pp or dp")
+
+
+def _heads(c: _Checker) -> None:
+    m, tp = c.spec.model, c.spec.parallel.tp
+    paths = ("parallel.tp", "model.heads")
+    c.need_divides(tp, m.heads, f"model.heads({m.heads}) % tp({tp}){{rem}}: tp must divide the "
+                   "attention heads", paths)
+    c.need_divides(m.kv_heads, m.heads, f"model.heads({m.heads}) % kv_heads({m.kv_heads}){{rem}}"
+                   ": kv_heads must divide heads (each kv head serves a group of query heads)",
+                   ("model.kv_heads", "model.heads"))
+    if _compare(m.kv_heads, tp) == -1:
+        c.need_divides(m.kv_heads, tp, f"tp({tp}) % kv_heads({m.kv_heads}){{rem}}: with fewer kv "
+                       "heads than tp, each kv head is replicated tp / kv_heads times",
+                       ("parallel.tp", "model.kv_heads"))
+    else:
+        c.need_divides(tp, m.kv_heads, f"model.kv_heads({m.kv_heads}) % tp({tp}){{rem}}: tp must "
+                       "divide the kv heads", ("parallel.tp", "model.kv_heads"))
+
+
+def _widths(c: _Checker) -> None:
+    m, p = c.spec.model, c.spec.parallel
+    c.need_divides(p.tp, m.ffn_hidden, f"model.ffn_hidden({m.ffn_hidden}) % tp({p.tp}){{rem}}: "
+                   "tp must divide the MLP width", ("parallel.tp", "model.ffn_hidden"))
+    if m.moe is not None:
+        c.need_divides(p.tp, m.moe.expert_ffn_hidden,
+                       f"model.moe.expert_ffn_hidden({m.moe.expert_ffn_hidden}) % tp({p.tp})"
+                       "{rem}: tp must divide the expert MLP width",
+                       ("parallel.tp", "model.moe.expert_ffn_hidden"))
+    if p.sequence_parallel:
+        c.need_divides(p.tp, m.seq_len, f"model.seq_len({m.seq_len}) % tp({p.tp}){{rem}}: "
+                       "sequence parallelism splits the sequence over tp",
+                       ("parallel.sequence_parallel", "model.seq_len"))
+    c.need_divides(p.cp, m.seq_len, f"model.seq_len({m.seq_len}) % cp({p.cp}){{rem}}: context "
+                   "parallelism splits the sequence over cp", ("parallel.cp", "model.seq_len"))
+
+
+def _pipeline(c: _Checker) -> None:
+    m, p = c.spec.model, c.spec.parallel
+    if p.schedule is Schedule.INTERLEAVED:
+        if _compare(p.vp, 1) == 0:
+            c.fail("schedule = interleaved needs vp > 1 (model chunks per pipeline rank)",
+                   ("parallel.schedule",), "bad schedule", "set vp = 2 or more, or use 1f1b")
+        if _compare(p.pp, 1) == 0:
+            c.fail("schedule = interleaved needs pp > 1", ("parallel.schedule",),
+                   "bad schedule", "use pp > 1, or schedule = 1f1b")
+    elif _compare(p.vp, 1) == 1:
+        c.fail(f"vp({p.vp}) > 1 needs schedule = interleaved (got {p.schedule.value})",
+               ("parallel.vp",), "bad schedule",
+               "set schedule = interleaved, or vp = 1")
+    c.need_divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp}))"
+                   "{rem}: every pipeline stage (and virtual chunk) needs the same number of "
+                   "layers", ("parallel.pp", "model.layers"))
+
+
+def _batch(c: _Checker) -> None:
+    t, p = c.spec.train, c.spec.parallel
+    c.need_divides(t.micro_batch * p.dp, t.global_batch,
+                   f"train.global_batch({t.global_batch}) % (micro_batch({t.micro_batch}) * "
+                   f"dp({p.dp})){{rem}}: the global batch must split into whole microbatches "
+                   "per data-parallel replica", ("train.global_batch", "train.micro_batch"),
+                   "make global_batch a multiple of micro_batch * dp")
+
+
+def _experts(c: _Checker) -> None:
+    m, p = c.spec.model, c.spec.parallel
+    if m.moe is None:
+        if _compare(p.ep, 1) == 1:
+            c.fail(f"ep({p.ep}) > 1 but the model has no moe block", ("parallel.ep",),
+                   "no experts", "set ep = 1, or add moe { ... } to the model")
+        return
+    if _compare(m.moe.top_k, m.moe.experts) == 1:
+        c.fail(f"model.moe.top_k({m.moe.top_k}) > experts({m.moe.experts})",
+               ("model.moe.top_k",), "bad value")
+    c.need_divides(p.ep, p.dp * p.cp, f"dp({p.dp}) * cp({p.cp}) % ep({p.ep}){{rem}}: experts are "
+                   "sharded over a slice of dp x cp", ("parallel.ep",))
+    c.need_divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}"
+                   ": every expert-parallel rank needs the same number of experts",
+                   ("parallel.ep", "model.moe.experts"))

@@ -1,0 +1,254 @@
+"""What each block of a .llmp file may contain: field names, kinds, units, defaults, bounds.
+
+This table is the single source of truth for the resolver (names, units, defaults), for
+``--set`` path validation, for the SymPy symbol registry (``symbols.py``: integer counts,
+positive rates) and for docs/language.md (a test checks every field is documented there).
+
+Defaults are written as .llmp expressions (``"hidden / heads"``) and evaluated like user text,
+so a default means exactly what the same line in a file would.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from llmp.dsl.spec import (Activation, Arch, Norm, Optimizer, Position, Precision, Recompute,
+                           Schedule, ZeroStage)
+from llmp.hardware.spec import Dtype
+from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
+
+
+class Kind(StrEnum):
+    COUNT = "count"
+    """A whole number (layers, degrees, batch sizes); may be a free symbol."""
+    REAL = "real"
+    """A quantity with a dimension (or a plain fraction); stored as float SI; may be a symbol."""
+    ENUM = "enum"
+    BOOL = "bool"
+    STRING = "string"
+    REF = "ref"
+    """The id of a block of another kind (``node.gpu = h100_sxm5_80gb``)."""
+    LINK = "link"
+    """A link: the id of a ``link`` block, or an inline ``link { ... }``."""
+
+
+class Bound(StrEnum):
+    POSITIVE = "positive"
+    NONNEGATIVE = "nonnegative"
+    FRACTION = "fraction"
+    """0 <= x < 1 (dropout)."""
+
+
+BLOCK_ID = "<block id>"
+"""Default marker: the id written after the block keyword (``gpu h100 { }`` → ``"h100"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDef:
+    """One field of a block."""
+
+    name: str
+    kind: Kind
+    doc: str
+    dim: Dimension = COUNT
+    """Dimension of a REAL field (COUNT = a plain number such as dropout)."""
+    enum: type[StrEnum] | None = None
+    target: str = ""
+    """Block kind a REF field names (``gpu``, ``node``)."""
+    required: bool = False
+    default: str | Mapping[str, str] | None = None
+    """A .llmp expression, or one per ``model.arch`` value, or :data:`BLOCK_ID`; None: none."""
+    bound: Bound | None = Bound.POSITIVE
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in (Kind.COUNT, Kind.REAL)
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A block kind (or sub-block kind) and its fields."""
+
+    name: str
+    doc: str
+    fields: Mapping[str, FieldDef]
+    subs: Mapping[str, str] = field(default_factory=dict)
+    """Sub-block name → section name (``moe`` → ``moe``)."""
+
+
+def _section(name: str, doc: str, fields: list[FieldDef],
+             subs: Mapping[str, str] | None = None) -> Section:
+    return Section(name=name, doc=doc, fields=MappingProxyType({f.name: f for f in fields}),
+                   subs=MappingProxyType(dict(subs or {})))
+
+
+def _count(name: str, doc: str, **kw: object) -> FieldDef:
+    return FieldDef(name=name, kind=Kind.COUNT, doc=doc, **kw)  # type: ignore[arg-type]
+
+
+def _real(name: str, dim: Dimension, doc: str, **kw: object) -> FieldDef:
+    return FieldDef(name=name, kind=Kind.REAL, dim=dim, doc=doc, **kw)  # type: ignore[arg-type]
+
+
+def _enum(name: str, enum: type[StrEnum], doc: str, **kw: object) -> FieldDef:
+    return FieldDef(name=name, kind=Kind.ENUM, enum=enum, doc=doc, bound=None, **kw)  # type: ignore[arg-type]
+
+
+def _bool(name: str, doc: str, default: str | Mapping[str, str]) -> FieldDef:
+    return FieldDef(name=name, kind=Kind.BOOL, doc=doc, default=default, bound=None)
+
+
+GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its datasheet.", [
+    FieldDef(name="name", kind=Kind.STRING, doc="Human name, e.g. \"NVIDIA H100 SXM5 80GB\".",
+             default=BLOCK_ID, bound=None),
+    FieldDef(name="vendor", kind=Kind.STRING, doc="Maker, e.g. \"NVIDIA\".", default='""',
+             bound=None),
+    _real("memory", SIZE, "Device memory capacity.", required=True),
+    _real("mem_bandwidth", BANDWIDTH, "Peak device-memory bandwidth.", required=True),
+    _count("sms", "Streaming multiprocessors (NVIDIA), compute units (AMD) or cores (CPU).",
+           required=True),
+    _real("clock", FREQUENCY, "Clock that reproduces the peak FLOP/s.", required=True),
+    _real("l2_cache", SIZE, "Last-level cache (L2 on GPUs, L3 on CPUs).", required=True),
+    _real("tdp", POWER, "Board power.", required=True),
+    _real("launch_overhead", TIME, "Fixed cost per kernel launch (host + device side).",
+          required=True),
+    _real("scaleup_bandwidth", BANDWIDTH,
+          "Scale-up (NVLink/xGMI) bandwidth per device, per direction; 0 if none.",
+          default="0 B/s", bound=Bound.NONNEGATIVE),
+], subs={"flops": "flops"})
+
+FLOPS = _section("flops", "Dense peak FLOP/s per dtype (tensor cores where they exist); a "
+                 "missing dtype is unsupported. At least one is required.", [
+    _real(d.value, COMPUTE, f"Dense peak rate in {d.value}.") for d in Dtype])
+
+LINK = _section("link", "A network tier: bandwidth per endpoint per direction and latency.", [
+    _real("bandwidth", BANDWIDTH, "Per endpoint (per GPU inside a node, per node between "
+          "nodes), per direction.", required=True),
+    _real("latency", TIME, "One-way latency of a small message (the alpha of alpha-beta).",
+          required=True, bound=Bound.NONNEGATIVE),
+])
+
+NODE = _section("node", "A server: identical devices, an intra-node link and a network link.", [
+    FieldDef(name="gpu", kind=Kind.REF, target="gpu", doc="Id of a gpu/device block.",
+             required=True, bound=None),
+    _count("gpus_per_node", "Devices in one node.", required=True),
+    FieldDef(name="intra", kind=Kind.LINK, doc="Device-to-device link inside the node "
+             "(bandwidth per device).", required=True, bound=None),
+    FieldDef(name="inter", kind=Kind.LINK, doc="The node's injection into the network "
+             "(bandwidth per node, all NICs together).", required=True, bound=None),
+])
+
+CLUSTER = _section("cluster", "`nodes` identical nodes on one network.", [
+    FieldDef(name="node", kind=Kind.REF, target="node", doc="Id of a node block.",
+             required=True, bound=None),
+    _count("nodes", "Number of nodes.", default="1"),
+    FieldDef(name="inter", kind=Kind.LINK, doc="Inter-node link in effect; overrides the "
+             "node's own.", default="node.inter", bound=None),
+])
+
+MODEL = _section("model", "A decoder-only transformer.", [
+    _enum("arch", Arch, "Architecture family; sets the defaults below.", required=True),
+    _count("layers", "Transformer layers.", required=True),
+    _count("hidden", "Model width (d_model).", required=True),
+    _count("heads", "Attention (query) heads.", required=True),
+    _count("kv_heads", "Key/value heads: = heads for MHA, fewer for GQA, 1 for MQA.",
+           default="heads"),
+    _count("head_dim", "Width of one head.", default="hidden / heads"),
+    _count("ffn_hidden", "MLP inner width (per matrix for SwiGLU).",
+           default={"gpt": "4 * hidden"}),
+    _count("vocab", "Vocabulary size.", required=True),
+    _count("seq_len", "Sequence length in tokens.", required=True),
+    _enum("norm", Norm, "Normalisation.", default={"gpt": "layernorm", "llama": "rmsnorm"}),
+    _enum("activation", Activation, "MLP activation.",
+          default={"gpt": "gelu", "llama": "swiglu"}),
+    _enum("position", Position, "Position encoding.",
+          default={"gpt": "learned", "llama": "rotary"}),
+    _bool("tied_embeddings", "Output head shares the input embedding.",
+          {"gpt": "true", "llama": "false"}),
+    _bool("bias", "Linear layers carry biases.", {"gpt": "true", "llama": "false"}),
+    _real("dropout", COUNT, "Dropout probability.", default="0", bound=Bound.FRACTION),
+], subs={"moe": "moe"})
+MOE = _section("moe", "Mixture-of-experts MLP in every layer (absent: dense).", [
+    _count("experts", "Routed experts per MoE layer.", required=True),
+    _count("top_k", "Experts each token is routed to.", required=True),
+    _count("expert_ffn_hidden", "Inner width of one expert's MLP.", default="model.ffn_hidden"),
+    _count("shared_experts", "Always-on experts, each of width expert_ffn_hidden.",
+           default="0", bound=Bound.NONNEGATIVE),
+    _real("capacity_factor", COUNT, "Token slots per expert relative to a balanced load.",
+          default="1"),
+])
+
+TRAIN = _section("train", "One optimizer step of training.", [
+    _enum("precision", Precision, "Compute precision of GEMMs and attention.", default="bf16"),
+    _enum("optimizer", Optimizer, "Optimizer.", default="adamw"),
+    _count("global_batch", "Sequences per optimizer step.", required=True),
+    _count("micro_batch", "Sequences per microbatch per data-parallel replica.", default="1"),
+    _enum("recompute", Recompute, "Activation recomputation.", default="none"),
+    _bool("flash_attention", "Fused (flash) attention kernels.", "true"),
+    _bool("master_weights", "Mixed precision keeps an FP32 copy of the weights.", "true"),
+], subs={"parallel": "parallel"})
+
+PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "
+                    "inside train).", [
+    _count("dp", "Data-parallel degree.",
+           default="cluster.nodes * node.gpus_per_node / (tp * pp * cp)"),
+    _count("tp", "Tensor-parallel degree (inside one node).", default="1"),
+    _count("pp", "Pipeline-parallel degree.", default="1"),
+    _count("cp", "Context-parallel degree.", default="1"),
+    _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
+    _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule).",
+           default="1"),
+    _bool("sequence_parallel", "Megatron sequence parallelism alongside tp.", "false"),
+    _enum("zero", ZeroStage, "Optimizer/gradient/parameter sharding over dp: none, 0, 1, 2, 3 "
+          "or fsdp.", default="none"),
+    _enum("schedule", Schedule, "Pipeline schedule.", default="1f1b"),
+    _bool("tp_comm_overlap", "TP collectives overlapped with GEMMs.", "false"),
+    _bool("dp_overlap", "DP gradient reduction overlapped with backward.", "true"),
+    _real("dp_bucket_size", SIZE, "Gradient bucket size.", default="100 MB"),
+])
+
+SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (
+    GPU, FLOPS, LINK, NODE, CLUSTER, MODEL, MOE, TRAIN, PARALLEL)})
+
+TOP_LEVEL = ("gpu", "link", "node", "cluster", "model", "train", "parallel")
+"""Section names a ``section.field`` reference may start with (the active ones)."""
+
+KIND_SECTION = {"gpu": "gpu", "device": "gpu", "link": "link", "node": "node",
+                "cluster": "cluster", "model": "model", "train": "train", "parallel": "parallel"}
+"""Block keyword → section (``device`` is another name for ``gpu``)."""
+
+NAMED_KINDS = frozenset({"gpu", "device", "link", "node", "cluster", "model"})
+"""Block keywords that take an id."""
+
+HARDWARE = frozenset({"gpu", "node", "cluster", "link", "flops"})
+"""Sections whose symbols are named by their whole path (``gpu_mem_bandwidth``)."""
+
+
+@functools.cache
+def paths() -> Mapping[str, FieldDef]:
+    """Every settable ``section.field`` path of an active spec, with its field, in order."""
+    link_fields = {"node.intra", "node.inter", "cluster.inter"}
+    found: dict[str, FieldDef] = {}
+    for top in ("model", "train", "parallel", "cluster", "node", "gpu"):
+        found.update(_walk(top, SECTIONS[top], link_fields))
+    return MappingProxyType(found)
+
+
+def _walk(prefix: str, section: Section, link_fields: set[str]) -> Iterator[tuple[str, FieldDef]]:
+    for name, fdef in section.fields.items():
+        path = f"{prefix}.{name}"
+        yield path, fdef
+        if fdef.kind is Kind.LINK and path in link_fields:
+            yield from _walk(path, LINK, link_fields)
+    for sub, target in section.subs.items():
+        if target != "parallel":  # train.parallel is spelled parallel.*
+            yield from _walk(f"{prefix}.{sub}", SECTIONS[target], link_fields)
+
+
+def field_at(path: str) -> FieldDef | None:
+    """The field a ``section.field`` path names, or None."""
+    return paths().get(path)

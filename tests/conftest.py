@@ -1,0 +1,30 @@
+"""Shared pytest setup: Hypothesis profiles and the ``--update-golden`` switch.
+
+Profiles: ``dev`` (the default: few examples, fast feedback) and ``ci`` (more examples,
+derandomized so a CI failure reproduces), selected when the ``CI`` environment variable is
+set. Deadlines are off in both: the first example of a test may build the grammar or import
+SymPy, and a timing flake is not a finding.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=40, deadline=None)
+settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/golden/* from the current output instead of comparing")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """True when the run should rewrite golden files rather than compare against them."""
+    return bool(request.config.getoption("--update-golden"))
