@@ -1,0 +1,41 @@
+"""The analytic model: operator graph, closed-form FLOPs/bytes, roofline and alpha-beta times.
+
+Public API:
+
+* ``ops(spec) -> OpGraph``: the operators of one step (per chunk, microbatch and rank);
+* ``cost(spec) -> SymbolicCost``: each op's FLOPs, bytes and seconds as SymPy expressions of
+  the spec's symbols, with the spec's values as ``point``;
+* ``compile(exprs) -> CompiledCost``: lambdified, cached, vectorised evaluation;
+* ``step_time_expr(spec)`` and ``evaluate(spec, grid)`` compose ops into a step; they live in
+  :mod:`llmp.compose` and are re-exported here on first use.
+
+Module names avoid the function names (``graph``, ``symbolic``, ``compiled``) so that
+``llmp.analytic.cost`` stays the function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmp.analytic.compiled import CompiledCost, compile  # noqa: A004
+from llmp.analytic.graph import Op, OpGraph, decompose
+from llmp.analytic.symbolic import OpCost, SymbolicCost, cost
+from llmp.dsl.spec import Spec
+
+
+def ops(spec: Spec) -> OpGraph:
+    """The operator graph of ``spec`` (numeric dims)."""
+    return decompose(spec)
+
+
+def __getattr__(name: str) -> Any:
+    # Composition depends on the analytic layer, not the reverse: resolve these lazily.
+    if name in ("step_time_expr", "evaluate"):
+        import llmp.compose
+
+        return getattr(llmp.compose, name)
+    raise AttributeError(f"module 'llmp.analytic' has no attribute {name!r}")
+
+
+__all__ = ["CompiledCost", "Op", "OpCost", "OpGraph", "SymbolicCost", "compile", "cost", "decompose", "ops",
+           "step_time_expr", "evaluate"]

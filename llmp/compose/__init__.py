@@ -1,0 +1,17 @@
+"""Composition: per-op times → one training step (pipeline timeline, overlap, memory) → Prediction.
+
+Public API: :func:`predict`, :class:`Prediction`, :class:`Correction` (the residual models'
+contract), :func:`evaluate` (vectorised sweeps), :func:`step_time_expr` (closed form),
+:class:`OverlapRules`.
+"""
+
+from __future__ import annotations
+
+from llmp.compose.closed_form import step_time_expr
+from llmp.compose.correction import Correction, Residuals
+from llmp.compose.overlap import OverlapRules
+from llmp.compose.prediction import Prediction
+from llmp.compose.predictor import predict
+from llmp.compose.sweep import evaluate
+
+__all__ = ["Correction", "OverlapRules", "Prediction", "Residuals", "evaluate", "predict", "step_time_expr"]

@@ -1,0 +1,344 @@
+"""The operators of one transformer layer: forward, backward, recompute and their collectives.
+
+Shapes per GPU for one microbatch (``b`` sequences of ``s`` tokens), Megatron layout:
+
+* context parallelism splits the sequence: every op sees ``tokens = b * s / cp`` rows, except
+  that the attention core of a local query block attends to the full key length ``s``;
+* tensor parallelism splits heads and the MLP width by ``tp`` (column-parallel QKV and fc1,
+  row-parallel proj and fc2; Shoeybi et al. 2019); Q width ``heads * head_dim / tp``, K and V
+  width ``max(kv_heads, tp) / tp * head_dim`` (GQA; KV heads replicated when tp > kv_heads);
+* sequence parallelism (Korthikanti et al. 2022) additionally splits norms, dropout and residual
+  adds by ``tp`` (``sp_tokens``) and turns each TP all-reduce into a reduce-scatter plus an
+  all-gather.
+
+Biases cost no kernel of their own: Megatron adds them in the GEMM epilogue or fuses them into
+bias-GELU / bias-dropout-add. SwiGLU's gate and up matrices run as one GEMM of width
+``2 * ffn / tp`` (Megatron-Core ``linear_fc1``); the FLOPs equal two GEMMs of ``ffn / tp``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.analytic import layout, shard
+from llmp.analytic.graph import Op, Overlap, Part, Phase, Scope
+from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Kernel, Pass
+from llmp.analytic.layout import Axis
+from llmp.analytic.structure import Structure
+from llmp.dsl.spec import Activation, Norm, Position, Precision, Recompute, Spec, ZeroStage
+from llmp.hardware.spec import Dtype
+
+_ACTIVATION = {Activation.GELU: Elementwise.GELU, Activation.RELU: Elementwise.RELU,
+               Activation.SWIGLU: Elementwise.SWIGLU}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Context:
+    """Per-GPU shapes and dtypes shared by every builder."""
+
+    spec: Spec
+    st: Structure
+    tokens: Any
+    """Token rows of one microbatch on one GPU: micro_batch * seq_len / cp."""
+    sp_tokens: Any
+    """Rows of norms, dropout and residual adds: tokens / tp with sequence parallelism."""
+    q_width: Any
+    kv_width: Any
+    act: Dtype
+    """Activation storage dtype (element-wise kernels, messages)."""
+    gemm: Dtype
+    """Dtype whose peak GEMMs run at."""
+    attn: Dtype
+    """Dtype of the attention core (FP8 training keeps attention in BF16)."""
+    groups: dict[str, layout.Group]
+
+    @classmethod
+    def of(cls, spec: Spec, st: Structure) -> Context:
+        m, p, prec = spec.model, spec.parallel, spec.train.precision
+        tokens = spec.train.micro_batch * m.seq_len / p.cp
+        act = {Precision.FP32: Dtype.FP32, Precision.TF32: Dtype.FP32, Precision.FP16: Dtype.FP16}.get(prec, Dtype.BF16)
+        groups = {name: layout.group(spec, name, st.tier(name)) for name in layout.GROUP_NAMES}
+        return cls(spec=spec, st=st, tokens=tokens,
+                   sp_tokens=tokens / p.tp if p.sequence_parallel else tokens,
+                   q_width=m.heads * m.head_dim / p.tp,
+                   kv_width=shard.kv_heads_local(m, p) * m.head_dim,
+                   act=act, gemm=prec.compute_dtype,
+                   attn=Dtype.BF16 if prec is Precision.FP8 else prec.compute_dtype, groups=groups)
+
+    @property
+    def e(self) -> int:
+        return self.act.bytes
+
+    def collective(self, kind: CollectiveKind, nbytes: Any, group: str) -> Collective:
+        g = self.groups[group]
+        return Collective(kind=kind, bytes=nbytes, group=g.size, ranks_per_node=g.ranks_per_node, tier=g.tier)
+
+
+class Block:
+    """Collects the forward ops of a block in order and their backward ops in reverse order."""
+
+    def __init__(self, ctx: Context, scope: Scope, prefix: str) -> None:
+        self.ctx, self.scope, self.prefix = ctx, scope, prefix
+        self.fwd: list[Op] = []
+        self._bwd: list[list[Op]] = []
+
+    def _op(self, name: str, work: Kernel | Collective, phase: Phase, part: Part, **kw: Any) -> Op:
+        return Op(name=f"{self.prefix}.{name}", work=work, phase=phase, part=part, scope=self.scope, **kw)
+
+    def gemm(self, name: str, m: Any, n: Any, k: Any, *, batch: Any = 1, weights: bool = True,
+             dtype: Dtype | None = None, bwd_comm: tuple[Op, ...] = ()) -> None:
+        """Y[m,n] = X[m,k] W[k,n]; backward dgrad (m,k,n) then ``bwd_comm``, then wgrad (k,n,m)."""
+        dt = dtype or self.ctx.gemm
+        fwd = Kernel.make(Family.GEMM, dt, m=m, n=n, k=k, batch=batch)
+        self.fwd.append(self._op(name, fwd, Phase.FWD, Part.FORWARD))
+        self._bwd.append([
+            self._op(f"{name}.dgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=m, n=k, k=n, batch=batch),
+                     Phase.BWD_ACT, Part.BACKWARD),
+            *bwd_comm,
+            self._op(f"{name}.wgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=k, n=n, k=m, batch=batch),
+                     Phase.BWD_W if weights else Phase.BWD_ACT, Part.BACKWARD)])
+
+    def kernel(self, name: str, family: Family, *, dtype: Dtype | None = None, variant: str = "",
+               bwd_phase: Phase = Phase.BWD_ACT, **dims: Any) -> None:
+        """A non-GEMM kernel and its backward (the same kernel with ``pass_ = bwd``)."""
+        dt = dtype or self.ctx.act
+        self.fwd.append(self._op(name, Kernel.make(family, dt, Pass.FWD, variant, **dims), Phase.FWD, Part.FORWARD))
+        self._bwd.append([self._op(f"{name}.bwd", Kernel.make(family, dt, Pass.BWD, variant, **dims),
+                                   bwd_phase, Part.BACKWARD)])
+
+    def collective(self, name: str, kind: CollectiveKind, nbytes: Any, group: str, axis: Axis, *,
+                   part: Part = Part.FORWARD, overlap: Overlap = Overlap.NONE, partner: str = "",
+                   count: Any = 1) -> Op:
+        """A collective op of this block (not yet placed)."""
+        return self._op(name, self.ctx.collective(kind, nbytes, group), Phase.COMM, part, axis=axis,
+                        overlap=overlap, partner=f"{self.prefix}.{partner}" if partner else "", count=count)
+
+    def comm(self, name: str, kind: CollectiveKind, nbytes: Any, group: str, axis: Axis, *,
+             part: Part = Part.FORWARD, overlap: Overlap = Overlap.NONE, partner: str = "",
+             count: Any = 1) -> Op:
+        """A collective; a forward one is appended here, a backward one is returned to place."""
+        op = self.collective(name, kind, nbytes, group, axis, part=part, overlap=overlap,
+                             partner=partner, count=count)
+        if part is Part.FORWARD:
+            self.fwd.append(op)
+        return op
+
+    def bwd_comm(self, *ops: Op) -> None:
+        """Backward collectives that run where the block's backward reaches this point."""
+        self._bwd.append(list(ops))
+
+    def ops(self) -> list[Op]:
+        return self.fwd + [op for group in reversed(self._bwd) for op in group]
+
+
+def norm(blk: Block, name: str) -> None:
+    ctx = blk.ctx
+    blk.kernel(name, Family.NORM, tokens=ctx.sp_tokens, hidden=ctx.spec.model.hidden,
+               rms=ctx.spec.model.norm is Norm.RMSNORM)
+
+
+def tp_in(blk: Block, name: str, gemm: str) -> tuple[Op, ...]:
+    """Entering a column-parallel GEMM. Returns the backward collectives for the GEMM's dgrad.
+
+    With SP: all-gather the sequence shards (forward); backward re-gathers the input for the
+    wgrad (hidden behind dgrad, Megatron's async grad) and reduce-scatters the input gradient
+    (hidden behind wgrad). Without SP: the forward is the identity and the backward all-reduces
+    the input gradient, overlapped with wgrad (Megatron's async tensor-parallel all-reduce).
+    """
+    ctx = blk.ctx
+    if not ctx.st.active("tp"):
+        return ()
+    full = ctx.tokens * ctx.spec.model.hidden * ctx.e
+    if ctx.spec.parallel.sequence_parallel:
+        blk.comm(f"{name}.tp_all_gather", CollectiveKind.ALL_GATHER, full, "tp", Axis.TP,
+                 overlap=Overlap.TP, partner=gemm)
+        return (blk.comm(f"{name}.tp_input_all_gather", CollectiveKind.ALL_GATHER, full, "tp", Axis.TP,
+                         part=Part.BACKWARD, overlap=Overlap.PARTNER, partner=f"{gemm}.dgrad"),
+                blk.comm(f"{name}.tp_grad_reduce_scatter", CollectiveKind.REDUCE_SCATTER, full, "tp", Axis.TP,
+                         part=Part.BACKWARD, overlap=Overlap.PARTNER, partner=f"{gemm}.wgrad"))
+    return (blk.comm(f"{name}.tp_grad_all_reduce", CollectiveKind.ALL_REDUCE, full, "tp", Axis.TP,
+                     part=Part.BACKWARD, overlap=Overlap.PARTNER, partner=f"{gemm}.wgrad"),)
+
+
+def _tp_out(blk: Block, name: str, gemm: str) -> None:
+    """Leaving a row-parallel GEMM: all-reduce (or reduce-scatter with SP) the partial sums.
+
+    Backward: with SP, all-gather the output gradient before the GEMM's dgrad; else identity.
+    """
+    ctx = blk.ctx
+    if not ctx.st.active("tp"):
+        return
+    full = ctx.tokens * ctx.spec.model.hidden * ctx.e
+    if ctx.spec.parallel.sequence_parallel:
+        blk.comm(f"{name}.tp_reduce_scatter", CollectiveKind.REDUCE_SCATTER, full, "tp", Axis.TP,
+                 overlap=Overlap.TP, partner=gemm)
+        blk.bwd_comm(blk.comm(f"{name}.tp_grad_all_gather", CollectiveKind.ALL_GATHER, full, "tp", Axis.TP,
+                              part=Part.BACKWARD, overlap=Overlap.TP, partner=f"{gemm}.dgrad"))
+    else:
+        blk.comm(f"{name}.tp_all_reduce", CollectiveKind.ALL_REDUCE, full, "tp", Axis.TP,
+                 overlap=Overlap.TP, partner=gemm)
+
+
+def _dropout_add(blk: Block, name: str) -> None:
+    ctx = blk.ctx
+    n = ctx.sp_tokens * ctx.spec.model.hidden
+    if ctx.st.dropout:
+        blk.kernel(f"{name}.dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=n)
+    blk.kernel(f"{name}.residual", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=n)
+
+
+def _attention(blk: Block) -> list[str]:
+    """Norm, QKV, rotary, the attention core, proj. Returns the names of the core's ops."""
+    ctx = blk.ctx
+    m, p = ctx.spec.model, ctx.spec.parallel
+    norm(blk, "attn.norm")
+    bwd = tp_in(blk, "attn", "attn.qkv")
+    blk.gemm("attn.qkv", ctx.tokens, ctx.q_width + 2 * ctx.kv_width, m.hidden, bwd_comm=bwd)
+    if m.position is Position.ROTARY:
+        blk.kernel("attn.rotary", Family.ELEMENTWISE, variant=Elementwise.ROTARY,
+                   elements=ctx.tokens * (ctx.q_width + ctx.kv_width))
+    start = len(blk.fwd)
+    heads = m.heads / p.tp
+    seq_q = m.seq_len / p.cp
+    batch = ctx.spec.train.micro_batch
+    if ctx.spec.train.flash_attention:
+        # Causal with the full key length: a load-balanced CP rank does 1/cp of the causal work.
+        blk.kernel("attn.core", Family.ATTENTION, dtype=ctx.attn, batch=batch, heads=heads,
+                   kv_heads=ctx.kv_width / m.head_dim, seq_q=seq_q, seq_kv=m.seq_len,
+                   head_dim=m.head_dim, causal=True, flash=True)
+        core = "attn.core"
+    else:
+        # Unfused: S = Q K^T and O = P V as batched GEMMs over (batch x heads), full s x s scores
+        # (a dense kernel computes the masked half too), softmax and dropout on the scores.
+        bh = batch * heads
+        blk.gemm("attn.scores", seq_q, m.seq_len, m.head_dim, batch=bh, weights=False, dtype=ctx.attn)
+        blk.kernel("attn.softmax", Family.SOFTMAX, rows=bh * seq_q, cols=m.seq_len)
+        if ctx.st.dropout:
+            blk.kernel("attn.prob_dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT,
+                       elements=bh * seq_q * m.seq_len)
+        blk.gemm("attn.context", seq_q, m.head_dim, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
+        core = "attn.context"
+    if ctx.st.active("cp"):
+        # Ring attention (Liu et al. 2023; Megatron CP): cp - 1 exchanges of the local K and V
+        # block, overlapped with the attention of the block in hand; backward also returns dK, dV.
+        kv_block = 2 * batch * seq_q * ctx.kv_width * ctx.e
+        blk.comm("attn.cp_ring", CollectiveKind.SEND_RECV, kv_block, "cp", Axis.CP,
+                 overlap=Overlap.PARTNER, partner=core, count=p.cp - 1)
+        blk.bwd_comm(blk.comm("attn.cp_ring_grad", CollectiveKind.SEND_RECV, 2 * kv_block, "cp", Axis.CP,
+                              part=Part.BACKWARD, overlap=Overlap.PARTNER,
+                              partner=f"{core}.bwd" if core == "attn.core" else f"{core}.dgrad",
+                              count=p.cp - 1))
+    core_ops = [op.name for op in blk.fwd[start:]]
+    blk.gemm("attn.proj", ctx.tokens, m.hidden, ctx.q_width)
+    _tp_out(blk, "attn", "attn.proj")
+    _dropout_add(blk, "attn")
+    return core_ops
+
+
+def _mlp(blk: Block, tag: str, width: Any, *, rows: Any, batch: Any = 1,
+         bwd_comm: tuple[Op, ...] = ()) -> None:
+    """fc1 (fused gate+up for SwiGLU), activation, fc2 on ``rows`` tokens, ``width / tp`` wide."""
+    ctx = blk.ctx
+    m, tp = ctx.spec.model, ctx.spec.parallel.tp
+    act = _ACTIVATION[m.activation]
+    fc1 = 2 * width / tp if act is Elementwise.SWIGLU else width / tp
+    blk.gemm(f"{tag}.fc1", rows, fc1, m.hidden, batch=batch, bwd_comm=bwd_comm)
+    blk.kernel(f"{tag}.act", Family.ELEMENTWISE, variant=act, elements=batch * rows * width / tp)
+    blk.gemm(f"{tag}.fc2", rows, m.hidden, width / tp, batch=batch)
+
+
+def _moe(blk: Block, bwd_comm: tuple[Op, ...]) -> None:
+    """Router, token dispatch (all-to-all over ep), local experts as one grouped GEMM, combine.
+
+    Every TP rank holds the layer's ``tokens`` (after the SP all-gather) and routes them; the TP
+    ranks split the dispatch, so each sends ``tokens / tp * top_k * capacity_factor`` rows. Each
+    local expert receives ``ep * tokens * top_k * capacity_factor / experts`` rows: the balanced
+    share of the EP group's routed tokens, padded to the capacity factor, and computes its
+    ``1 / tp`` slice of the expert width on them (expert tensor parallel = tp).
+    """
+    ctx = blk.ctx
+    m, p = ctx.spec.model, ctx.spec.parallel
+    e = m.moe
+    assert e is not None
+    blk.gemm("moe.router", ctx.tokens, e.experts, m.hidden, bwd_comm=bwd_comm)
+    blk.kernel("moe.router_softmax", Family.SOFTMAX, rows=ctx.tokens, cols=e.experts)
+    routed = ctx.tokens / p.tp * e.top_k * e.capacity_factor * m.hidden
+    blk.kernel("moe.permute", Family.COPY, elements=routed)
+    if ctx.st.active("ep"):
+        blk.comm("moe.ep_dispatch", CollectiveKind.ALL_TO_ALL, routed * ctx.e, "ep", Axis.EP)
+        blk.bwd_comm(blk.collective("moe.ep_dispatch_grad", CollectiveKind.ALL_TO_ALL, routed * ctx.e,
+                                    "ep", Axis.EP, part=Part.BACKWARD))
+    rows = ctx.tokens * p.ep * e.top_k * e.capacity_factor / e.experts
+    _mlp(blk, "moe.experts", e.expert_ffn_hidden, rows=rows, batch=e.experts / p.ep)
+    if ctx.st.active("ep"):
+        blk.comm("moe.ep_combine", CollectiveKind.ALL_TO_ALL, routed * ctx.e, "ep", Axis.EP)
+        blk.bwd_comm(blk.collective("moe.ep_combine_grad", CollectiveKind.ALL_TO_ALL, routed * ctx.e,
+                                    "ep", Axis.EP, part=Part.BACKWARD))
+    blk.kernel("moe.unpermute", Family.COPY, elements=routed)
+    if ctx.st.shared_experts:
+        _mlp(blk, "moe.shared", e.shared_experts * e.expert_ffn_hidden, rows=ctx.tokens)
+
+
+def _recomputed(ops: list[Op]) -> list[Op]:
+    """Forward ops run again in the backward (activation recomputation)."""
+    out = []
+    for op in ops:
+        partner = f"recompute.{op.partner}" if op.partner else ""
+        out.append(Op(name=f"recompute.{op.name}", work=op.work, phase=op.phase, part=Part.BACKWARD,
+                      scope=op.scope, count=op.count, axis=op.axis, overlap=op.overlap,
+                      partner=partner, recompute=True))
+    return out
+
+
+def zero3(blk: Block, params: Any, name: str) -> tuple[Op, ...]:
+    """ZeRO-3/FSDP: gather a block's parameters before its forward and again before its
+    backward, and reduce-scatter its gradients after the backward (Rajbhandari et al. 2020,
+    §5.3). Places the forward gather first in the block; returns the two backward ops."""
+    ctx = blk.ctx
+    if ctx.spec.parallel.zero not in (ZeroStage.Z3, ZeroStage.FSDP) or not ctx.st.active("dp"):
+        return ()
+    overlap = Overlap.PREFETCH if blk.scope is Scope.LAYER else Overlap.NONE
+    full = params * ctx.e
+    blk.fwd.insert(0, blk.collective(f"{name}.zero_all_gather", CollectiveKind.ALL_GATHER, full, "dp",
+                                     Axis.DP, overlap=overlap))
+    return (blk.collective(f"{name}.zero_grad_all_gather", CollectiveKind.ALL_GATHER, full, "dp", Axis.DP,
+                           part=Part.BACKWARD, overlap=overlap),
+            blk.collective(f"{name}.zero_grad_reduce_scatter", CollectiveKind.REDUCE_SCATTER,
+                           params * grad_bytes(ctx), "dp", Axis.DP, part=Part.BACKWARD, overlap=overlap))
+
+
+def grad_bytes(ctx: Context) -> int:
+    """Bytes per gradient element: FP32 main grads for BF16 with master weights (Megatron's
+    ``accumulate_allreduce_grads_in_fp32``, set for bf16), else the model dtype."""
+    t = ctx.spec.train
+    return 4 if (t.precision is Precision.BF16 and t.master_weights) else ctx.e
+
+
+def layer_ops(ctx: Context) -> list[Op]:
+    """One transformer layer's ops (scope ``layer``): forward, then recompute, then backward."""
+    blk = Block(ctx, Scope.LAYER, "layer")
+    core = _attention(blk)
+    norm(blk, "mlp.norm")
+    if ctx.spec.model.moe is None:
+        _mlp(blk, "mlp", ctx.spec.model.ffn_hidden, rows=ctx.tokens, bwd_comm=tp_in(blk, "mlp", "mlp.fc1"))
+        fc2 = "mlp.fc2"
+    else:
+        _moe(blk, tp_in(blk, "mlp", "moe.router"))
+        fc2 = "moe.experts.fc2"
+    _tp_out(blk, "mlp", fc2)
+    _dropout_add(blk, "mlp")
+    gather, scatter = zero3(blk, shard.layer(ctx.spec.model, ctx.spec.parallel).total, "layer") or (None, None)
+    ops = blk.ops()
+    fwd = [op for op in ops if op.part is Part.FORWARD]
+    bwd = [op for op in ops if op.part is Part.BACKWARD]
+    recompute = ctx.spec.train.recompute
+    if recompute is Recompute.FULL:
+        redo = [op for op in fwd if op.overlap is not Overlap.PREFETCH]
+    elif recompute is Recompute.SELECTIVE:
+        redo = [op for op in fwd if op.name in core]
+    else:
+        redo = []
+    head = [gather] if gather else []
+    tail = [scatter] if scatter else []
+    return fwd + head + _recomputed(redo) + bwd + tail

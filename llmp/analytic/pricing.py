@@ -1,0 +1,125 @@
+"""Price every op of a graph: FLOPs, bytes and roofline or alpha-beta seconds per call.
+
+Two evaluations of the same formulas (:mod:`llmp.analytic.kernels`, :mod:`~.collectives`):
+
+* :func:`price` walks the ops with whatever the spec holds: plain numbers for one prediction
+  (no compilation, so a cold ``llmp predict`` pays nothing but imports), or SymPy symbols for
+  the closed forms of :mod:`llmp.analytic.symbolic`;
+* :func:`price_arrays` evaluates a sweep: the spec holds numpy arrays, ops are grouped by kind
+  and each kind is one call of its compiled cost function (:mod:`~.compiled`).
+
+Roofline (Williams et al. 2009) as in ``kernels.roofline``: ``max(flops / peak, bytes / bw) +
+launch``, tensor-core kernels at the dtype's peak, the rest at the FP32 vector peak.
+A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its FLOPs are 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmp.analytic import collectives, kernels
+from llmp.analytic.algebra import to_float, vmax
+from llmp.analytic.compiled import collective_evaluator, kernel_evaluator, kernel_key, numeric_dims
+from llmp.analytic.graph import OpGraph
+from llmp.analytic.kernels import Collective, Kernel
+from llmp.dsl.spec import Spec
+from llmp.errors import SpecError
+from llmp.hardware.spec import Dtype
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hardware:
+    """The device numbers a roofline needs, plus the links."""
+
+    peak: dict[Dtype, Any]
+    mem_bandwidth: Any
+    launch_overhead: Any
+    links: collectives.Links
+
+    @classmethod
+    def of(cls, spec: Spec) -> Hardware:
+        g = spec.cluster.gpu
+        return cls(peak=dict(g.peak_flops), mem_bandwidth=g.mem_bandwidth, launch_overhead=g.launch_overhead,
+                   links=collectives.Links.of(spec))
+
+    def peak_for(self, k: Kernel, tensor_core: bool) -> Any:
+        """Peak FLOP/s a kernel runs at: its dtype's on tensor cores, else the FP32 vector peak."""
+        return self.peak_of(k.dtype if tensor_core else Dtype.FP32, f"{k.family.value} kernels")
+
+    def peak_of(self, dtype: Dtype, needed_by: str) -> Any:
+        try:
+            return self.peak[dtype]
+        except KeyError:
+            have = ", ".join(sorted(d.value for d in self.peak)) or "none"
+            raise SpecError(f"the GPU has no {dtype.value} peak FLOP/s, needed by {needed_by} (it declares: {have})",
+                            hint=f"add gpu.flops.{dtype.value} to the gpu block or change train.precision") from None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prices:
+    """Per-op cost of one call, aligned with ``graph.ops`` (arrays: one row per op)."""
+
+    flops: Any
+    bytes: Any
+    time: Any
+
+
+def kernel_price(k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
+    """(flops, bytes, seconds) of one kernel call."""
+    c = kernels.cost(k)
+    flops, nbytes = to_float(c.flops), to_float(c.bytes)
+    seconds = vmax(flops / hw.peak_for(k, c.tensor_core), nbytes / hw.mem_bandwidth) + hw.launch_overhead
+    return flops, nbytes, seconds
+
+
+def collective_price(c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
+    """(0, bytes moved per rank, seconds) of one collective call."""
+    return 0, c.bytes * collectives.bus_factor(c.kind, c.group), collectives.time(c, hw.links)
+
+
+def price(graph: OpGraph, spec: Spec) -> Prices:
+    """Price ops one by one (numbers or SymPy expressions); lists aligned with ``graph.ops``."""
+    hw = Hardware.of(spec)
+    rows = [kernel_price(op.work, hw) if isinstance(op.work, Kernel) else collective_price(op.work, hw)
+            for op in graph.ops]
+    flops, nbytes, seconds = (list(col) for col in zip(*rows)) if rows else ([], [], [])
+    return Prices(flops=flops, bytes=nbytes, time=seconds)
+
+
+def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
+    """Price a sweep of ``n`` configurations: arrays of shape (ops, n), one call per op kind."""
+    hw = Hardware.of(spec)
+    shape = (len(graph.ops), n)
+    flops, nbytes, seconds = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    kinds: dict[Any, list[int]] = defaultdict(list)
+    for i, op in enumerate(graph.ops):
+        w = op.work
+        kinds[kernel_key(w) if isinstance(w, Kernel) else (w.kind, w.tier)].append(i)
+    links = hw.links
+    for key, idx in kinds.items():
+        first = graph.ops[idx[0]].work
+        if isinstance(first, Kernel):
+            fn, tensor_core = kernel_evaluator(key)
+            dims = [np.stack([np.broadcast_to(np.asarray(d, float), (n,))
+                              for d in numeric_dims(graph.ops[i].work)]) for i in idx]
+            columns = np.stack(dims, axis=1) if dims else np.zeros((0, len(idx), n))
+            args = {s: columns[j] for j, s in enumerate(fn.args[:-3])}
+            args.update(zip(fn.args[-3:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead)))
+            f, b, t = fn(args)
+            flops[idx], nbytes[idx], seconds[idx] = f, b, t
+        else:
+            fn = collective_evaluator(*key)
+            work = [graph.ops[i].work for i in idx]
+            cols = [np.stack([np.broadcast_to(np.asarray(getattr(w, a), float), (n,)) for w in work])
+                    for a in ("bytes", "group", "ranks_per_node")]
+            values = dict(zip(fn.args, [*cols, links.gpus_per_node, links.intra_bandwidth, links.intra_latency,
+                                        links.inter_bandwidth, links.inter_latency]))
+            (t,) = fn(values)
+            seconds[idx] = t
+            nbytes[idx] = cols[0] * np.asarray([np.broadcast_to(
+                np.asarray(collectives.bus_factor(w.kind, w.group), float), (n,)) for w in work])
+    return Prices(flops=flops, bytes=nbytes, time=seconds)

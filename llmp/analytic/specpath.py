@@ -1,0 +1,108 @@
+"""Read and replace a spec's numeric fields by path, and turn a spec into symbols plus a point.
+
+Paths are the ``section.field`` names of ``--set`` and of the symbol registry
+(``llmp.dsl.symbols``): ``model.hidden``, ``parallel.tp``, ``gpu.flops.bf16``,
+``node.intra.bandwidth``, ``cluster.inter.latency``. This module maps them onto the nested
+:class:`~llmp.dsl.spec.Spec` dataclasses, so the analytic model can
+
+* evaluate the same formulas symbolically: :func:`symbolize` replaces every numeric field by
+  its registry symbol and returns the values as a point (``{symbol: value}``) to substitute late;
+* evaluate a sweep: :func:`replace` puts numpy arrays (one per varied field) into the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import sympy as sp
+
+from llmp.dsl import schema
+from llmp.dsl.spec import Spec
+from llmp.dsl.symbols import symbol_for
+from llmp.errors import SpecError
+from llmp.hardware.spec import Dtype
+
+# First path component → attribute chain from the Spec root.
+_ROOTS: dict[str, tuple[str, ...]] = {
+    "model": ("model",), "train": ("train",), "parallel": ("parallel",),
+    "cluster": ("cluster",), "node": ("cluster", "node"), "gpu": ("cluster", "node", "gpu"),
+}
+
+
+@functools.cache
+def _locate(path: str) -> tuple[tuple[str, ...], str | Dtype]:
+    """``gpu.flops.bf16`` → (("cluster", "node", "gpu", "peak_flops"), Dtype.BF16)."""
+    head, *rest = path.split(".")
+    if head not in _ROOTS or not rest:
+        raise SpecError(f"no numeric spec field {path!r}")
+    chain = _ROOTS[head] + tuple(rest[:-1])
+    if head == "gpu" and rest[0] == "flops":
+        return _ROOTS[head] + ("peak_flops",), Dtype(rest[-1])
+    return chain, rest[-1]
+
+
+@functools.cache
+def _numeric_paths() -> tuple[str, ...]:
+    return tuple(p for p, f in schema.paths().items() if f.numeric)
+
+
+def paths(spec: Spec) -> tuple[str, ...]:
+    """Numeric field paths present in ``spec`` (MoE fields only for MoE models, declared dtypes)."""
+    out = []
+    for path in _numeric_paths():
+        if path.startswith("model.moe.") and spec.model.moe is None:
+            continue
+        if path.startswith("gpu.flops.") and Dtype(path.rsplit(".", 1)[1]) not in spec.cluster.gpu.peak_flops:
+            continue
+        out.append(path)
+    return tuple(out)
+
+
+def get(spec: Spec, path: str) -> Any:
+    """The value of a numeric field."""
+    chain, last = _locate(path)
+    obj: Any = spec
+    for attr in chain:
+        obj = getattr(obj, attr)
+    return obj[last] if isinstance(last, Dtype) else getattr(obj, last)
+
+
+def _set(obj: Any, chain: tuple[str, ...], last: str | Dtype, value: Any) -> Any:
+    if not chain:
+        return dataclasses.replace(obj, **{str(last): value})
+    child = getattr(obj, chain[0])
+    if isinstance(last, Dtype) and len(chain) == 1:
+        new_child = dict(child)
+        new_child[last] = value
+    else:
+        new_child = _set(child, chain[1:], last, value)
+    return dataclasses.replace(obj, **{chain[0]: new_child})
+
+
+def replace(spec: Spec, values: Mapping[str, Any]) -> Spec:
+    """A copy of ``spec`` with the numeric fields at ``values``' paths replaced."""
+    for path, value in values.items():
+        chain, last = _locate(path)
+        spec = _set(spec, chain, last, value)
+    return spec
+
+
+def symbolize(spec: Spec) -> tuple[Spec, dict[sp.Symbol, Any]]:
+    """Every numeric field replaced by its registry symbol, and the point that restores it.
+
+    A field that already holds an expression (a free ``= symbol`` in the spec, or a field
+    derived from one) keeps it and contributes nothing to the point.
+    """
+    values: dict[str, Any] = {}
+    point: dict[sp.Symbol, Any] = {}
+    for path in paths(spec):
+        value = get(spec, path)
+        if isinstance(value, sp.Basic) and not value.is_number:
+            continue
+        sym = symbol_for(path)
+        values[path] = sym
+        point[sym] = value
+    return replace(spec, values), point

@@ -1,0 +1,127 @@
+"""The structural facts of a spec: what decides the *shape* of the operator graph.
+
+Numeric fields enter the cost formulas as values or symbols; a few numeric facts instead decide
+which operators exist and how the step is scheduled: the pipeline depth and chunks, the number
+of microbatches, which axes have degree > 1 (a degree-1 axis has no collective), the link tier
+of each group and whether dropout or shared experts exist. :class:`Structure` holds them, so
+the graph can be built from symbols or arrays while its shape stays fixed; sweeps group their
+configurations by it.
+
+:func:`structure_of` also checks that the layout can run at all and says why not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.analytic import layout
+from llmp.analytic.kernels import Tier
+from llmp.dsl.spec import Schedule, Spec
+from llmp.errors import InfeasibleError, SpecError
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Structure:
+    """Integer and boolean facts that fix the operator graph and the schedule."""
+
+    pp: int
+    vp: int
+    microbatches: int
+    """Microbatches per pipeline per step (gradient-accumulation steps)."""
+    degrees: tuple[tuple[str, int], ...]
+    """Axis degrees: dp, tp, pp, cp, ep, vp."""
+    groups: tuple[tuple[str, int], ...]
+    """Communication group name → size: tp, cp, ep, pp, dp (= dp x cp), expert_dp (= dp x cp / ep)."""
+    tiers: tuple[tuple[str, Tier], ...]
+    """Group name → link tier (intra- or inter-node)."""
+    dropout: bool
+    shared_experts: bool
+
+    def degree(self, axis: str) -> int:
+        return dict(self.degrees)[axis]
+
+    def group_size(self, name: str) -> int:
+        return dict(self.groups)[name]
+
+    @property
+    def world_size(self) -> int:
+        d = dict(self.degrees)
+        return d["dp"] * d["tp"] * d["pp"] * d["cp"]
+
+    def tier(self, name: str) -> Tier:
+        return dict(self.tiers)[name]
+
+    def active(self, name: str) -> bool:
+        """The group has more than one member, so its collectives exist."""
+        return self.group_size(name) > 1
+
+    @property
+    def chunks(self) -> int:
+        """Pipeline chunks in the whole model (stages x virtual stages)."""
+        return self.pp * self.vp
+
+
+def _number(value: Any, what: str) -> float:
+    try:
+        return float(value)
+    except TypeError:
+        raise SpecError(f"{what} decides the shape of the operator graph and must be a number, got {value}",
+                        hint="give it a value with --set (symbols may stand for the other fields)") from None
+
+
+def _int(value: Any, what: str) -> int:
+    f = _number(value, what)
+    if f != int(f):
+        raise InfeasibleError(f"{what} = {f:g} is not a whole number")
+    return int(f)
+
+
+def structure_of(spec: Spec) -> Structure:
+    """The structure of a spec with numeric values; raises when the layout cannot run."""
+    m, p, t = spec.model, spec.parallel, spec.train
+    deg = {name: _int(getattr(p, name), f"parallel.{name}") for name in ("dp", "tp", "pp", "cp", "ep", "vp")}
+    layers = _int(m.layers, "model.layers")
+    gpus = _int(spec.cluster.world_size, "cluster world size")
+    world = deg["dp"] * deg["tp"] * deg["pp"] * deg["cp"]
+    if world != gpus:
+        raise InfeasibleError(
+            f"dp({deg['dp']}) * tp({deg['tp']}) * pp({deg['pp']}) * cp({deg['cp']}) = {world} "
+            f"!= GPUs in the cluster ({gpus})", hint="change a degree or cluster.nodes")
+    chunks = deg["pp"] * deg["vp"]
+    if layers % chunks:
+        raise InfeasibleError(f"layers({layers}) is not divisible by pp({deg['pp']}) * vp({deg['vp']})")
+    if deg["vp"] > 1 and deg["pp"] == 1:
+        raise InfeasibleError(f"vp = {deg['vp']} (virtual pipeline stages) needs pp > 1")
+    if deg["vp"] > 1 and p.schedule is not Schedule.INTERLEAVED:
+        raise InfeasibleError(f"vp = {deg['vp']} needs schedule = interleaved, not {p.schedule}")
+    micro = _int(spec.microbatches, "microbatches = global_batch / (micro_batch * dp)")
+    if micro < 1:
+        raise InfeasibleError(f"global_batch({t.global_batch}) < micro_batch({t.micro_batch}) * dp({deg['dp']})")
+    if p.schedule is Schedule.INTERLEAVED and deg["pp"] > 1 and micro % deg["pp"]:
+        raise InfeasibleError(
+            f"the interleaved schedule needs microbatches({micro}) divisible by pp({deg['pp']})")
+    heads, kv = _int(m.heads, "model.heads"), _int(m.kv_heads, "model.kv_heads")
+    if heads % deg["tp"] or (kv >= deg["tp"] and kv % deg["tp"]) or (kv < deg["tp"] and deg["tp"] % kv):
+        raise InfeasibleError(f"tp({deg['tp']}) must divide heads({heads}) and kv_heads({kv}) "
+                              "(or be a multiple of kv_heads, which are then replicated)")
+    seq = _int(m.seq_len, "model.seq_len")
+    if seq % deg["cp"]:
+        raise InfeasibleError(f"cp({deg['cp']}) does not divide seq_len({seq})")
+    moe = m.moe
+    if moe is None and deg["ep"] > 1:
+        raise InfeasibleError(f"ep = {deg['ep']} needs a MoE model")
+    if moe is not None and (_int(moe.experts, "model.moe.experts") % deg["ep"]
+                            or (deg["dp"] * deg["cp"]) % deg["ep"]):
+        raise InfeasibleError(f"ep({deg['ep']}) must divide experts and dp * cp")
+    sizes = {}
+    tiers = {}
+    for name in layout.GROUP_NAMES:
+        g = layout.group(spec, name)
+        sizes[name] = _int(g.size, f"{name} group size")
+        tiers[name] = g.tier
+    dropout = _number(m.dropout, "model.dropout") > 0
+    shared = moe is not None and _int(moe.shared_experts, "model.moe.shared_experts") > 0
+    return Structure(pp=deg["pp"], vp=deg["vp"], microbatches=micro, degrees=tuple(deg.items()),
+                     groups=tuple(sizes.items()), tiers=tuple(tiers.items()),
+                     dropout=dropout, shared_experts=shared)

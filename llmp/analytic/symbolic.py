@@ -1,0 +1,57 @@
+"""Per-op FLOPs, bytes and seconds as closed forms in the spec's symbols.
+
+:func:`cost` replaces every numeric field of the spec by its registry symbol (``hidden``,
+``tp``, ``gpu_mem_bandwidth``, ``node_intra_bandwidth``, ...), builds the operator graph on the
+symbols with the spec's own structure, and prices it. The spec's values come back as ``point``,
+to substitute late (``expr.subs(point)`` for one number, :func:`~llmp.analytic.compile` for
+many), so sensitivity analysis can differentiate with respect to any field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from llmp.analytic import specpath
+from llmp.analytic.graph import Op, OpGraph, decompose
+from llmp.analytic.pricing import price
+from llmp.analytic.structure import structure_of
+from llmp.dsl.spec import Spec
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpCost:
+    """One op's cost per call, as expressions."""
+
+    op: Op
+    flops: sp.Expr
+    bytes: sp.Expr
+    time: sp.Expr
+    """Roofline (kernels) or alpha-beta (collectives) seconds per call."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SymbolicCost:
+    """The operator graph on symbols, each op's closed-form cost, and the spec's point."""
+
+    graph: OpGraph
+    """Built from the symbolized spec (dims are expressions)."""
+    ops: tuple[OpCost, ...]
+    point: Mapping[sp.Symbol, Any]
+    """Symbol → the spec's value."""
+    spec: Spec
+    """The symbolized spec the graph was built from."""
+
+
+def cost(spec: Spec) -> SymbolicCost:
+    """Closed-form per-op costs of ``spec`` (numeric fields become symbols; see ``point``)."""
+    structure = structure_of(spec)
+    sym_spec, point = specpath.symbolize(spec)
+    graph = decompose(sym_spec, structure)
+    prices = price(graph, sym_spec)
+    ops = tuple(OpCost(op=op, flops=sp.sympify(f), bytes=sp.sympify(b), time=sp.sympify(t))
+                for op, f, b, t in zip(graph.ops, prices.flops, prices.bytes, prices.time))
+    return SymbolicCost(graph=graph, ops=ops, point=point, spec=sym_spec)

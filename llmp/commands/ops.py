@@ -1,0 +1,48 @@
+"""``llmp ops SPEC [--set ...] [--json]``: the operators of one step with their analytic costs.
+
+One row per operator: where it runs (scope: per layer, first/last chunk, pipeline boundary,
+per rank), its phase, calls per scope unit, FLOPs and bytes per call, arithmetic intensity,
+roofline (kernels) or alpha-beta (collectives) time per call, and what bounds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from llmp.compose import predict
+from llmp.compose.prediction import OpRow
+from llmp.dsl import add_set_argument, load_args
+from llmp.units import format_bytes, format_count, format_time
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="a .llmp file")
+    add_set_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _intensity(row: OpRow) -> float | None:
+    return row.flops / row.bytes if row.bytes > 0 and row.flops > 0 else None
+
+
+def render(rows: tuple[OpRow, ...]) -> str:
+    head = (f"{'op':<44}{'scope':<9}{'phase':<8}{'count':>8}{'FLOPs':>10}{'bytes':>11}"
+            f"{'FLOP/B':>8}{'time':>11}  bound")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        scope = r.scope if r.rank_kind is None else f"{r.scope}:{r.rank_kind}"
+        ai = _intensity(r)
+        lines.append(f"{r.name:<44}{scope:<9}{r.phase:<8}{format_count(r.count):>8}"
+                     f"{format_count(r.flops) if r.flops else '-':>10}{format_bytes(r.bytes, binary=False):>11}"
+                     f"{f'{ai:.0f}' if ai is not None else '-':>8}{format_time(r.roofline_s):>11}  {r.bound}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = predict(load_args(args)).ops
+    if args.json:
+        print(json.dumps([dict(r.to_dict(), intensity=_intensity(r)) for r in rows], indent=2))
+    else:
+        print(render(rows))
+    return 0

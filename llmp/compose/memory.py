@@ -1,0 +1,161 @@
+"""Memory per GPU: weights, gradients, optimizer states, activations, logits, framework overhead.
+
+States (Rajbhandari et al. 2020, ZeRO §3.1; Megatron-LM ``docs/distrib_optimizer.md``): weights
+in the model dtype; gradients in FP32 for BF16 with master weights (Megatron's main grads) else
+in the model dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
+model itself is FP32 or ``master_weights = false``. ZeRO-1 shards the optimizer states over the
+data-parallel replicas (dp x cp; dp x cp / ep for expert weights), ZeRO-2 also the gradients,
+ZeRO-3/FSDP also the weights, which are then gathered one layer at a time (the layer in use and
+the prefetched next one are held whole).
+
+Activations of one layer for one microbatch, bytes (Korthikanti et al. 2022, §4, generalised):
+with ``e`` bytes per element, ``T = b s / cp`` tokens on the GPU, ``Tsp = T / tp`` with sequence
+parallelism (else ``T``), per-GPU widths ``q = heads d / tp``, ``kv = max(kv_heads, tp) d / tp``:
+
+* ``2 e Tsp h``: the inputs of the two norms;
+* ``2 e Tsp h``: the norm outputs that feed QKV and fc1 (kept sharded with SP, re-gathered in bwd);
+* ``e T (q + 2 kv)``: Q, K, V (the attention core's inputs);
+* ``e T q``: the attention output (proj's input);
+* MLP: ``e T 2 f / tp`` (GELU: fc1 output and activation output) or ``e T 3 f / tp`` (SwiGLU:
+  gate, up and the product); MoE experts the same on ``T top_k capacity`` rows, plus the
+  permuted expert inputs ``e T top_k capacity h``;
+* dropout masks, 1 byte per element: ``2 Tsp h`` (after attention and after the MLP);
+* unfused attention without selective recompute: the scores ``e b heads/tp (s/cp) s`` for
+  softmax's output, and with dropout its mask and output ``(1 + e)`` as much again (the
+  ``5 a s / h`` term); flash attention keeps only the FP32 log-sum-exp per row.
+
+For GPT (GELU, f = 4h, MHA, dropout, e = 2, no TP) this is ``s b h (34 + 5 a s / h)``; with TP and
+no SP ``s b h (10 + 24/tp + 5 a s / (h tp))``; with SP ``s b h (34 + 5 a s / h) / tp`` - the paper's
+three formulas. Full recompute keeps only each layer's input ``e Tsp h`` and, during a layer's
+backward, that one layer's activations. A pipeline rank holds the activations of every
+microbatch it has run forward but not yet backward: the schedule's in-flight peak (1F1B: ``pp -
+r`` on rank ``r``; GPipe: all ``m``; interleaved: ``(pp - r - 1) 2 + (vp - 1) pp + 1`` chunk
+passes). The last rank also holds one microbatch's logits (model dtype) and the FP32 softmax that
+vocab-parallel cross-entropy saves for its backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmp.analytic import shard
+from llmp.analytic.graph import RankKind, rank_kind_of
+from llmp.analytic.layer import Context, grad_bytes
+from llmp.analytic.structure import Structure
+from llmp.compose.schedule import Plan
+from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, ZeroStage
+
+GIB = 2**30
+CUDA_CONTEXT_BYTES = 1 * GIB
+"""CUDA context, cuBLAS/cuDNN workspaces and allocator slack: "~700+ MB" of context alone
+(PyTorch forum, ptrblck, discuss.pytorch.org/t/81330), rounded up to 1 GiB for workspaces."""
+NCCL_BYTES_PER_GROUP = 256 * 2**20
+"""NCCL buffers per communicator: NCCL_BUFFSIZE 4 MiB (NCCL docs) x send and receive x up to 32
+channels; counted for each parallel group with more than one member."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Memory:
+    """Bytes on the fullest GPU (numbers, or arrays over a sweep)."""
+
+    weights: Any
+    grads: Any
+    optimizer: Any
+    activations: Any
+    logits: Any
+    overhead: Any
+    capacity: Any
+    rank: Any
+    """Pipeline rank of the fullest GPU."""
+
+    @property
+    def total(self) -> Any:
+        return self.weights + self.grads + self.optimizer + self.activations + self.logits + self.overhead
+
+    @property
+    def oom(self) -> Any:
+        return self.total > self.capacity
+
+
+def layer_activation_bytes(ctx: Context) -> Any:
+    """Bytes one layer keeps for the backward of one microbatch (see the module docstring)."""
+    spec = ctx.spec
+    m, p, t = spec.model, spec.parallel, spec.train
+    e, tokens, tsp, h = ctx.e, ctx.tokens, ctx.sp_tokens, m.hidden
+    inner = 3 if m.activation is Activation.SWIGLU else 2
+    attention = e * (4 * tsp * h + tokens * (2 * ctx.q_width + 2 * ctx.kv_width))
+    if m.moe is None:
+        mlp = e * tokens * inner * m.ffn_hidden / p.tp
+    else:
+        mo = m.moe
+        rows = tokens * mo.top_k * mo.capacity_factor
+        mlp = e * (rows * inner * mo.expert_ffn_hidden / p.tp + rows * h
+                   + tokens * inner * mo.shared_experts * mo.expert_ffn_hidden / p.tp)
+    masks = 2 * tsp * h if ctx.st.dropout else 0
+    heads, seq_q = m.heads / p.tp, m.seq_len / p.cp
+    if t.flash_attention:
+        scores = 4 * t.micro_batch * heads * seq_q
+    elif t.recompute is Recompute.NONE:
+        per = e + ((1 + e) if ctx.st.dropout else 0)
+        scores = per * t.micro_batch * heads * seq_q * m.seq_len
+    else:
+        scores = 0
+    return attention + mlp + masks + scores
+
+
+def _state_bytes(spec: Spec) -> int:
+    t = spec.train
+    master = 4 if (t.master_weights and t.precision not in (Precision.FP32, Precision.TF32)) else 0
+    moments = 4 if t.optimizer is Optimizer.SGD else 8
+    return master + moments
+
+
+def _overhead(st: Structure) -> int:
+    groups = sum(1 for name in ("tp", "cp", "ep", "pp", "dp") if st.active(name))
+    return CUDA_CONTEXT_BYTES + NCCL_BYTES_PER_GROUP * groups
+
+
+def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
+    """Memory of the fullest GPU, over the pipeline ranks."""
+    ctx = Context.of(spec, st)
+    m, par, zero = spec.model, spec.parallel, spec.parallel.zero
+    dp, edp = ctx.groups["dp"].size, ctx.groups["expert_dp"].size
+    e = ctx.e
+    layers_per_chunk = m.layers / (par.pp * par.vp)
+    per_layer = layer_activation_bytes(ctx)
+    if spec.train.recompute is Recompute.FULL:
+        kept, working = e * ctx.sp_tokens * m.hidden, per_layer
+    else:
+        kept, working = per_layer, 0
+    sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
+    best: Memory | None = None
+    for r in range(st.pp):
+        kind = rank_kind_of(r, st.pp)
+        first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
+        params = shard.rank(m, par, pp=st.pp, first=first, last=last)
+
+        def split(level: int, bytes_per: Any) -> Any:
+            return bytes_per * (params.dense / (dp if sharded >= level else 1)
+                                + params.expert / (edp if sharded >= level else 1))
+
+        gathered = 2 * shard.layer(m, par).total * e if sharded == 3 else 0
+        cand = Memory(
+            weights=split(3, e) + gathered, grads=split(2, grad_bytes(ctx)), optimizer=split(1, _state_bytes(spec)),
+            activations=p.peak_in_flight[r] * layers_per_chunk * kept + working,
+            logits=(e + 4) * ctx.tokens * m.vocab / par.tp if last else 0,
+            overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
+        best = cand if best is None else _fuller(best, cand)
+    assert best is not None
+    return best
+
+
+def _fuller(a: Memory, b: Memory) -> Memory:
+    """The fuller of two ranks' memory (per configuration over a sweep)."""
+    pick = b.total > a.total
+    if isinstance(pick, np.ndarray):
+        fields = ("weights", "grads", "optimizer", "activations", "logits", "overhead", "capacity", "rank")
+        return Memory(**{f: np.where(pick, getattr(b, f), getattr(a, f)) for f in fields})
+    return b if pick else a

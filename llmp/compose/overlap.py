@@ -1,0 +1,169 @@
+"""Overlap rules: how much of each collective's time the compute stream actually waits for.
+
+Per op (``Op.overlap``), with ``t`` the collective's time and ``p`` its partner compute op's:
+
+* ``exposed``: all of ``t`` (blocking collectives: EP all-to-all, the embedding's TP combine,
+  the cross-entropy all-reduces, ZeRO-1/2 parameter all-gather, the tied-embedding sync);
+* ``tp``: all of ``t`` unless ``parallel.tp_comm_overlap`` (TransformerEngine userbuffers), which
+  hides it behind its partner GEMM: ``max(0, t - p)``;
+* ``partner``: always overlapped, ``max(0, t - p)``: Megatron's asynchronous backward TP
+  collectives (input re-gather behind dgrad, input-gradient reduction behind wgrad) and the
+  context-parallel K/V ring behind the attention core;
+* ``prefetch`` (ZeRO-3/FSDP, per layer): the gather for layer ``i + 1`` runs during layer ``i``,
+  so a chunk of ``L`` layers exposes the first gather (and last scatter) plus
+  ``(L - 1) * max(0, c - compute_per_layer)``;
+* ``bucketed`` (data-parallel gradients): buckets are reduced as the last backward produces
+  them; with ``nb`` buckets of time ``t_b`` and ``W`` seconds of that backward, the exposed time
+  is ``max(t_b, nb * t_b - W * (1 - 1/nb))``: at least the last bucket, and whatever of the whole
+  reduction outlasts the backward after the first bucket fills. Off (``dp_overlap = false``):
+  all of it.
+
+Pipeline sends block the sending stage (Megatron's batched isend/irecv waits), so they add to
+the chunk's task time and delay the receiver. The optimizer runs after the gradient sync.
+
+The functions are generic: per-op times may be numbers, numpy arrays or SymPy expressions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.analytic.algebra import positive_part, vmax
+from llmp.analytic.graph import COMPUTE_FAMILIES, Op, OpGraph, Overlap, Part, RankKind, Scope, Stream
+from llmp.dsl.spec import Spec
+
+NON_COMPUTE = ("recompute", "optimizer")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OverlapRules:
+    """Which overlaps the framework performs (defaults from ``spec.parallel``)."""
+
+    tp_comm_overlap: bool = False
+    dp_overlap: bool = True
+
+    @classmethod
+    def of(cls, spec: Spec) -> OverlapRules:
+        return cls(tp_comm_overlap=spec.parallel.tp_comm_overlap, dp_overlap=spec.parallel.dp_overlap)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PassWork:
+    """Seconds of one microbatch through one chunk in one direction, by breakdown category."""
+
+    by_category: Mapping[str, Any]
+    compute: Any
+    """Compute-stream seconds only (families and recompute), no exposed communication."""
+
+    @property
+    def total(self) -> Any:
+        return sum(self.by_category.values())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChunkWork:
+    fwd: PassWork
+    bwd: PassWork
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RankTail:
+    """A pipeline rank's once-per-step work after its last backward, by category."""
+
+    sync: Mapping[str, Any]
+    """Exposed gradient synchronisation (before the optimizer)."""
+    update: Mapping[str, Any]
+    """Optimizer and post-update parameter gathers."""
+
+
+def _exposure(op: Op, total: Any, partner: Any, rules: OverlapRules) -> Any:
+    if op.overlap is Overlap.TP:
+        return positive_part(total - partner) if rules.tp_comm_overlap else total
+    if op.overlap is Overlap.PARTNER:
+        return positive_part(total - partner)
+    return total
+
+
+def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tuple[dict[str, Any], Any]:
+    """Category seconds of ``ops`` (one scope, one part) run ``repeat`` times; and compute seconds."""
+    totals = {op.name: op.count * t for op, t in ops}
+    acc: dict[str, Any] = defaultdict(int)
+    compute: Any = 0
+    prefetch: list[Any] = []
+    for op, _ in ops:
+        total = totals[op.name]
+        if op.stream is Stream.COMPUTE:
+            acc[op.category] += total
+            compute += total
+        elif op.overlap is Overlap.PREFETCH:
+            prefetch.append(total)
+        else:
+            acc[op.category] += _exposure(op, total, totals.get(op.partner, 0), rules)
+    out = {k: v * repeat for k, v in acc.items()}
+    if prefetch:
+        gathers = sum(prefetch)
+        out["dp"] = out.get("dp", 0) + gathers + (repeat - 1) * positive_part(gathers - compute)
+    return out, compute * repeat
+
+
+def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool) -> ChunkWork:
+    """Forward and backward work of one microbatch on one chunk (``first``/``last``: it holds the
+    embedding / the head; the sends to the next and previous chunk follow from that)."""
+    passes = {}
+    for part in (Part.FORWARD, Part.BACKWARD):
+        by_cat: dict[str, Any] = defaultdict(int)
+        compute: Any = 0
+        groups: list[tuple[Scope, Any]] = [(Scope.LAYER, graph.layers_per_chunk)]
+        if first:
+            groups.append((Scope.FIRST, 1))
+        if last:
+            groups.append((Scope.LAST, 1))
+        if (part is Part.FORWARD and not last) or (part is Part.BACKWARD and not first):
+            groups.append((Scope.BOUNDARY, 1))
+        for scope, repeat in groups:
+            ops = [(graph.ops[i], times[i]) for i in graph.indices(scope, part)]
+            cats, comp = _pass(ops, rules, repeat)
+            for k, v in cats.items():
+                by_cat[k] += v
+            compute += comp
+        passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
+    return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD])
+
+
+def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, kind: RankKind, window: Any) -> RankTail:
+    """Gradient sync and update of one kind of pipeline rank; ``window`` is the compute time of
+    its last microbatch's backward, behind which bucketed reductions hide."""
+    sync: dict[str, Any] = defaultdict(int)
+    update: dict[str, Any] = defaultdict(int)
+    bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
+    for i in graph.indices(Scope.RANK, kind):
+        op, t = graph.ops[i], times[i]
+        if op.part is Part.UPDATE:
+            update[op.category] += op.count * t
+        elif op.overlap is Overlap.BUCKETED and rules.dp_overlap:
+            bucketed.append((op.count, t))
+        else:
+            sync[op.category] += op.count * t
+    if bucketed:
+        last = vmax(*(t for _, t in bucketed)) if len(bucketed) > 1 else bucketed[0][1]
+        total = sum(n * t for n, t in bucketed)
+        buckets = sum(n for n, _ in bucketed)
+        sync["dp"] += vmax(last, total - window * (1 - 1 / buckets))
+    return RankTail(sync=dict(sync), update=dict(update))
+
+
+def categories() -> tuple[str, ...]:
+    """Breakdown categories in display order (``bubble`` last)."""
+    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "bubble")
+
+
+def merge(*parts: Mapping[str, Any], scale: Any = 1) -> dict[str, Any]:
+    """Sum category mappings, times ``scale``."""
+    out: dict[str, Any] = defaultdict(int)
+    for part in parts:
+        for k, v in part.items():
+            out[k] += v * scale
+    return dict(out)

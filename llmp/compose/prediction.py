@@ -1,0 +1,198 @@
+"""The result of a prediction: a typed record with a JSON form and a readable table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.compose.overlap import categories
+from llmp.compose.step import Step
+from llmp.errors import InfeasibleError
+from llmp.units import format_bytes, format_count, format_time
+
+COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")
+COMM = ("tp", "cp", "ep", "pp", "dp")
+
+MFU_CONVENTION = ("model FLOPs per token = 6 N + 12 L (heads head_dim) s (PaLM, Chowdhery et al. 2022, "
+                  "app. B; Megatron's count without recompute), N = parameters in matmuls (layers and the "
+                  "output head), no causal halving; MFU = model FLOPs per step / (step time x GPUs x dense "
+                  "peak of the training precision)")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemoryReport:
+    """Bytes on the fullest GPU."""
+
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float
+    logits: float
+    overhead: float
+    """CUDA context, workspaces and NCCL buffers."""
+    total: float
+    capacity: float
+    oom: bool
+    rank: int
+    """Pipeline rank of the fullest GPU."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f"{k}_bytes": getattr(self, k) for k in ("weights", "grads", "optimizer", "activations", "logits",
+                                                         "overhead", "total", "capacity")} | {
+            "oom": self.oom, "pipeline_rank": self.rank}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpRow:
+    """One op with its per-call cost and how often it runs."""
+
+    name: str
+    family: str
+    category: str
+    phase: str
+    scope: str
+    rank_kind: str | None
+    count: float
+    flops: float
+    bytes: float
+    roofline_s: float
+    """Analytic time of one call (roofline or alpha-beta)."""
+    factor: float
+    """Residual correction applied (1 without residual models)."""
+    covered: bool
+    bound: str
+    """compute, memory or latency (kernels); network (collectives)."""
+
+    @property
+    def time_s(self) -> float:
+        return self.roofline_s * self.factor
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["time_s"] = self.time_s
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Provenance:
+    spec_hash: str
+    source: str
+    residuals: str
+    """Residual model id, or "roofline only (no residual models)"."""
+    uncorrected: tuple[str, ...]
+    """Op families no residual model corrected (all of them without residual models)."""
+    mfu_convention: str = MFU_CONVENTION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
+                ((k, getattr(self, k)) for k in self.__slots__)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prediction:
+    """One training step: time, throughput, utilisation, where the time goes, memory, band."""
+
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float
+    """Model FLOPs utilisation (see ``provenance.mfu_convention``)."""
+    hfu: float
+    """Hardware FLOPs utilisation: FLOPs the kernels execute (recompute included, causal
+    attention halved) over the same peak."""
+    breakdown: Mapping[str, float]
+    """Seconds by category (compute by op family, recompute, optimizer, exposed communication by
+    axis, bubble); sums to ``step_time_s``."""
+    memory: MemoryReport
+    band: tuple[float, float]
+    """[low, high] step time from the residual bands (equal to the point without residuals)."""
+    ops: tuple[OpRow, ...]
+    provenance: Provenance
+    derived: Mapping[str, Any]
+    """Quantities computed from the spec: world size, microbatches, tokens per step, parameters."""
+    step: Step
+    """The composed step (timeline, chunk work) for the trace export."""
+
+    @property
+    def total_s(self) -> float:
+        return self.step_time_s
+
+    @property
+    def compute_s(self) -> float:
+        return sum(self.breakdown.get(k, 0.0) for k in COMPUTE)
+
+    @property
+    def exposed_comm_s(self) -> float:
+        return sum(self.breakdown.get(k, 0.0) for k in COMM)
+
+    @property
+    def bubble_s(self) -> float:
+        return self.breakdown.get("bubble", 0.0)
+
+    @property
+    def recompute_s(self) -> float:
+        return self.breakdown.get("recompute", 0.0)
+
+    @property
+    def optimizer_s(self) -> float:
+        return self.breakdown.get("optimizer", 0.0)
+
+    @property
+    def memory_per_gpu_bytes(self) -> float:
+        return self.memory.total
+
+    def require_fit(self) -> Prediction:
+        """This prediction, or :class:`~llmp.errors.InfeasibleError` when it does not fit in memory
+        (for sweeps that skip such layouts; ``predict`` itself only flags it)."""
+        m = self.memory
+        if m.oom:
+            raise InfeasibleError(f"needs {format_bytes(m.total, binary=True)} per GPU on pipeline rank {m.rank}, "
+                                  f"more than the {format_bytes(m.capacity, binary=True)} the GPU has",
+                                  hint="shard more (zero, tp, pp), recompute activations or shrink micro_batch")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form; keys per the CLI contract (DESIGN.md)."""
+        return {
+            "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
+            "memory_per_gpu_bytes": self.memory.total, "oom": self.memory.oom,
+            "breakdown": dict(self.breakdown),
+            "summary": {"compute_s": self.compute_s, "recompute_s": self.recompute_s,
+                        "exposed_comm_s": self.exposed_comm_s, "bubble_s": self.bubble_s,
+                        "optimizer_s": self.optimizer_s},
+            "memory": self.memory.to_dict(), "band": list(self.band), "derived": dict(self.derived),
+            "provenance": self.provenance.to_dict(), "ops": [row.to_dict() for row in self.ops],
+        }
+
+    def to_table(self) -> str:
+        """A readable plain-text report."""
+        d, t = self.derived, self.step_time_s
+        lines = [
+            f"step time      {format_time(t)}   band [{format_time(self.band[0])}, {format_time(self.band[1])}]",
+            f"throughput     {format_count(self.tokens_per_s)} tokens/s   "
+            f"({format_count(self.tokens_per_s / d['world_size'])} per GPU)",
+            f"utilisation    MFU {self.mfu:.1%}   HFU {self.hfu:.1%}",
+            f"layout         {d['world_size']} GPUs, {d['microbatches']} microbatches of {d['micro_batch']}, "
+            f"{format_count(d['tokens_per_step'])} tokens/step, {format_count(d['parameters'])} parameters, "
+            f"{format_count(d['model_flops_per_step'])}FLOP model FLOPs/step",
+            "",
+            "where the time goes (critical rank)",
+        ]
+        for key in categories():
+            v = self.breakdown.get(key, 0.0)
+            if v > 1e-9 * t:
+                lines.append(f"  {key:<15}{format_time(v):>12}  {v / t:6.1%}")
+        m = self.memory
+        lines += ["", f"memory per GPU (pipeline rank {m.rank})" + ("   ** OUT OF MEMORY **" if m.oom else "")]
+        for key in ("weights", "grads", "optimizer", "activations", "logits", "overhead"):
+            v = getattr(m, key)
+            if v > 0:
+                lines.append(f"  {key:<15}{format_bytes(v, binary=True):>12}")
+        capacity = format_bytes(m.capacity, binary=True)
+        lines.append(f"  {'total':<15}{format_bytes(m.total, binary=True):>12}  of {capacity} "
+                     f"({m.total / m.capacity:.0%})")
+        p = self.provenance
+        lines += ["", f"spec {p.source} (sha256 {p.spec_hash})", f"residuals: {p.residuals}"]
+        if p.uncorrected:
+            lines.append(f"uncorrected op families: {', '.join(p.uncorrected)}")
+        return "\n".join(lines)

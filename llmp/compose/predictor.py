@@ -1,0 +1,146 @@
+"""``predict(spec, residuals=None) -> Prediction``: the whole pipeline for one spec.
+
+spec → structure and operator graph → per-op roofline / alpha-beta times → residual factors
+(when a model store is given) → composition over the pipeline schedule (point, and the band's
+low and high ends run through the same schedule) → memory → :class:`Prediction`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sympy as sp
+
+from llmp.analytic import params, specpath
+from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose, rank_kind_of
+from llmp.analytic.kernels import Kernel
+from llmp.analytic.pricing import Hardware, Prices, price
+from llmp.analytic.structure import structure_of
+from llmp.compose.correction import Correction, Residuals
+from llmp.compose.memory import memory
+from llmp.compose.overlap import OverlapRules
+from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance
+from llmp.compose.step import Step, compose, schedule_plan
+from llmp.dsl.spec import Spec
+from llmp.errors import SpecError
+
+ROOFLINE_ONLY = "roofline only (no residual models)"
+
+
+def _require_numbers(spec: Spec) -> None:
+    free = sorted({str(s) for path in specpath.paths(spec)
+                   for v in [specpath.get(spec, path)] if isinstance(v, sp.Basic) for s in v.free_symbols})
+    if free:
+        raise SpecError(f"the spec leaves {', '.join(free)} free; a prediction needs numbers",
+                        hint="give them values with --set section.field=value (free symbols are for sensitivity)")
+
+
+def spec_hash(spec: Spec) -> str:
+    """A short, stable digest of the resolved spec."""
+    return hashlib.sha256(repr(spec).encode()).hexdigest()[:16]
+
+
+def model_flops_per_token(spec: Spec) -> Any:
+    """6 N + 12 L (heads head_dim) s: N = parameters in the layers' and the head's matmuls
+    (PaLM app. B; for MoE the active parameters)."""
+    m = spec.model
+    matmul_params = params.active(m) - params.embedding_params(m) + m.vocab * m.hidden
+    return 6 * matmul_params + 12 * m.layers * m.heads * m.head_dim * m.seq_len
+
+
+def gpu_flops(graph: OpGraph, flops: Sequence[Any], keep: Callable[[Op], bool] = lambda op: True) -> float:
+    """FLOPs one GPU executes per step (ops passing ``keep``), averaged over pipeline ranks.
+
+    Every GPU of a pipeline rank does the same work, so the whole step's FLOPs are this times
+    the number of GPUs.
+    """
+    st = graph.structure
+
+    def total(scope: Scope, part: Any) -> float:
+        return sum(float(flops[i] * graph.ops[i].count) for i in graph.indices(scope, part) if keep(graph.ops[i]))
+
+    layer = sum(total(Scope.LAYER, p) for p in (Part.FORWARD, Part.BACKWARD)) * float(graph.layers_per_chunk)
+    first = sum(total(Scope.FIRST, p) for p in (Part.FORWARD, Part.BACKWARD))
+    last = sum(total(Scope.LAST, p) for p in (Part.FORWARD, Part.BACKWARD))
+    chunks = st.microbatches * (st.chunks * layer + first + last)
+    ranks = sum(total(Scope.RANK, rank_kind_of(r, st.pp)) for r in range(st.pp))
+    return (chunks + ranks) / st.pp
+
+
+def _bound(op_work: Any, f: float, b: float, t: float, hw: Hardware) -> str:
+    if not isinstance(op_work, Kernel):
+        return "network"
+    launch = float(hw.launch_overhead)
+    body = t - launch
+    if launch > body:
+        return "latency"
+    return "memory" if b / float(hw.mem_bandwidth) >= body * (1 - 1e-12) else "compute"
+
+
+def _rows(graph: OpGraph, prices: Prices, corr: Correction, hw: Hardware) -> tuple[OpRow, ...]:
+    rows = []
+    for i, op in enumerate(graph.ops):
+        f, b, t = float(prices.flops[i]), float(prices.bytes[i]), float(prices.time[i])
+        rows.append(OpRow(name=op.name, family=op.family, category=op.category, phase=op.phase.value,
+                          scope=op.scope.value, rank_kind=op.rank_kind.value if op.rank_kind else None,
+                          count=float(op.count), flops=f, bytes=b, roofline_s=t, factor=float(corr.factor[i]),
+                          covered=bool(corr.covered[i]), bound=_bound(op.work, f, b, t, hw)))
+    return tuple(rows)
+
+
+def _compose(graph: OpGraph, times: Any, factor: Any, spec: Spec) -> Step:
+    return compose(graph, [t * float(f) for t, f in zip(times, factor)], OverlapRules.of(spec),
+                   spec.parallel.schedule)
+
+
+def predict(spec: Spec, residuals: Residuals | None = None) -> Prediction:
+    """Predict one training step of ``spec``; ``residuals`` corrects each op's analytic time."""
+    _require_numbers(spec)
+    st = structure_of(spec)
+    graph = decompose(spec, st)
+    prices = price(graph, spec)
+    hw = Hardware.of(spec)
+    n = len(graph.ops)
+    if residuals is None:
+        corr, model_id = Correction.identity(n), ROOFLINE_ONLY
+    else:
+        corr, model_id = residuals.correct([op.work for op in graph.ops], spec).check(n), residuals.id
+    step = _compose(graph, prices.time, corr.factor, spec)
+    t = float(step.step_time)
+    if residuals is None:
+        band = (t, t)
+    else:
+        band = (float(_compose(graph, prices.time, corr.low, spec).step_time),
+                float(_compose(graph, prices.time, corr.high, spec).step_time))
+    mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
+    world = st.world_size
+    tokens = float(spec.tokens_per_step)
+    peak = float(hw.peak_of(spec.train.precision.compute_dtype, f"precision {spec.train.precision.value}"))
+    model_flops = tokens * float(model_flops_per_token(spec))
+    uncovered = sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})
+    derived = {
+        "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
+        "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
+        "layers_per_chunk": float(graph.layers_per_chunk), "parameters": float(params.count(spec.model)),
+        "active_parameters": float(params.active(spec.model)), "model_flops_per_step": model_flops,
+        "peak_flops": peak, "critical_rank": int(step.critical_rank),
+    }
+    return Prediction(
+        step_time_s=t, tokens_per_s=tokens / t, mfu=model_flops / (t * world * peak),
+        hfu=gpu_flops(graph, prices.flops) / (t * peak),
+        breakdown=_clean(step.breakdown, t),
+        memory=MemoryReport(weights=float(mem.weights), grads=float(mem.grads), optimizer=float(mem.optimizer),
+                            activations=float(mem.activations), logits=float(mem.logits),
+                            overhead=float(mem.overhead), total=float(mem.total), capacity=float(mem.capacity),
+                            oom=bool(mem.oom), rank=int(mem.rank)),
+        band=band, ops=_rows(graph, prices, corr, hw),
+        provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
+                              uncorrected=tuple(uncovered)),
+        derived=derived, step=step)
+
+
+def _clean(breakdown: dict[str, Any], total: float) -> dict[str, float]:
+    """Floats, with the rounding noise of an exact cancellation (a zero bubble) set to 0."""
+    return {k: (0.0 if abs(float(v)) <= 1e-12 * total else float(v)) for k, v in breakdown.items()}

@@ -1,0 +1,169 @@
+"""Pipeline schedules as task orders, and the event timeline they produce.
+
+A task is the forward or backward of one microbatch on one chunk. Chunk ``g`` of ``pp * vp``
+lives on rank ``g % pp`` (Megatron's interleaving: rank ``r`` holds chunks ``r, r + pp, ...``).
+Dependencies: a forward needs the previous chunk's forward of the same microbatch, a backward
+needs the next chunk's backward (the last chunk's backward needs its own forward). Each rank
+runs its tasks in the order its schedule prescribes:
+
+* ``gpipe``: all forwards, then all backwards (Huang et al. 2019);
+* ``1f1b``: ``pp - r - 1`` warm-up forwards, then one forward / one backward, then the
+  remaining backwards (PipeDream-Flush; Narayanan et al. 2021, Megatron
+  ``forward_backward_pipelining_without_interleaving``);
+* ``interleaved``: Megatron's interleaved 1F1B over ``vp`` chunks per rank, warm-up
+  ``2 (pp - r - 1) + (vp - 1) pp`` virtual microbatches, chunks cycled every ``pp`` microbatches.
+
+A task starts when its rank is free and its dependency has ended; the bubble is whatever idle
+time that leaves. Orders and the dependency-respecting execution sequence depend only on
+``(schedule, pp, vp, microbatches)`` and are cached; the timing pass is a loop of max/plus that
+runs on floats (one prediction) or numpy arrays (a sweep, ``maximum=np.maximum``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.dsl.spec import Schedule
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Tasks of one step and the order to time them in."""
+
+    pp: int
+    vp: int
+    microbatches: int
+    rank: tuple[int, ...]
+    chunk: tuple[int, ...]
+    """Global chunk index ``g`` of each task."""
+    forward: tuple[bool, ...]
+    microbatch: tuple[int, ...]
+    dep: tuple[int, ...]
+    """Index of the task this one waits for on another rank (-1: none)."""
+    order: tuple[int, ...]
+    """All tasks in an order where every dependency comes first."""
+    duration: tuple[int, ...]
+    """Index of each task's duration in ``[*fwd, *bwd]`` (``g``, or ``g + chunks`` backward)."""
+    peak_in_flight: tuple[int, ...]
+    """Per rank: most (chunk, microbatch) forwards whose backward has not run yet."""
+
+
+def _orders(schedule: Schedule, pp: int, vp: int, m: int) -> list[list[tuple[int, int, bool]]]:
+    """Per rank: (local chunk, microbatch, forward?) in execution order."""
+    out = []
+    for r in range(pp):
+        if schedule is Schedule.GPIPE:
+            seq = [(0, j, True) for j in range(m)] + [(0, j, False) for j in range(m)]
+        elif schedule is Schedule.INTERLEAVED and vp > 1:
+            total = m * vp
+
+            def fwd(i: int) -> tuple[int, int, bool]:
+                return ((i // pp) % vp, (i // (pp * vp)) * pp + i % pp, True)
+
+            def bwd(i: int) -> tuple[int, int, bool]:
+                return (vp - 1 - (i // pp) % vp, (i // (pp * vp)) * pp + i % pp, False)
+
+            warm = min(2 * (pp - r - 1) + (vp - 1) * pp, total)
+            seq = [fwd(i) for i in range(warm)]
+            for i in range(total - warm):
+                seq += [fwd(warm + i), bwd(i)]
+            seq += [bwd(i) for i in range(total - warm, total)]
+        else:
+            warm = min(pp - r - 1, m)
+            seq = [(0, j, True) for j in range(warm)]
+            for i in range(m - warm):
+                seq += [(0, warm + i, True), (0, i, False)]
+            seq += [(0, j, False) for j in range(m - warm, m)]
+        out.append(seq)
+    return out
+
+
+@functools.cache
+def plan(schedule: Schedule, pp: int, vp: int, microbatches: int) -> Plan:
+    """The tasks of a schedule and a dependency-respecting order to time them in."""
+    m, chunks = microbatches, pp * vp
+    orders = _orders(schedule, pp, vp, m)
+    index: dict[tuple[int, int, bool], int] = {}
+    rank, chunk, forward, micro = [], [], [], []
+    for r, seq in enumerate(orders):
+        for k, j, f in seq:
+            index[(k * pp + r, j, f)] = len(rank)
+            rank.append(r)
+            chunk.append(k * pp + r)
+            forward.append(f)
+            micro.append(j)
+    dep = []
+    for g, j, f in zip(chunk, micro, forward):
+        if f:
+            dep.append(index[(g - 1, j, True)] if g > 0 else -1)
+        else:
+            dep.append(index[(g + 1, j, False)] if g < chunks - 1 else index[(g, j, True)])
+    lists = [[index[(k * pp + r, j, f)] for k, j, f in seq] for r, seq in enumerate(orders)]
+    done = [False] * len(rank)
+    pos = [0] * pp
+    order: list[int] = []
+    while len(order) < len(rank):
+        moved = False
+        for r in range(pp):
+            seq = lists[r]
+            while pos[r] < len(seq) and (dep[seq[pos[r]]] < 0 or done[dep[seq[pos[r]]]]):
+                i = seq[pos[r]]
+                done[i] = True
+                order.append(i)
+                pos[r] += 1
+                moved = True
+        assert moved, f"{schedule} schedule deadlocks for pp={pp} vp={vp} m={m}"
+    peaks = []
+    for seq in orders:
+        live = peak = 0
+        for _, _, f in seq:
+            live += 1 if f else -1
+            peak = max(peak, live)
+        peaks.append(peak)
+    return Plan(pp=pp, vp=vp, microbatches=m, rank=tuple(rank), chunk=tuple(chunk), forward=tuple(forward),
+                microbatch=tuple(micro), dep=tuple(dep), order=tuple(order), peak_in_flight=tuple(peaks),
+                duration=tuple(g if f else g + chunks for g, f in zip(chunk, forward)))
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """Start and end of every task (``Plan`` order of indices), and when each rank finishes."""
+
+    plan: Plan
+    start: tuple[Any, ...]
+    end: tuple[Any, ...]
+    rank_end: tuple[Any, ...]
+
+
+def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
+             maximum: Callable[[Any, Any], Any] | None = None) -> Timeline:
+    """Time every task: ``fwd[g]`` / ``bwd[g]`` are the durations of chunk ``g``'s tasks.
+
+    Durations are floats, or arrays with ``maximum=numpy.maximum`` (one timeline per column).
+    """
+    n = len(p.rank)
+    start: list[Any] = [0] * n
+    end: list[Any] = [0] * n
+    free: list[Any] = [0] * p.pp
+    durations = [*fwd, *bwd]
+    kind, rank, dep = p.duration, p.rank, p.dep
+    if maximum is None:  # floats: the comparison inline is several times faster than max()
+        for i in p.order:
+            r = rank[i]
+            s = free[r]
+            d = dep[i]
+            if d >= 0 and end[d] > s:
+                s = end[d]
+            start[i] = s
+            end[i] = free[r] = s + durations[kind[i]]
+    else:
+        for i in p.order:
+            r = rank[i]
+            d = dep[i]
+            s = maximum(free[r], end[d]) if d >= 0 else free[r]
+            start[i] = s
+            end[i] = free[r] = s + durations[kind[i]]
+    return Timeline(plan=p, start=tuple(start), end=tuple(end), rank_end=tuple(free))

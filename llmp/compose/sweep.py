@@ -1,0 +1,124 @@
+"""``evaluate(spec, grid)``: many configurations in a few vectorised calls (for ``search``).
+
+``grid`` maps spec paths to equal-length arrays, one entry per configuration (a struct of
+arrays). Configurations are grouped by what decides the *shape* of the operator graph and the
+schedule (degrees, batch sizes, layer and head counts, sequence length, enum and bool fields;
+see :data:`STRUCTURAL`); inside a group every numeric field is an array, the graph is built once
+on arrays, each op kind is priced in one compiled call and the pipeline timeline runs once with
+``numpy.maximum``. The results equal :func:`llmp.compose.predict` without residual models.
+Infeasible configurations (layout cannot run) come back with ``feasible = False`` and NaNs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from llmp.analytic import specpath
+from llmp.analytic.graph import decompose
+from llmp.analytic.pricing import Hardware, price_arrays
+from llmp.analytic.structure import structure_of
+from llmp.compose.memory import memory
+from llmp.compose.overlap import OverlapRules
+from llmp.compose.prediction import COMM, COMPUTE
+from llmp.compose.predictor import model_flops_per_token
+from llmp.compose.step import compose, schedule_plan
+from llmp.dsl.spec import Spec
+from llmp.errors import InfeasibleError, InputError
+
+STRUCTURAL: frozenset[str] = frozenset({
+    "parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp",
+    "train.global_batch", "train.micro_batch", "model.layers", "model.heads", "model.kv_heads",
+    "model.seq_len", "model.dropout", "model.moe.experts", "model.moe.shared_experts",
+    "node.gpus_per_node", "cluster.nodes"})
+"""Numeric paths that change the graph's shape or the schedule; grouped on, not vectorised."""
+
+OUTPUTS = ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes", "compute_s", "exposed_comm_s",
+           "bubble_s", "recompute_s", "optimizer_s")
+
+
+def _set_field(spec: Spec, path: str, value: Any) -> Spec:
+    """Set a non-numeric field (enum or bool) of the model, train or parallel section."""
+    section, _, name = path.partition(".")
+    if section not in ("model", "train", "parallel") or "." in name:
+        raise InputError(f"cannot vary {path!r} in a sweep", hint="vary numeric fields or model/train/parallel options")
+    block = getattr(spec, section)
+    current = getattr(block, name)
+    value = type(current)(value) if not isinstance(current, bool) else bool(value)
+    return dataclasses.replace(spec, **{section: dataclasses.replace(block, **{name: value})})
+
+
+def _columns(spec: Spec, grid: Mapping[str, Any]) -> tuple[int, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    numeric_paths = set(specpath.paths(spec))
+    lengths = {np.size(v) for v in grid.values()}
+    if len(lengths) > 1:
+        raise InputError(f"sweep arrays differ in length: {sorted(lengths)}")
+    n = lengths.pop() if lengths else 1
+    numeric, other = {}, {}
+    for path, values in grid.items():
+        arr = np.asarray(values).reshape(n)
+        if path in numeric_paths:
+            numeric[path] = arr.astype(float)
+        else:
+            other[path] = arr
+    return n, numeric, other
+
+
+def evaluate(spec: Spec, grid: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Step time, throughput, MFU, memory and breakdown sums for every configuration of ``grid``."""
+    n, numeric, other = _columns(spec, grid)
+    keys = [p for p in numeric if p in STRUCTURAL]
+    codes = [np.unique(other[p], return_inverse=True)[1] for p in other]
+    table = np.column_stack([numeric[p] for p in keys] + codes) if keys or codes else np.zeros((n, 0))
+    groups, inverse = np.unique(table, axis=0, return_inverse=True)
+    inverse = inverse.reshape(n)
+    out = {k: np.full(n, np.nan) for k in OUTPUTS}
+    out["oom"] = np.zeros(n, dtype=bool)
+    out["feasible"] = np.zeros(n, dtype=bool)
+    for g in range(len(groups)):
+        idx = np.flatnonzero(inverse == g)
+        i0 = idx[0]
+        s = spec
+        for path, col in other.items():
+            s = _set_field(s, path, col[i0])
+        s = specpath.replace(s, {p: (_scalar(numeric[p][i0]) if p in STRUCTURAL else numeric[p][idx]) for p in numeric})
+        try:
+            result = _evaluate_group(s, len(idx))
+        except InfeasibleError:
+            continue
+        for k, v in result.items():
+            out[k][idx] = v
+        out["feasible"][idx] = True
+    return out
+
+
+def _scalar(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def _evaluate_group(spec: Spec, k: int) -> dict[str, np.ndarray]:
+    st = structure_of(spec)
+    graph = decompose(spec, st)
+    prices = price_arrays(graph, spec, k)
+    step = compose(graph, list(prices.time), OverlapRules.of(spec), spec.parallel.schedule)
+    mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
+    t = np.broadcast_to(np.asarray(step.step_time, float), (k,))
+    world = st.world_size
+    tokens = np.asarray(spec.tokens_per_step, float)
+    peak = Hardware.of(spec).peak_of(spec.train.precision.compute_dtype, f"precision {spec.train.precision.value}")
+    bd = step.breakdown
+
+    def total(cats: tuple[str, ...]) -> np.ndarray:
+        return np.broadcast_to(np.asarray(sum(bd.get(c, 0.0) for c in cats), float), (k,))
+
+    return {
+        "step_time_s": t, "tokens_per_s": tokens / t,
+        "mfu": tokens * np.asarray(model_flops_per_token(spec), float) / (t * world * np.asarray(peak, float)),
+        "memory_per_gpu_bytes": np.broadcast_to(np.asarray(mem.total, float), (k,)),
+        "oom": np.broadcast_to(np.asarray(mem.oom), (k,)),
+        "compute_s": total(COMPUTE), "exposed_comm_s": total(COMM), "bubble_s": total(("bubble",)),
+        "recompute_s": total(("recompute",)), "optimizer_s": total(("optimizer",)),
+    }

@@ -1,0 +1,64 @@
+"""The predicted step as a Chrome-trace / Perfetto JSON (``chrome://tracing``, ui.perfetto.dev).
+
+One process per pipeline rank, two threads: the compute stream and the exposed communication.
+Each task (forward or backward of one microbatch on one chunk) is laid out as consecutive
+events, one per breakdown category (op family, recompute, exposed collective by axis), in a
+fixed order; the rank's gradient sync and update follow its last backward. Times in
+microseconds, as the format wants.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llmp.compose.overlap import categories
+from llmp.compose.prediction import COMM, Prediction
+
+_COMM = frozenset(COMM)
+_THREADS = {"compute": 0, "comm": 1}
+
+
+def _events(pid: int, start: float, parts: dict[str, Any], label: str,
+            args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Consecutive events for the categories of one task, starting at ``start`` seconds."""
+    out = []
+    t = start
+    for cat in categories():
+        dur = float(parts.get(cat, 0.0))
+        if dur <= 0:
+            continue
+        thread = _THREADS["comm" if cat in _COMM else "compute"]
+        out.append({"name": f"{label} {cat}", "cat": cat, "ph": "X", "pid": pid, "tid": thread,
+                    "ts": t * 1e6, "dur": dur * 1e6, "args": args})
+        t += dur
+    return out
+
+
+def trace(pred: Prediction) -> dict[str, Any]:
+    """Chrome-trace JSON object of ``pred``'s step."""
+    step = pred.step
+    tl = step.timeline
+    p = tl.plan
+    events: list[dict[str, Any]] = []
+    for r in range(p.pp):
+        events.append({"name": "process_name", "ph": "M", "pid": r, "args": {"name": f"pipeline rank {r}"}})
+        for key, name in (("compute", "compute"), ("comm", "exposed communication")):
+            events.append({"name": "thread_name", "ph": "M", "pid": r, "tid": _THREADS[key], "args": {"name": name}})
+    for i in range(len(p.rank)):
+        work = step.works[p.chunk[i]]
+        part = work.fwd if p.forward[i] else work.bwd
+        label = f"{'F' if p.forward[i] else 'B'}{p.microbatch[i]}"
+        args = {"microbatch": p.microbatch[i], "chunk": p.chunk[i], "pass": "fwd" if p.forward[i] else "bwd"}
+        events += _events(p.rank[i], float(tl.start[i]), dict(part.by_category), label, args)
+    for r, tail in enumerate(step.tails):
+        events += _events(r, float(step.sync_start[r]), dict(tail.sync), "grad sync", {})
+        events += _events(r, float(step.update_start), dict(tail.update), "update", {})
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"step_time_s": pred.step_time_s, "spec": pred.provenance.source,
+                          "residuals": pred.provenance.residuals}}
+
+
+def write_trace(pred: Prediction, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(trace(pred)))

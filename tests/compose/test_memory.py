@@ -1,0 +1,86 @@
+"""Memory per GPU: Korthikanti's activation formulas, ZeRO sharding, recompute, pipelines."""
+
+from __future__ import annotations
+
+import pytest
+from analytic.strategies_analytic import gpt, llama, make_spec, with_parallel, with_train
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmp.analytic.layer import Context
+from llmp.analytic.structure import structure_of
+from llmp.compose import predict
+from llmp.compose.memory import layer_activation_bytes
+from llmp.dsl.spec import Recompute, Schedule, ZeroStage
+
+
+def _per_layer(spec) -> float:
+    return float(layer_activation_bytes(Context.of(spec, structure_of(spec))))
+
+
+@pytest.mark.parametrize("tp,sp", [(1, False), (4, False), (4, True)])
+def test_gpt_activations_match_korthikanti(tp, sp):
+    # Korthikanti et al. 2022, eqs. 1-4: sbh(34 + 5as/h); sbh(10 + 24/t + 5as/(ht)); sbh/t (34 + 5as/h).
+    m = gpt(layers=4, hidden=2048, heads=16, seq_len=2048, dropout=0.1)
+    spec = make_spec(m, gpus_per_node=tp, tp=tp, sequence_parallel=sp, flash=False, global_batch=2, micro_batch=2)
+    s, b, h, a = m.seq_len, 2, m.hidden, m.heads
+    if tp == 1:
+        expect = s * b * h * (34 + 5 * a * s / h)
+    elif not sp:
+        expect = s * b * h * (10 + 24 / tp + 5 * a * s / (h * tp))
+    else:
+        expect = s * b * h * (34 + 5 * a * s / h) / tp
+    assert _per_layer(spec) == pytest.approx(expect, rel=1e-12)
+    # selective recompute (or flash attention) drops the 5as/h term (flash keeps a tiny log-sum-exp)
+    sel = with_train(spec, recompute=Recompute.SELECTIVE)
+    assert _per_layer(sel) == pytest.approx(expect - 5 * a * s * s * b / tp, rel=1e-12)
+
+
+def test_swiglu_and_gqa_change_the_34():
+    # Llama-like: no dropout, SwiGLU (3 f-wide tensors), GQA (K, V narrower than Q).
+    m = llama(layers=2, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000, seq_len=4096)
+    spec = make_spec(m, gpus_per_node=1, global_batch=1)
+    s, h, f, kv = 4096, 4096, 14336, 8 * 128
+    expect = 2 * s * (4 * h + 2 * h + 2 * kv + 3 * f)   # norms+inputs 4h, Q and out 2h, K V, mlp 3f
+    assert _per_layer(spec) == pytest.approx(expect + 4 * 32 * s, rel=1e-12)   # + FP32 log-sum-exp
+
+
+@settings(max_examples=15)
+@given(st.sampled_from([2, 4, 8]), st.booleans())
+def test_zero_stages_reduce_memory_monotonically(dp, flash):
+    base = make_spec(llama(layers=4, hidden=2048, heads=16, kv_heads=4, ffn=5632, vocab=32000, seq_len=1024),
+                     gpus_per_node=dp, global_batch=dp, flash=flash)
+    totals = [predict(with_parallel(base, zero=z)).memory.total
+              for z in (ZeroStage.NONE, ZeroStage.Z1, ZeroStage.Z2, ZeroStage.Z3)]
+    assert totals[0] > totals[1] > totals[2] > totals[3]
+    assert predict(with_parallel(base, zero=ZeroStage.FSDP)).memory.total == pytest.approx(totals[3])
+
+
+@pytest.mark.parametrize("flash", [False, True])
+def test_recompute_full_keeps_less_than_selective_keeps_at_most_none(flash):
+    spec = make_spec(gpt(layers=8, hidden=2048, heads=16, seq_len=2048), gpus_per_node=2, pp=2, global_batch=8,
+                     flash=flash)
+    act = {r: predict(with_train(spec, recompute=r)).memory.activations for r in Recompute}
+    assert act[Recompute.FULL] < act[Recompute.SELECTIVE] <= act[Recompute.NONE]
+    if not flash:
+        assert act[Recompute.SELECTIVE] < act[Recompute.NONE]
+
+
+def test_1f1b_first_stage_holds_pp_microbatches_and_gpipe_all():
+    spec = make_spec(gpt(layers=8, hidden=2048, heads=16, seq_len=2048, vocab=64), gpus_per_node=4, pp=4,
+                     global_batch=16)
+    per_layer = _per_layer(spec)
+    one = predict(spec).memory
+    assert one.rank == 0
+    assert one.activations == pytest.approx(4 * 2 * per_layer)       # pp microbatches x 2 layers
+    gpipe = predict(with_parallel(spec, schedule=Schedule.GPIPE)).memory
+    assert gpipe.activations == pytest.approx(16 * 2 * per_layer)    # all m microbatches
+
+
+def test_memory_states_follow_megatron_bytes_per_parameter():
+    # bf16 weights (2) + fp32 main grads (4) + fp32 master, m, v (12) = 18 bytes per parameter
+    spec = make_spec(gpt(layers=2, hidden=1024, heads=8, seq_len=512, vocab=1024), gpus_per_node=1, global_batch=1)
+    mem = predict(spec).memory
+    params = (mem.weights) / 2
+    assert mem.grads == pytest.approx(4 * params)
+    assert mem.optimizer == pytest.approx(12 * params)
