@@ -21,6 +21,19 @@ its ring runs at ``min(intra, r * inter / gpus_per_node)``: for a whole-node gro
 node's full injection bandwidth, which is what multi-node nccl-tests report as bus bandwidth.
 (The team note says ``inter / r`` per rank; that is the same when the group fills the node and
 too optimistic when other groups share the node's NICs, e.g. 8 data-parallel groups with tp = 8.)
+
+Achievable bandwidth. A ring does not run at line rate: nccl-tests measure 0.74-0.92 of it at
+large messages (protocol headers, flow control, synchronisation; NVIDIA's nccl-tests issue #212:
+"~20% protocol overhead" on NVLink4). Each link carries that measured fraction as its
+``efficiency``, and :class:`Links` holds line rate x efficiency, so every algorithm below sees
+the achievable rate.
+
+Topology inside a node. Behind a switch (NVSwitch) every pair of GPUs can use a GPU's whole
+bandwidth. Without one (Perlmutter's 4 A100s wired pairwise with 4 NVLinks each, MI300X's 7
+Infinity Fabric links), a GPU reaches each peer only over that pair's links
+(``peer_bandwidth``), so a group of ``r`` GPUs in the node gets at most ``(r - 1)`` pairs' worth:
+``min(bandwidth, (r - 1) peer_bandwidth)`` (:meth:`Links.group_bandwidth`). A 2-GPU group on
+Perlmutter thus runs at 100 GB/s, not 300.
 """
 
 from __future__ import annotations
@@ -31,11 +44,13 @@ from typing import Any
 from llmp.analytic.algebra import vlog2, vmax, vmin
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
 from llmp.dsl.spec import Spec
+from llmp.hardware.spec import Link, Node
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Links:
-    """The link parameters a collective's cost depends on."""
+    """The link parameters a collective's cost depends on; bandwidths are achievable rates
+    (line rate x the link's ``efficiency``), as :meth:`between` builds them."""
 
     gpus_per_node: Any
     intra_bandwidth: Any
@@ -44,18 +59,35 @@ class Links:
     inter_bandwidth: Any
     """Per node, per direction (all NICs together)."""
     inter_latency: Any
+    intra_peer_bandwidth: Any = None
+    """Per pair of GPUs wired directly (no switch), per direction; None: every pair gets
+    ``intra_bandwidth``."""
 
     @classmethod
     def of(cls, spec: Spec) -> Links:
-        c = spec.cluster
-        return cls(gpus_per_node=c.node.gpus_per_node, intra_bandwidth=c.node.intra.bandwidth,
-                   intra_latency=c.node.intra.latency, inter_bandwidth=c.inter.bandwidth,
-                   inter_latency=c.inter.latency)
+        """The links of ``spec``'s cluster."""
+        return cls.between(spec.cluster.node, spec.cluster.inter)
+
+    @classmethod
+    def between(cls, node: Node, inter: Link) -> Links:
+        """The links of ``node`` with ``inter`` as the network, at their achievable rates."""
+        intra = node.intra
+        peer = None if intra.peer_bandwidth is None else intra.peer_bandwidth * intra.efficiency
+        return cls(gpus_per_node=node.gpus_per_node, intra_bandwidth=intra.bandwidth * intra.efficiency,
+                   intra_latency=intra.latency, inter_bandwidth=inter.bandwidth * inter.efficiency,
+                   inter_latency=inter.latency, intra_peer_bandwidth=peer)
 
     @property
     def rail_bandwidth(self) -> Any:
         """One GPU's share of its node's network injection bandwidth."""
         return self.inter_bandwidth / self.gpus_per_node
+
+    def group_bandwidth(self, r: Any) -> Any:
+        """What one GPU can send per direction to the other ``r - 1`` GPUs of its group in the
+        node: the whole intra rate behind a switch, at most ``r - 1`` pairs' worth in a mesh."""
+        if self.intra_peer_bandwidth is None:
+            return self.intra_bandwidth
+        return vmin(self.intra_bandwidth, vmax(r - 1, 1) * self.intra_peer_bandwidth)
 
 
 def _ring(steps: Any, volume: Any, alpha: Any, bandwidth: Any) -> Any:
@@ -63,7 +95,7 @@ def _ring(steps: Any, volume: Any, alpha: Any, bandwidth: Any) -> Any:
 
 
 def _intra(kind: CollectiveKind, n: Any, size: Any, links: Links) -> Any:
-    a, bw = links.intra_latency, links.intra_bandwidth
+    a, bw = links.intra_latency, links.group_bandwidth(n)
     if kind is CollectiveKind.ALL_REDUCE:
         return _ring(2 * (n - 1), 2 * (n - 1) / n * size, a, bw)
     if kind is CollectiveKind.SEND_RECV:
@@ -73,7 +105,7 @@ def _intra(kind: CollectiveKind, n: Any, size: Any, links: Links) -> Any:
 
 
 def _inter(kind: CollectiveKind, n: Any, size: Any, r: Any, links: Links) -> Any:
-    a_in, bw_in = links.intra_latency, links.intra_bandwidth
+    a_in, bw_in = links.intra_latency, links.group_bandwidth(r)
     a, rail = links.inter_latency, links.rail_bandwidth
     nodes = n / r
     ring_bw = vmin(bw_in, r * rail)

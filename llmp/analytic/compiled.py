@@ -15,6 +15,7 @@ of a kind in one call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,18 +107,21 @@ def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 
 
-_LINK = collectives.Links(**{n: sp.Symbol(n, positive=True) for n in (
-    "gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency")})
+LINK_ARGS = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency",
+             "intra_peer_bandwidth")
+"""The :class:`~llmp.analytic.collectives.Links` fields a compiled collective cost takes, in order."""
+_LINK = collectives.Links(**{n: sp.Symbol(n, positive=True) for n in LINK_ARGS})
 _COLL = sp.symbols("bytes group ranks_per_node", positive=True)
 
 
 @functools.cache
-def collective_evaluator(kind: CollectiveKind, tier: Tier) -> CompiledCost:
+def collective_evaluator(kind: CollectiveKind, tier: Tier, mesh: bool = False) -> CompiledCost:
     """Seconds of one collective kind on one tier as a function of (bytes, group, ranks_per_node,
-    gpus_per_node, intra_bandwidth, intra_latency, inter_bandwidth, inter_latency)."""
+    then the ``LINK_ARGS``); ``mesh``: the node has no switch, so ``intra_peer_bandwidth`` limits
+    a group (without it that argument is unused)."""
     size, n, r = _COLL
-    t = collectives.time(Collective(kind=kind, bytes=size, group=n, ranks_per_node=r, tier=tier), _LINK)
-    args = (size, n, r, _LINK.gpus_per_node, _LINK.intra_bandwidth, _LINK.intra_latency,
-            _LINK.inter_bandwidth, _LINK.inter_latency)
+    links = _LINK if mesh else dataclasses.replace(_LINK, intra_peer_bandwidth=None)
+    t = collectives.time(Collective(kind=kind, bytes=size, group=n, ranks_per_node=r, tier=tier), links)
+    args = (size, n, r, *(getattr(_LINK, name) for name in LINK_ARGS))
     return compile((t,), args)
 

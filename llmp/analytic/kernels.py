@@ -18,7 +18,7 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.hardware.spec import Dtype
+from llmp.hardware.spec import Device, Dtype
 
 HALF = sp.Rational(1, 2)
 
@@ -238,10 +238,48 @@ def roofline(c: KernelCost, dtype: Dtype, *, peak_flops: dict[Dtype, Any], mem_b
     """``max(flops / peak, bytes / bw) + launch`` (Williams et al. 2009, plus a fixed launch cost).
 
     Tensor-core kernels run at the dtype's matrix peak; the rest at the vector FP32 peak
-    (element math is done in FP32 on CUDA cores whatever the storage dtype).
+    (element math is done in FP32 on CUDA cores whatever the storage dtype). ``peak_flops`` is
+    whatever ceiling the caller prices against: the datasheet table, or :func:`ceiling`'s.
     """
     peak = peak_flops[dtype] if c.tensor_core else peak_flops[Dtype.FP32]
     return sp.Max(c.flops / peak, c.bytes / mem_bandwidth) + launch_overhead
+
+
+class Ceiling(StrEnum):
+    """Which compute ceiling a kernel's roofline divides its FLOPs by."""
+
+    PEAK = "datasheet peak"
+    """``gpu.flops``: the dtype's dense peak (no micro-benchmark facts for this kernel)."""
+    ACHIEVABLE = "achievable"
+    """``gpu.achievable``: the best GEMM rate a published micro-benchmark measured (MAMF)."""
+    FLASH_ATTENTION = "flash_attention"
+    """``gpu.flash_attention``: the best published fused-attention rate."""
+    VECTOR = "fp32 vector peak"
+    """Element-wise and reduction kernels: CUDA-core FP32 math."""
+
+
+def ceiling(k: Kernel, tensor_core: bool, device: Device) -> tuple[Any, Ceiling]:
+    """The compute rate ``k``'s roofline runs against, and which one it is (an "empirical roofline").
+
+    Tensor-core kernels take the best rate measured on the device for their kind when the
+    catalog has one: flash attention its ``flash_attention`` rate, else the ``achievable`` GEMM
+    rate (attention is two GEMMs and a softmax on the same tensor cores, so the GEMM ceiling
+    bounds it too); GEMMs and unfused attention the ``achievable`` rate; else the datasheet peak.
+    These are ceilings from each benchmark's best shape, so small kernels stay optimistic.
+    Raises ``KeyError`` when the device has no peak for the dtype.
+    """
+    if not tensor_core:
+        return device.peak_flops[Dtype.FP32], Ceiling.VECTOR
+    peak = device.peak_flops[k.dtype]
+    if k.family is Family.ATTENTION and k.dim("flash") and device.flash_attention is not None:
+        rate = device.flash_attention.rates.get(k.dtype)
+        if rate is not None:
+            return rate, Ceiling.FLASH_ATTENTION
+    if k.family in (Family.GEMM, Family.ATTENTION) and device.achievable is not None:
+        rate = device.achievable.rates.get(k.dtype)
+        if rate is not None:
+            return rate, Ceiling.ACHIEVABLE
+    return peak, Ceiling.PEAK
 
 
 class CollectiveKind(StrEnum):

@@ -9,7 +9,9 @@ Two evaluations of the same formulas (:mod:`llmp.analytic.kernels`, :mod:`~.coll
   and each kind is one call of its compiled cost function (:mod:`~.compiled`).
 
 Roofline (Williams et al. 2009) as in ``kernels.roofline``: ``max(flops / peak, bytes / bw) +
-launch``, tensor-core kernels at the dtype's peak, the rest at the FP32 vector peak.
+launch``, tensor-core kernels at their compute ceiling (``kernels.ceiling``: the best rate a
+published micro-benchmark measured for the kind, where the catalog has it, else the dtype's
+datasheet peak), the rest at the FP32 vector peak.
 A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its FLOPs are 0.
 """
 
@@ -23,19 +25,21 @@ import numpy as np
 
 from llmp.analytic import collectives, kernels
 from llmp.analytic.algebra import to_float, vmax
-from llmp.analytic.compiled import collective_evaluator, kernel_evaluator, kernel_key, numeric_dims
+from llmp.analytic.compiled import LINK_ARGS, collective_evaluator, kernel_evaluator, kernel_key, numeric_dims
 from llmp.analytic.graph import OpGraph
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
-from llmp.hardware.spec import Dtype
+from llmp.hardware.spec import Device, Dtype
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Hardware:
     """The device numbers a roofline needs, plus the links."""
 
+    device: Device
     peak: dict[Dtype, Any]
+    """Datasheet dense peaks (MFU's denominator)."""
     mem_bandwidth: Any
     launch_overhead: Any
     links: collectives.Links
@@ -43,12 +47,21 @@ class Hardware:
     @classmethod
     def of(cls, spec: Spec) -> Hardware:
         g = spec.cluster.gpu
-        return cls(peak=dict(g.peak_flops), mem_bandwidth=g.mem_bandwidth, launch_overhead=g.launch_overhead,
-                   links=collectives.Links.of(spec))
+        return cls(device=g, peak=dict(g.peak_flops), mem_bandwidth=g.mem_bandwidth,
+                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec))
 
     def peak_for(self, k: Kernel, tensor_core: bool) -> Any:
-        """Peak FLOP/s a kernel runs at: its dtype's on tensor cores, else the FP32 vector peak."""
-        return self.peak_of(k.dtype if tensor_core else Dtype.FP32, f"{k.family.value} kernels")
+        """The compute ceiling a kernel runs at (:func:`kernels.ceiling`): the best measured rate
+        for its kind where the catalog has one, else its dtype's peak; FP32 vector for the rest."""
+        return self.ceiling_for(k, tensor_core)[0]
+
+    def ceiling_for(self, k: Kernel, tensor_core: bool) -> tuple[Any, kernels.Ceiling]:
+        """(rate, which ceiling) for ``k``; a dtype the device lacks is a :class:`SpecError`."""
+        try:
+            return kernels.ceiling(k, tensor_core, self.device)
+        except KeyError:
+            self.peak_of(k.dtype if tensor_core else Dtype.FP32, f"{k.family.value} kernels")
+            raise
 
     def peak_of(self, dtype: Dtype, needed_by: str) -> Any:
         try:
@@ -100,6 +113,7 @@ def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
         w = op.work
         kinds[kernel_key(w) if isinstance(w, Kernel) else (w.kind, w.tier)].append(i)
     links = hw.links
+    mesh = links.intra_peer_bandwidth is not None
     for key, idx in kinds.items():
         first = graph.ops[idx[0]].work
         if isinstance(first, Kernel):
@@ -112,12 +126,13 @@ def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
             f, b, t = fn(args)
             flops[idx], nbytes[idx], seconds[idx] = f, b, t
         else:
-            fn = collective_evaluator(*key)
+            fn = collective_evaluator(*key, mesh=mesh)
             work = [graph.ops[i].work for i in idx]
             cols = [np.stack([np.broadcast_to(np.asarray(getattr(w, a), float), (n,)) for w in work])
                     for a in ("bytes", "group", "ranks_per_node")]
-            values = dict(zip(fn.args, [*cols, links.gpus_per_node, links.intra_bandwidth, links.intra_latency,
-                                        links.inter_bandwidth, links.inter_latency]))
+            # Without a mesh the peer bandwidth is None and the compiled cost does not use it.
+            link_values = [0.0 if getattr(links, a) is None else getattr(links, a) for a in LINK_ARGS]
+            values = dict(zip(fn.args, [*cols, *link_values]))
             (t,) = fn(values)
             seconds[idx] = t
             nbytes[idx] = cols[0] * np.asarray([np.broadcast_to(

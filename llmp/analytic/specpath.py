@@ -31,6 +31,9 @@ _ROOTS: dict[str, tuple[str, ...]] = {
     "cluster": ("cluster",), "node": ("cluster", "node"), "gpu": ("cluster", "node", "gpu"),
 }
 
+_RATE_BLOCKS = ("achievable", "flash_attention")
+"""gpu sub-blocks held as :class:`~llmp.hardware.spec.Attainable` (``gpu.achievable.bf16``)."""
+
 
 @functools.cache
 def _locate(path: str) -> tuple[tuple[str, ...], str | Dtype]:
@@ -41,6 +44,8 @@ def _locate(path: str) -> tuple[tuple[str, ...], str | Dtype]:
     chain = _ROOTS[head] + tuple(rest[:-1])
     if head == "gpu" and rest[0] == "flops":
         return _ROOTS[head] + ("peak_flops",), Dtype(rest[-1])
+    if head == "gpu" and rest[0] in _RATE_BLOCKS:
+        return _ROOTS[head] + (rest[0], "rates"), Dtype(rest[-1])
     return chain, rest[-1]
 
 
@@ -50,12 +55,20 @@ def _numeric_paths() -> tuple[str, ...]:
 
 
 def paths(spec: Spec) -> tuple[str, ...]:
-    """Numeric field paths present in ``spec`` (MoE fields only for MoE models, declared dtypes)."""
+    """Numeric field paths present in ``spec`` (MoE fields only for MoE models, declared dtypes,
+    optional fields only when set)."""
     out = []
     for path in _numeric_paths():
         if path.startswith("model.moe.") and spec.model.moe is None:
             continue
         if path.startswith("gpu.flops.") and Dtype(path.rsplit(".", 1)[1]) not in spec.cluster.gpu.peak_flops:
+            continue
+        parts = path.split(".")
+        if parts[0] == "gpu" and parts[1] in _RATE_BLOCKS:
+            block = getattr(spec.cluster.gpu, parts[1])
+            if block is None or Dtype(parts[2]) not in block.rates:
+                continue
+        elif get(spec, path) is None:  # an optional field left out (a link's peer_bandwidth)
             continue
         out.append(path)
     return tuple(out)

@@ -126,10 +126,19 @@ def render(spec: Spec) -> str:
                         ("cluster.inter", cl.inter)):
         bandwidth = format_quantity(link.bandwidth, BANDWIDTH)
         latency = format_quantity(link.latency, TIME)
-        out.append(f"  {label:<{_WIDTH}}{link.id}: {bandwidth}, latency {latency}")
+        measured = ""
+        if link.efficiency != 1 or link.peer_bandwidth is not None:
+            measured = f", efficiency {_show(link.efficiency, f'{label}.efficiency')}"
+        if link.peer_bandwidth is not None:
+            measured += f", {format_quantity(link.peer_bandwidth, BANDWIDTH)} per pair"
+        out.append(f"  {label:<{_WIDTH}}{link.id}: {bandwidth}, latency {latency}{measured}")
     out += ["", *_rows(f"gpu {gpu.id}", gpu, schema.GPU, "gpu")]
     for dtype, rate in gpu.peak_flops.items():
         out.append(f"  {'flops.' + dtype.value:<{_WIDTH}}{format_flops(rate)}")
+    for block in ("achievable", "flash_attention"):
+        facts = getattr(gpu, block)
+        for dtype, rate in (facts.rates.items() if facts is not None else ()):
+            out.append(f"  {block + '.' + dtype.value:<{_WIDTH}}{format_flops(rate)} (measured)")
     out += ["", "derived"]
     for name, value in derived(spec).items():
         out.append(f"  {name:<{_WIDTH}}{_derived_text(name, value)}")

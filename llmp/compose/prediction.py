@@ -82,6 +82,10 @@ class Provenance:
     """Residual model id, or "roofline only (no residual models)"."""
     uncorrected: tuple[str, ...]
     """Op families no residual model corrected (all of them without residual models)."""
+    calibration: tuple[str, ...] = ()
+    """The ceilings behind the analytic times: per tensor-core kernel kind, the measured rate
+    (with its source) or the datasheet peak; per link crossed, its measured efficiency or line
+    rate (``llmp.compose.calibration``)."""
     mfu_convention: str = MFU_CONVENTION
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,4 +199,6 @@ class Prediction:
         lines += ["", f"spec {p.source} (sha256 {p.spec_hash})", f"residuals: {p.residuals}"]
         if p.uncorrected:
             lines.append(f"uncorrected op families: {', '.join(p.uncorrected)}")
+        if p.calibration:
+            lines += ["analytic ceilings:", *(f"  {note}" for note in p.calibration)]
         return "\n".join(lines)

@@ -18,6 +18,7 @@ from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose, rank_kind_o
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
+from llmp.compose import calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
@@ -137,7 +138,7 @@ def predict(spec: Spec, residuals: Residuals | None = None) -> Prediction:
                             oom=bool(mem.oom), rank=int(mem.rank)),
         band=band, ops=_rows(graph, prices, corr, hw),
         provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
-                              uncorrected=tuple(uncovered)),
+                              uncorrected=tuple(uncovered), calibration=calibration.notes(graph, spec)),
         derived=derived, step=step)
 
 

@@ -1,7 +1,7 @@
 """Evaluated frames → the typed :class:`~llmp.dsl.spec.Spec`, then the cross-field checks.
 
 Schema field names equal the dataclass field names, so each section is built from its frame's
-values by name; only ids, the flops table and links need assembling.
+values by name; only ids, the per-dtype rate tables and links need assembling.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from llmp.dsl.checks import check
 from llmp.dsl.resolve import Frame, Resolver
 from llmp.dsl.spec import ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
 from llmp.errors import SpecError
-from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
+from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
 
 
 def build(resolver: Resolver, source: str) -> Spec:
@@ -39,18 +39,31 @@ def _link(resolver: Resolver, path: str) -> Link:
     return Link(id=frame.block_id, **_values(resolver, frame))
 
 
+def _rates(resolver: Resolver, path: str) -> dict[Dtype, Any]:
+    """The dtype fields of a per-dtype rate block (``gpu.flops``, ``gpu.achievable``) that are set."""
+    if not resolver.has_frame(path):
+        return {}
+    frame = resolver.frame(path)
+    return {d: rate for d in Dtype if (rate := resolver.get(frame, d.value)) is not None}
+
+
+def _attainable(resolver: Resolver, path: str) -> Attainable | None:
+    rates = _rates(resolver, path)
+    if not rates:
+        return None
+    return Attainable(rates=rates, source=resolver.get(resolver.frame(path), "source"))
+
+
 def _device(resolver: Resolver) -> Device:
     frame = resolver.frame("gpu")
     values = _values(resolver, frame)
-    peak: dict[Dtype, Any] = {}
-    if resolver.has_frame("gpu.flops"):
-        flops = _values(resolver, resolver.frame("gpu.flops"))
-        peak = {Dtype(name): rate for name, rate in flops.items() if rate is not None}
+    peak = _rates(resolver, "gpu.flops")
     if not peak:
         raise SpecError(f"gpu '{frame.block_id}' gives no peak FLOP/s", frame.span,
                         label="missing field",
                         hint="add flops { bf16 = ... TFLOP/s } with at least one dtype")
-    return Device(id=frame.block_id, peak_flops=peak, **values)
+    return Device(id=frame.block_id, peak_flops=peak, achievable=_attainable(resolver, "gpu.achievable"),
+                  flash_attention=_attainable(resolver, "gpu.flash_attention"), **values)
 
 
 def _cluster(resolver: Resolver) -> Cluster:

@@ -74,6 +74,8 @@ def check(spec: Spec, span_of: SpanOf) -> None:
     _pipeline(c)
     _batch(c)
     _experts(c)
+    _ceilings(c)
+    _links(c)
 
 
 def _layout(c: _Checker) -> None:
@@ -167,3 +169,40 @@ def _experts(c: _Checker) -> None:
     c.need_divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}"
                    ": every expert-parallel rank needs the same number of experts",
                    ("parallel.ep", "model.moe.experts"))
+
+
+def _ceilings(c: _Checker) -> None:
+    """A measured rate needs the dtype's datasheet peak and cannot beat it."""
+    gpu = c.spec.cluster.gpu
+    for block in ("achievable", "flash_attention"):
+        measured = getattr(gpu, block)
+        if measured is None:
+            continue
+        for dtype, rate in measured.rates.items():
+            path = f"gpu.{block}.{dtype.value}"
+            peak = gpu.peak_flops.get(dtype)
+            if peak is None:
+                c.fail(f"{path} is given but gpu '{gpu.id}' has no {dtype.value} peak in flops",
+                       (path,), "no peak", f"add flops {{ {dtype.value} = ... }} or remove {path}")
+            elif _compare(rate, peak) == 1:
+                c.fail(f"{path}({_rate(rate, 1e12, 'TFLOP/s')}) > gpu.flops.{dtype.value}"
+                       f"({_rate(peak, 1e12, 'TFLOP/s')}): a "
+                       "measured rate cannot beat the datasheet peak", (path,), "bad value",
+                       "check the units and the dtype of the measurement")
+
+
+def _links(c: _Checker) -> None:
+    """One pair of endpoints cannot get more than an endpoint's whole bandwidth."""
+    cl = c.spec.cluster
+    for path, link in (("node.intra", cl.node.intra), ("node.inter", cl.node.inter),
+                       ("cluster.inter", cl.inter)):
+        if link.peer_bandwidth is not None and _compare(link.peer_bandwidth, link.bandwidth) == 1:
+            c.fail(f"{path}.peer_bandwidth({_rate(link.peer_bandwidth, 1e9, 'GB/s')}) > {path}.bandwidth"
+                   f"({_rate(link.bandwidth, 1e9, 'GB/s')}) on link {link.id}: one pair of endpoints cannot "
+                   "get more than an endpoint's whole bandwidth", (f"{path}.peer_bandwidth",),
+                   "bad value", "peer_bandwidth is per pair, bandwidth per endpoint (all its links)")
+
+
+def _rate(value: Any, scale: float, unit: str) -> str:
+    """``value`` (SI) in ``unit`` for a message; a symbolic value as its expression."""
+    return f"{float(value) / scale:g} {unit}" if isinstance(value, int | float) else str(value)

@@ -41,6 +41,8 @@ class Bound(StrEnum):
     NONNEGATIVE = "nonnegative"
     FRACTION = "fraction"
     """0 <= x < 1 (dropout)."""
+    EFFICIENCY = "efficiency"
+    """0 < x <= 1 (the part of a line rate that is reached, e.g. a link's ``efficiency``)."""
 
 
 BLOCK_ID = "<block id>"
@@ -119,17 +121,40 @@ GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its d
     _real("scaleup_bandwidth", BANDWIDTH,
           "Scale-up (NVLink/xGMI) bandwidth per device, per direction; 0 if none.",
           default="0 B/s", bound=Bound.NONNEGATIVE),
-], subs={"flops": "flops"})
+], subs={"flops": "flops", "achievable": "achievable", "flash_attention": "flash_attention"})
 
 FLOPS = _section("flops", "Dense peak FLOP/s per dtype (tensor cores where they exist); a "
                  "missing dtype is unsupported. At least one is required.", [
     _real(d.value, COMPUTE, f"Dense peak rate in {d.value}.") for d in Dtype])
+
+_SOURCE = FieldDef(name="source", kind=Kind.STRING, doc="Where the rates were measured (benchmark, "
+                   "figure, commit); the prediction's provenance quotes it.", default='""', bound=None)
+
+ACHIEVABLE = _section("achievable", "The best dense-GEMM rate per dtype that a published "
+                      "micro-benchmark measured on this device (e.g. Maximum Achievable Matmul "
+                      "FLOPS); the roofline's compute ceiling for GEMMs. A dtype left out keeps "
+                      "the datasheet peak.", [
+    *(_real(d.value, COMPUTE, f"Attainable GEMM rate in {d.value}.") for d in Dtype), _SOURCE])
+
+FLASH_ATTENTION = _section("flash_attention", "The best fused-attention rate per dtype that a "
+                           "published micro-benchmark measured on this device, in the "
+                           "FlashAttention FLOP convention (forward 4 b s^2 h d, halved if causal; "
+                           "backward 2.5x forward); the compute ceiling of flash attention kernels. "
+                           "A dtype left out falls back to `achievable`, then the datasheet peak.", [
+    *(_real(d.value, COMPUTE, f"Attainable fused-attention rate in {d.value}.") for d in Dtype),
+    _SOURCE])
 
 LINK = _section("link", "A network tier: bandwidth per endpoint per direction and latency.", [
     _real("bandwidth", BANDWIDTH, "Per endpoint (per GPU inside a node, per node between "
           "nodes), per direction.", required=True),
     _real("latency", TIME, "One-way latency of a small message (the alpha of alpha-beta).",
           required=True, bound=Bound.NONNEGATIVE),
+    _real("efficiency", COUNT, "Fraction of `bandwidth` that collectives reach on large "
+          "messages (nccl-tests bus bandwidth over line rate); 1 = line rate.", default="1",
+          bound=Bound.EFFICIENCY),
+    _real("peer_bandwidth", BANDWIDTH, "Bandwidth between one pair of endpoints, per direction, "
+          "where endpoints are wired to each other without a switch (a mesh); a group of r "
+          "endpoints then gets at most (r - 1) x this. Absent: every pair gets `bandwidth`."),
 ])
 
 NODE = _section("node", "A server: identical devices, an intra-node link and a network link.", [
@@ -212,7 +237,7 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (
-    GPU, FLOPS, LINK, NODE, CLUSTER, MODEL, MOE, TRAIN, PARALLEL)})
+    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, TRAIN, PARALLEL)})
 
 TOP_LEVEL = ("gpu", "link", "node", "cluster", "model", "train", "parallel")
 """Section names a ``section.field`` reference may start with (the active ones)."""
@@ -224,7 +249,7 @@ KIND_SECTION = {"gpu": "gpu", "device": "gpu", "link": "link", "node": "node",
 NAMED_KINDS = frozenset({"gpu", "device", "link", "node", "cluster", "model"})
 """Block keywords that take an id."""
 
-HARDWARE = frozenset({"gpu", "node", "cluster", "link", "flops"})
+HARDWARE = frozenset({"gpu", "node", "cluster", "link", "flops", "achievable", "flash_attention"})
 """Sections whose symbols are named by their whole path (``gpu_mem_bandwidth``)."""
 
 

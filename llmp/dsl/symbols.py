@@ -11,7 +11,8 @@ with underscores (``gpu_mem_bandwidth``, ``gpu_flops_bf16``, ``node_intra_bandwi
 
 Assumptions come from the schema: counts are ``integer=True, positive=True`` (or
 ``nonnegative=True`` where 0 is allowed, e.g. ``shared_experts``); rates, sizes and times are
-``positive=True`` reals (``nonnegative=True`` for latencies and fractions).
+``positive=True`` reals (``nonnegative=True`` for latencies and fractions; a link's
+``efficiency`` is positive).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def symbol_name(path: str) -> str:
 def assumptions(fdef: FieldDef) -> dict[str, bool]:
     """SymPy assumptions for a numeric field."""
     out: dict[str, bool] = {"integer": True} if fdef.kind is Kind.COUNT else {"real": True}
-    if fdef.bound is Bound.POSITIVE:
+    if fdef.bound in (Bound.POSITIVE, Bound.EFFICIENCY):
         out["positive"] = True
     else:
         out["nonnegative"] = True

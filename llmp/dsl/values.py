@@ -145,14 +145,18 @@ def _violates(v: Magnitude, bound: Bound) -> bool:
             return v <= 0
         if bound is Bound.NONNEGATIVE:
             return v < 0
+        if bound is Bound.EFFICIENCY:
+            return not 0 < v <= 1
         return not 0 <= v < 1
     if bound is Bound.POSITIVE:
         return v.is_positive is False
+    if bound is Bound.EFFICIENCY:
+        return v.is_positive is False or (v - 1).is_positive is True
     return v.is_nonnegative is False
 
 
 _BOUND_TEXT = {Bound.POSITIVE: "positive", Bound.NONNEGATIVE: "zero or more",
-               Bound.FRACTION: "at least 0 and below 1"}
+               Bound.FRACTION: "at least 0 and below 1", Bound.EFFICIENCY: "above 0 and at most 1"}
 
 
 def _check_range(num: Num, path: str, span: Span) -> None:

@@ -32,6 +32,21 @@ class Dtype(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Attainable:
+    """Rates one kind of kernel reaches at best on a device, as a published micro-benchmark
+    measured them (an "empirical roofline" ceiling, cf. the Empirical Roofline Toolkit).
+
+    A ceiling, not a typical rate: the benchmark's best shape. Smaller or oddly shaped kernels
+    run below it, so a roofline on these rates is still optimistic for them.
+    """
+
+    rates: dict[Dtype, Real]
+    """FLOP/s per dtype; a dtype left out has no measurement (the datasheet peak applies)."""
+    source: str
+    """Where the rates come from, quoted in the prediction's provenance ("" if not given)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Device:
     """One accelerator (or a CPU socket used as one), as on its datasheet."""
 
@@ -58,6 +73,12 @@ class Device:
     """Fixed cost per kernel launch in seconds (host + device side)."""
     scaleup_bandwidth: Real = 0.0
     """Scale-up (NVLink/xGMI) bandwidth per device, per direction, bytes/s; 0 if none."""
+    achievable: Attainable | None = None
+    """Best measured dense-GEMM rates (``achievable { }``): the GEMM compute ceiling. None: no
+    micro-benchmark facts, GEMMs run against ``peak_flops``."""
+    flash_attention: Attainable | None = None
+    """Best measured fused-attention rates (``flash_attention { }``) in the FlashAttention FLOP
+    convention: the compute ceiling of flash attention kernels. None: no facts."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,6 +90,13 @@ class Link:
     """Bytes/s per endpoint (per GPU for intra-node, per node for inter-node), per direction."""
     latency: Real
     """Seconds of one-way latency for a small message (the alpha of the alpha-beta model)."""
+    efficiency: Real = 1.0
+    """Fraction of ``bandwidth`` collectives reach on large messages (0 < efficiency <= 1):
+    protocol and synchronisation overhead measured by nccl-tests; 1 = line rate."""
+    peer_bandwidth: Real | None = None
+    """Bytes/s per direction between one pair of endpoints wired directly to each other (a mesh,
+    no switch): a group of r endpoints gets at most (r - 1) x this. None: a switch gives every
+    pair the full ``bandwidth``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -50,7 +50,8 @@ def test_json_has_spec_and_derived(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert data["model"]["moe"] == {"experts": 8, "top_k": 2, "expert_ffn_hidden": 3584,
                                     "shared_experts": 0, "capacity_factor": 1.0}
-    assert data["cluster"]["inter"] == {"id": "two.inter", "bandwidth": 200e9, "latency": 1e-05}
+    assert data["cluster"]["inter"] == {"id": "two.inter", "bandwidth": 200e9, "latency": 1e-05, "efficiency": 1.0,
+                                        "peer_bandwidth": None}
     assert data["cluster"]["node"]["gpu"]["peak_flops"]["bf16"] == 989e12
     derived = data["derived"]
     assert derived["world_size"] == 16 and derived["microbatches"] == 8

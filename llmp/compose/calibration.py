@@ -1,0 +1,66 @@
+"""What the analytic times of a prediction were calibrated with, for its provenance.
+
+The roofline and the alpha-beta model take their ceilings from the catalog: a GPU's measured
+``achievable`` / ``flash_attention`` rates and a link's measured ``efficiency`` and
+``peer_bandwidth`` where published micro-benchmarks give them, the datasheet numbers where they
+do not. A user reading a prediction must see which of the two each kernel kind and each link
+used, and where a measured number came from; :func:`notes` says it, one line per kernel kind
+(family and dtype) and per link the step's collectives cross.
+"""
+
+from __future__ import annotations
+
+from llmp.analytic.graph import OpGraph
+from llmp.analytic.kernels import Ceiling, Collective, Kernel, Tier, cost
+from llmp.analytic.pricing import Hardware
+from llmp.dsl.spec import Spec
+from llmp.hardware.spec import Attainable, Link
+from llmp.units import format_flops, format_rate
+
+
+def notes(graph: OpGraph, spec: Spec) -> tuple[str, ...]:
+    """One line per tensor-core kernel kind and per link used: calibrated (how, from what) or not."""
+    hw = Hardware.of(spec)
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for op in graph.ops:
+        k = op.work
+        if not isinstance(k, Kernel) or (k.family.value, k.dtype.value) in seen:
+            continue
+        if not cost(k).tensor_core:
+            continue
+        seen.add((k.family.value, k.dtype.value))
+        lines.append(_kernel_note(k, hw))
+    tiers = {op.work.tier for op in graph.ops if isinstance(op.work, Collective)}
+    c = spec.cluster
+    if tiers:  # inter-node groups also run their intra-node phases on NVLink
+        lines.append(_link_note("node.intra", c.node.intra))
+    if Tier.INTER in tiers:
+        lines.append(_link_note("cluster.inter", c.inter))
+    return tuple(lines)
+
+
+def _kernel_note(k: Kernel, hw: Hardware) -> str:
+    rate, which = hw.ceiling_for(k, True)
+    peak = hw.device.peak_flops[k.dtype]
+    head = f"{k.family.value} {k.dtype.value}"
+    if which is Ceiling.PEAK:
+        return (f"{head}: datasheet peak {format_flops(peak, sig=4)} (gpu {hw.device.id} has no published "
+                "micro-benchmark rate for this kernel)")
+    facts: Attainable | None = (hw.device.flash_attention if which is Ceiling.FLASH_ATTENTION
+                                else hw.device.achievable)
+    assert facts is not None
+    source = facts.source or "no source given"
+    return (f"{head}: gpu.{which.value}.{k.dtype.value} = {format_flops(rate, sig=4)}, {float(rate / peak):.0%} "
+            f"of the {format_flops(peak, sig=4)} datasheet peak; a best-shape ceiling, so smaller kernels stay "
+            f"optimistic (source: {source})")
+
+
+def _link_note(path: str, link: Link) -> str:
+    head = f"{path} {link.id}"
+    peer = ("" if link.peer_bandwidth is None else
+            f"; pairs without a switch: {format_rate(link.peer_bandwidth)} each (peer_bandwidth)")
+    if link.efficiency == 1:
+        return f"{head}: line rate {format_rate(link.bandwidth)} (no measured efficiency){peer}"
+    return (f"{head}: efficiency {float(link.efficiency):.2f} of the {format_rate(link.bandwidth)} line rate "
+            f"(measured by nccl-tests, see the catalog){peer}")

@@ -1,0 +1,170 @@
+"""Published micro-benchmark facts (package data) and the compute ceilings derived from them.
+
+Why an empirical roofline rather than residual models. The analytic roofline runs every kernel
+at its datasheet peak, and no GPU reaches it: the best shape of a brute-force GEMM search
+(MAMF) gets 78-87 % of it on NVIDIA parts and 51 % on MI300X, FlashAttention-2 at most 65 % on
+A100 and 34 % on H100. These published numbers are *ceilings* (each benchmark's best shape), which
+is what a roofline's compute roof is, so they go into the catalog as such (``gpu.achievable``,
+``gpu.flash_attention``) and the roofline uses them in place of the peak, visibly and with a
+source, in the language where a user can read, override (``--set``) and differentiate them
+(``llmp sensitivity`` treats them as symbols). Residual models then learn only what a roof cannot
+express (small or skinny shapes, waves, launch overheads) from timed samples, relative to this
+attainable roof. Turning one best-shape row per GPU into residual "samples" instead would fit a
+constant per family from a single point and hide the number inside a model file.
+
+What is derived (:func:`derive`), per catalog GPU:
+
+* ``achievable``: MAMF's BF16 and FP8 rates of the measured part. FP16 takes the BF16 rate when
+  the datasheet gives FP16 and BF16 the same peak (one tensor-core datapath; MAMF measured BF16).
+* ``flash_attention``: the best forward+backward rate in the FlashAttention figures, over every
+  implementation and shape (a training step runs both passes; one rate for both passes gives
+  exactly the measured forward+backward time, with no assumption on how it splits). The figures
+  are FP16; BF16 takes the rate when the peaks are equal. The FlashAttention-3 figure is forward
+  only and sets no training ceiling.
+* A GPU that is not a measured part takes a measured part's rate only when it has the same SM
+  count, clock, board power and dtype peak (A100 SXM4 40GB from the 80GB part; H200 from H100,
+  as the MAMF source itself says). Every other GPU keeps its datasheet peak.
+
+``python -m llmp.hardware.published`` prints the derivation, which is what the catalog's
+``achievable`` and ``flash_attention`` lines hold (a test checks they agree).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from importlib.resources import files
+
+from llmp.hardware.spec import Device, Dtype
+
+MAMF_FILE = "mamf_bf16_fp8.csv"
+FLASH_FILE = "flashattention_tflops_published.csv"
+MAMF_SOURCE = ("MAMF (best torch.matmul shape), stas00/ml-engineering@744d01e compute/accelerator/README.md; "
+               f"llmp/hardware/published/{MAMF_FILE}")
+FLASH_SOURCE = ("best FlashAttention forward+backward rate of the published figure, Dao-AILab/flash-attention@0251105 "
+                f"assets/; llmp/hardware/published/{FLASH_FILE}")
+
+MEASURED_PART: dict[str, str] = {
+    "NVIDIA A100 SXM": "a100_sxm4_80gb",
+    "NVIDIA H100 SXM": "h100_sxm5_80gb",
+    "NVIDIA H200 SXM": "h200_sxm_141gb",
+    "NVIDIA B200 SXM": "b200",
+    "NVIDIA GB200 SXM": "gb200",
+    "AMD MI300X": "mi300x",
+    "A100 80GB SXM4": "a100_sxm4_80gb",
+    "H100 80GB SXM5": "h100_sxm5_80gb",
+}
+"""Device names in the benchmark files → the catalog GPU that is that part. Not listed: parts the
+catalog lacks (A100 PCIe, B300, MI325X, MI355X, Gaudi 2/3) and GH200, whose MAMF row is the
+141 GiB HBM3e 900 W version while the catalog's ``gh200`` is the 96 GB HBM3 part."""
+
+MAMF_DTYPES = {"bf16": Dtype.BF16, "fp8_e4m3fn": Dtype.FP8}
+FLASH_DTYPES = {"fp16": Dtype.FP16}
+TWIN_DTYPES = ((Dtype.FP16, Dtype.BF16), (Dtype.BF16, Dtype.FP16))
+"""(missing, measured): a dtype without a measurement takes its twin's rate at equal peaks."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fact:
+    """One derived rate and how it was obtained."""
+
+    rate: float
+    """FLOP/s."""
+    how: str
+    """The row it comes from, and any transfer (another part, another dtype)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ceilings:
+    """The measured ceilings of one catalog GPU (empty tables: none, the datasheet peak applies)."""
+
+    gpu: str
+    achievable: dict[Dtype, Fact]
+    flash_attention: dict[Dtype, Fact]
+
+
+def rows(name: str) -> list[dict[str, str]]:
+    """The rows of a shipped fact file."""
+    text = files("llmp.hardware.published").joinpath(name).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def mamf_facts() -> dict[str, dict[Dtype, Fact]]:
+    """Measured catalog part → dtype → MAMF rate."""
+    out: dict[str, dict[Dtype, Fact]] = {}
+    for r in rows(MAMF_FILE):
+        gpu = MEASURED_PART.get(r["accelerator"])
+        if gpu is None or not r["mamf_tflops"]:
+            continue
+        how = (f"MAMF {r['accelerator']} {r['dtype']}: {r['mamf_tflops']} TFLOP/s at {r['best_shape_MxNxK']}, "
+               f"torch {r['torch_version']}")
+        out.setdefault(gpu, {})[MAMF_DTYPES[r["dtype"]]] = Fact(rate=float(r["mamf_tflops"]) * 1e12, how=how)
+    return out
+
+
+def flash_attention_facts() -> dict[str, dict[Dtype, Fact]]:
+    """Measured catalog part → dtype → best forward+backward attention rate (any implementation)."""
+    best: dict[tuple[str, Dtype], dict[str, str]] = {}
+    for r in rows(FLASH_FILE):
+        if r["pass"] != "fwd+bwd" or not r["tflops"] or r["gpu"] not in MEASURED_PART:
+            continue
+        key = (MEASURED_PART[r["gpu"]], FLASH_DTYPES[r["dtype"]])
+        if key not in best or float(r["tflops"]) > float(best[key]["tflops"]):
+            best[key] = r
+    out: dict[str, dict[Dtype, Fact]] = {}
+    for (gpu, dtype), r in best.items():
+        causal = "causal" if r["causal"] == "True" else "non-causal"
+        how = (f"{r['implementation']} fwd+bwd on {r['gpu']}: {r['tflops']} TFLOP/s at head_dim {r['head_dim']}, "
+               f"{causal}, seqlen {r['seqlen']} x batch {r['batch']} ({r['figure']})")
+        out.setdefault(gpu, {})[dtype] = Fact(rate=float(r["tflops"]) * 1e12, how=how)
+    return out
+
+
+def _same_part(a: Device, b: Device, dtype: Dtype) -> bool:
+    """Same SMs, clock, board power and datasheet peak of ``dtype``: the same silicon at the same
+    operating point, so a compute-bound best-shape rate carries over."""
+    return ((a.sms, a.clock, a.tdp) == (b.sms, b.clock, b.tdp)
+            and dtype in a.peak_flops and a.peak_flops.get(dtype) == b.peak_flops.get(dtype))
+
+
+def _for_device(device: Device, devices: Mapping[str, Device],
+                measured: Mapping[str, dict[Dtype, Fact]]) -> dict[Dtype, Fact]:
+    table = dict(measured.get(device.id, {}))
+    for other, facts in sorted(measured.items()):
+        if other == device.id or other not in devices:
+            continue
+        for dtype, fact in facts.items():
+            if dtype not in table and _same_part(device, devices[other], dtype):
+                table[dtype] = replace(fact, how=f"{fact.how}; measured on {other}, the same SMs, clock, "
+                                                 "board power and peak")
+    for missing, twin in TWIN_DTYPES:
+        peaks = device.peak_flops
+        if missing not in table and twin in table and missing in peaks and peaks[missing] == peaks.get(twin):
+            fact = table[twin]
+            table[missing] = replace(fact, how=f"{fact.how}; {missing.value} runs at the {twin.value} rate "
+                                               "(equal datasheet peaks)")
+    return {d: table[d] for d in Dtype if d in table and d in device.peak_flops}
+
+
+def derive(devices: Mapping[str, Device]) -> dict[str, Ceilings]:
+    """The measured ceilings of each device in ``devices`` (catalog id → resolved device)."""
+    mamf, flash = mamf_facts(), flash_attention_facts()
+    return {gpu: Ceilings(gpu=gpu, achievable=_for_device(d, devices, mamf),
+                          flash_attention=_for_device(d, devices, flash)) for gpu, d in sorted(devices.items())}
+
+
+@functools.cache
+def catalog_devices() -> dict[str, Device]:
+    """Every catalog GPU, resolved through the language (via the first catalog node that uses it)."""
+    from llmp import dsl
+    from llmp.hardware.catalog import catalog_ids
+
+    probe = ('use "{node}"\nmodel p {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}\n'
+             "cluster p {{ node = {node} }}\ntrain {{ precision = fp32  global_batch = node.gpus_per_node }}\n")
+    found: dict[str, Device] = {}
+    for node in catalog_ids()["node"]:
+        gpu = dsl.loads(probe.format(node=node), filename=f"<catalog node {node}>").cluster.gpu
+        found.setdefault(gpu.id, gpu)
+    return found

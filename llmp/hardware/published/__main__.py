@@ -1,0 +1,29 @@
+"""``python -m llmp.hardware.published``: print the catalog's measured ceilings and their derivation."""
+
+from __future__ import annotations
+
+import sys
+
+from llmp.hardware.published import catalog_devices, derive
+from llmp.units import format_flops
+
+
+def main() -> int:
+    devices = catalog_devices()
+    for gpu, ceilings in derive(devices).items():
+        peak = devices[gpu].peak_flops
+        blocks = (("achievable", ceilings.achievable), ("flash_attention", ceilings.flash_attention))
+        if not any(table for _, table in blocks):
+            print(f"gpu {gpu}: no published micro-benchmark facts (datasheet peaks)\n")
+            continue
+        print(f"gpu {gpu}:")
+        for block, table in blocks:
+            for dtype, fact in table.items():
+                print(f"  {block}.{dtype.value} = {fact.rate / 1e12:g} TFLOP/s "
+                      f"({fact.rate / peak[dtype]:.1%} of {format_flops(peak[dtype])})  # {fact.how}")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
