@@ -29,6 +29,8 @@ _API = {
     "step_time_expr": "llmp.compose:step_time_expr",
     "Prediction": "llmp.compose.prediction:Prediction",
     "validate": "llmp.validate:validate",
+    "sensitivity": "llmp.sensitivity:sensitivity",
+    "search": "llmp.search:search",
     "LlmpError": "llmp.errors:LlmpError",
 }
 

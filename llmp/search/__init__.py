@@ -1,0 +1,108 @@
+"""Search configurations: sweep, drop what cannot run (with reasons), rank, and find the Pareto front.
+
+    from llmp.search import search
+    result = search("examples/sweep_llama3_8b.llmp", vary=["train.recompute=none,full"])
+    result.ranked[0].config, result.infeasible, result.pareto
+
+Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (derived fields,
+feasibility, vectorised evaluation through :func:`llmp.compose.evaluate`), ``rank`` (objectives,
+ordering, Pareto front), ``report`` (typed results).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from llmp.analytic import specpath
+from llmp.dsl.spec import Spec
+from llmp.errors import InputError
+from llmp.search import engine, rank
+from llmp.search.engine import Progress
+from llmp.search.rank import Objective
+from llmp.search.report import Candidate, SearchResult
+from llmp.search.space import Grid
+
+__all__ = ["Candidate", "Objective", "SearchResult", "search"]
+
+
+def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Sequence[str] = (),
+           gpus: Sequence[int] = (), layouts: bool = False, objective: Objective | str = Objective.STEP_TIME,
+           max_memory: float | None = None, gpu_hour_price: float = 1.0, top: int | None = 10,
+           progress: Progress | None = None) -> SearchResult:
+    """Search the spec at ``source`` (with ``--set`` overrides ``sets``).
+
+    ``max_memory``: bytes per GPU a configuration may use (None: each GPU's capacity). ``top``:
+    how many ranked configurations to return (None: all feasible ones).
+    """
+    start = time.perf_counter()
+    objective = Objective(objective)
+    if gpu_hour_price <= 0:
+        raise InputError(f"--gpu-hour-price must be positive, got {gpu_hour_price:g}")
+    built = engine.build(str(source), sets, vary, gpus, layouts)
+    grid, spec = built.grid, built.spec
+    reasons = engine.feasibility(spec, grid, max_memory)
+    runnable = np.flatnonzero(reasons == "")
+    values, groups = engine.evaluate_grid(spec, grid, runnable, progress)
+    failed = runnable[~values["feasible"][runnable]]
+    reasons[failed] = "infeasible layout"
+    mem = values["memory_per_gpu_bytes"]
+    limit = engine.memory_limit(spec, grid, max_memory)
+    ok = values["feasible"] & (mem <= limit)
+    engine.mark_oom(reasons, values["feasible"] & ~ok, limit)
+    gpus_col = _world(spec, grid)
+    cost = rank.cost(gpus_col, values["tokens_per_s"], gpu_hour_price)
+    objective_values = {Objective.STEP_TIME: values["step_time_s"], Objective.TOKENS_PER_S: values["tokens_per_s"],
+                        Objective.COST: cost}[objective]
+    good = np.flatnonzero(ok)
+    order = good[rank.order(objective_values[good], values["step_time_s"][good], objective)]
+    shown = order if top is None else order[:top]
+    varies_gpus = len(np.unique(gpus_col[good])) > 1 if len(good) else False
+    x_name = "gpus" if varies_gpus else "cost"
+    x = gpus_col if varies_gpus else cost
+    front = good[rank.pareto(x[good], values["step_time_s"][good])] if len(good) else good
+
+    def candidate(i: int) -> Candidate:
+        config = {p: _plain(grid.columns[p][i]) for p in grid.columns}
+        return Candidate(config=config, step_time_s=float(values["step_time_s"][i]),
+                         tokens_per_s=float(values["tokens_per_s"][i]), mfu=float(values["mfu"][i]),
+                         memory_per_gpu_bytes=float(mem[i]), gpus=int(gpus_col[i]), cost=float(cost[i]))
+
+    dropped = Counter(str(r) for r in reasons[reasons != ""])
+    return SearchResult(
+        source=spec.source, objective=objective, axes=tuple((a.path, a.values) for a in built.axes),
+        columns=_shown(grid), size=grid.size,
+        feasible=len(good), groups=groups, infeasible=dict(dropped), ranked=tuple(candidate(int(i)) for i in shown),
+        pareto=tuple(candidate(int(i)) for i in front), pareto_axes=(x_name, "step_time_s"),
+        seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
+        gpu_hour_price=gpu_hour_price, notes=built.notes)
+
+
+def _world(spec: Spec, grid: Grid) -> np.ndarray:
+    """GPUs of each configuration: dp x tp x pp x cp (the spec's value where a degree is not varied)."""
+    world = np.ones(grid.size)
+    for path in ("parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp"):
+        world = world * (grid.columns[path].astype(float) if path in grid.columns else float(specpath.get(spec, path)))
+    return np.rint(world).astype(int)
+
+
+def _shown(grid: Grid) -> tuple[str, ...]:
+    """Varied fields with more than one value, then derived fields that change across the grid."""
+    def varies(path: str) -> bool:
+        col = grid.columns[path]
+        return len(np.unique(col.astype(str) if col.dtype == object else col)) > 1
+
+    return tuple(p for p in dict.fromkeys([*grid.varied, *grid.columns]) if varies(p))
+
+
+def _plain(v: object) -> object:
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        f = float(v)
+        return int(f) if f.is_integer() else f
+    return v

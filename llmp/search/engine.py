@@ -1,0 +1,265 @@
+"""Run a search: build the grid, drop what cannot run (with reasons), evaluate the rest vectorised.
+
+1. :func:`build` resolves the spec with each ``--vary`` as a sweep (so values go through the
+   resolver's unit and name checks), takes the declared sweeps and the layout axes as a grid, and
+   computes the fields the spec derives from varied ones (``dp = 64 / tp``, ``ffn_hidden =
+   4 * hidden``) from the resolver's own expressions, resolved once with the varied fields free.
+2. :func:`feasibility` runs the spec's cross-field checks and the step's structure checks once
+   per group of configurations that share what those checks read, and names the reason of each
+   dropped configuration.
+3. :func:`evaluate_grid` calls :func:`llmp.compose.evaluate` on the feasible rows in chunks of
+   whole structural groups (each group is one vectorised evaluation), reporting progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from llmp import dsl
+from llmp.analytic import specpath
+from llmp.analytic.graph import decompose
+from llmp.analytic.structure import structure_of
+from llmp.compose import evaluate
+from llmp.compose.memory import memory
+from llmp.compose.step import schedule_plan
+from llmp.compose.sweep import STRUCTURAL
+from llmp.dsl import checks
+from llmp.dsl.overrides import SET_FILE
+from llmp.dsl.spec import Spec
+from llmp.dsl.symbols import symbol_for
+from llmp.errors import InputError, LlmpError
+from llmp.search import space
+from llmp.search.space import Grid
+from llmp.units import format_bytes
+
+Progress = Callable[[int, int], None]
+"""Called with (configurations evaluated, total) as the evaluation advances."""
+
+SHAPE = STRUCTURAL | {"model.ffn_hidden", "model.moe.expert_ffn_hidden"}
+"""Numeric fields the layout rules read: the step's structure, plus the MLP widths tp must divide.
+Every other numeric field (hardware numbers, ``hidden``, ``vocab``, ...) is checked on its own
+and evaluated as an array within a group."""
+HARDWARE = ("gpu.", "node.", "cluster.")
+CHUNKS = 40
+"""Evaluation calls per search (at least one structural group each), for the progress bar."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Built:
+    """The base spec and the grid of configurations to evaluate on it."""
+
+    spec: Spec
+    grid: Grid
+    axes: tuple[space.Axis, ...]
+    notes: tuple[str, ...]
+
+
+def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[int], layouts: bool) -> Built:
+    """The grid of the spec at ``source`` (with ``--set`` ``sets``): declared sweeps, ``--vary``
+    axes and, with ``gpus`` or ``layouts``, every layout."""
+    parsed = [space.parse_vary(v) for v in vary]
+    overrides = [space.sweep_override(p, values) for p, values in parsed]
+
+    def resolve(extra: Sequence[str]) -> Spec:
+        return dsl.load(source, [*sets, *extra])
+
+    try:
+        spec = resolve(overrides)
+    except LlmpError as err:
+        line = err.span.line - len(sets) if err.span is not None and err.span.file == SET_FILE else 0
+        if not 0 < line <= len(vary):
+            raise
+        raise InputError(f"--vary {vary[line - 1]}: {err.message}", hint=err.hint) from None
+    declared = space.declared_axes(spec)
+    if not (layouts or gpus):
+        if not declared:
+            raise InputError("nothing to search: the spec declares no sweep lists and no --vary was given",
+                             hint="add --vary parallel.tp=1,2,4,8, or --gpus N to try every layout")
+        grid = space.product(declared)
+        axes = tuple(declared)
+    else:
+        if any(a.path == "parallel.dp" for a in declared):
+            raise InputError("parallel.dp is derived from the GPU count when searching layouts",
+                             hint="drop the dp sweep, or search without --gpus/--layouts")
+        counts = list(gpus) or [int(spec.cluster.nodes * spec.cluster.node.gpus_per_node)]
+        grids, axes_seen = [], []
+        for n in counts:
+            layout, fixed = space.layout_axes(spec, n)
+            merged = space.merge_axes(layout, declared)
+            grids.append(space.layout_columns(spec, space.product(merged, fixed), n))
+            axes_seen += merged
+        grid = space.concat(grids)
+        axes = tuple(space.merge_axes(axes_seen))
+    grid, notes = derive(resolve, overrides, spec, grid)
+    free = [p for p in specpath.paths(spec) if p not in grid.columns
+            and isinstance(specpath.get(spec, p), sp.Basic) and specpath.get(spec, p).free_symbols]
+    if free:
+        raise InputError(f"the spec leaves {', '.join(free)} free; a search needs numbers",
+                         hint=f"vary it (--vary {free[0]}=V1,V2) or pin it (--set {free[0]}=VALUE)")
+    return Built(spec=spec, grid=grid, axes=axes, notes=tuple(notes))
+
+
+def derive(resolve: Callable[[Sequence[str]], Spec], overrides: Sequence[str], spec: Spec,
+           grid: Grid) -> tuple[Grid, list[str]]:
+    """Add columns for the fields the spec derives from varied numeric fields (fields that also
+    depend on a field the spec leaves free get none: the search then says what is missing)."""
+    numeric = [p for p in grid.columns if p in specpath.paths(spec) and grid.columns[p].dtype != object]
+    if not numeric:
+        return grid, []
+    try:
+        free = resolve([*overrides, *(f"{p}=symbol" for p in numeric)])
+    except LlmpError as err:
+        return grid, [f"fields derived from the varied ones were not re-derived: {err.message}"]
+    syms = [symbol_for(p) for p in numeric]
+    columns = dict(grid.columns)
+    for path in specpath.paths(free):
+        value = specpath.get(free, path)
+        if (path in columns or not isinstance(value, sp.Basic) or not value.free_symbols
+                or not value.free_symbols <= set(syms)):
+            continue
+        fn = sp.lambdify(syms, value, modules="numpy")
+        columns[path] = np.broadcast_to(np.asarray(fn(*(grid.columns[p] for p in numeric)), float), (grid.size,)).copy()
+    return grid.with_columns(columns), []
+
+
+def _set_option(spec: Spec, path: str, value: Any) -> Spec:
+    """A copy of ``spec`` with one enum or boolean field of its model, train or parallel section set."""
+    section, _, name = path.partition(".")
+    block = getattr(spec, section)
+    current = getattr(block, name)
+    new = bool(value) if isinstance(current, bool) else type(current)(value)
+    return dataclasses.replace(spec, **{section: dataclasses.replace(block, **{name: new})})
+
+
+def _scalar(x: Any) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Sequence[str] | None = None,
+             numeric: frozenset[str] | None = None) -> Spec:
+    """The spec of configuration ``i`` (only the fields ``paths``, default all); ``numeric`` is
+    ``specpath.paths(spec)``, passed in by callers that build many rows."""
+    chosen = list(columns) if paths is None else list(paths)
+    numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
+    spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
+    for path in chosen:
+        if path not in numbers:
+            spec = _set_option(spec, path, columns[path][i])
+    return spec
+
+
+def reason(err: LlmpError) -> str:
+    """A reason shared by every configuration failing the same rule: numbers become ``N``."""
+    text = re.sub(r"(?<=[(=] )\d+(\.\d+)?(e[+-]?\d+)?|(?<=[(=])\d+(\.\d+)?(e[+-]?\d+)?", "N", err.message)
+    return text if err.label == "error" else f"{err.label}: {text}"
+
+
+def _keys(grid: Grid, paths: Sequence[str]) -> np.ndarray:
+    """Group index of each row over the columns ``paths``."""
+    if not paths:
+        return np.zeros(grid.size, dtype=int)
+    codes = [np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
+                       return_inverse=True)[1].reshape(grid.size) for p in paths]
+    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(grid.size)
+
+
+def mark_oom(reasons: np.ndarray, oom: np.ndarray, limit: np.ndarray) -> None:
+    """Give the configurations ``oom`` their out-of-memory reason, naming each one's limit."""
+    for value in np.unique(limit[oom]):
+        reasons[oom & (limit == value)] = f"out of memory: more than {format_bytes(value, binary=True)} per GPU"
+
+
+def memory_limit(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
+    """Bytes each configuration may use per GPU: ``max_memory``, else its GPU's capacity."""
+    if max_memory is not None:
+        return np.full(grid.size, float(max_memory))
+    return grid.columns.get("gpu.memory", np.full(grid.size, float(specpath.get(spec, "gpu.memory"))))
+
+
+def _groups(grid: Grid, paths: Sequence[str], rows: np.ndarray) -> list[np.ndarray]:
+    """``rows`` split into groups that agree on the columns ``paths``."""
+    if len(rows) == 0:
+        return []
+    keys = _keys(grid, paths)[rows]
+    order = np.argsort(keys, kind="stable")
+    cuts = np.flatnonzero(np.diff(keys[order])) + 1
+    return np.split(rows[order], cuts)
+
+
+def _is_layout(grid: Grid, path: str) -> bool:
+    return path in SHAPE or grid.columns[path].dtype in (object, bool)
+
+
+def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
+    """Per configuration: ``""`` when it can run and fits in memory, else the reason it cannot.
+
+    Hardware numbers are checked once per combination of them, on the spec's own layout (their
+    rules, e.g. a measured rate not above the datasheet peak, involve no layout). The layout
+    rules and the structure run once per group of configurations sharing the layout fields
+    (:data:`SHAPE` and the options); within a group memory is computed on arrays and compared
+    with each configuration's limit (``max_memory``, else its GPU's capacity), so configurations
+    that do not fit are dropped before their step time is evaluated.
+    """
+    reasons = grid.reasons()
+    numeric = frozenset(specpath.paths(spec))
+    hardware = [p for p in grid.columns if p.startswith(HARDWARE) and not _is_layout(grid, p)]
+    layout = [p for p in grid.columns if _is_layout(grid, p)]
+    arrays = [p for p in grid.columns if p in numeric and not _is_layout(grid, p)]
+    if hardware:
+        for rows in _groups(grid, hardware, np.flatnonzero(reasons == "")):
+            try:
+                checks.check(row_spec(spec, grid.columns, int(rows[0]), hardware, numeric), lambda _path: None)
+            except LlmpError as err:
+                reasons[rows] = reason(err)
+    limit = memory_limit(spec, grid, max_memory)
+    for rows in _groups(grid, layout, np.flatnonzero(reasons == "")):
+        try:
+            s = row_spec(spec, grid.columns, int(rows[0]), layout, numeric)
+            checks.check(s, lambda _path: None)
+            st = structure_of(s)
+        except LlmpError as err:
+            reasons[rows] = reason(err)
+            continue
+        s = specpath.replace(s, {p: grid.columns[p][rows] for p in arrays})
+        need = np.broadcast_to(np.asarray(memory(s, st, schedule_plan(decompose(s, st), s.parallel.schedule)).total,
+                                          float), rows.shape)
+        oom = np.zeros(grid.size, dtype=bool)
+        oom[rows[need > limit[rows]]] = True
+        mark_oom(reasons, oom, limit)
+    return reasons
+
+
+def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray,
+                  progress: Progress | None = None) -> tuple[dict[str, np.ndarray], int]:
+    """:func:`llmp.compose.evaluate` on ``rows`` of the grid, in chunks of whole structural groups;
+    also returns the number of structural groups (one vectorised evaluation each)."""
+    out = {k: np.full(grid.size, np.nan) for k in ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes")}
+    out["feasible"] = np.zeros(grid.size, dtype=bool)
+    if len(rows) == 0:
+        return out, 0
+    structural = [p for p in grid.columns if p in STRUCTURAL or grid.columns[p].dtype == object
+                  or grid.columns[p].dtype == bool]
+    keys = _keys(grid, structural)[rows]
+    ordered = rows[np.argsort(keys, kind="stable")]
+    sorted_keys = np.sort(keys, kind="stable")
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    bounds = [int(starts[int(j)]) for j in np.linspace(0, len(starts), min(CHUNKS, len(starts)) + 1)[:-1]]
+    bounds.append(len(ordered))
+    done = 0
+    for a, b in itertools.pairwise(bounds):
+        idx = ordered[a:b]
+        result = evaluate(spec, {p: col[idx] for p, col in grid.columns.items()})
+        for k, column in out.items():
+            column[idx] = result[k]
+        done += len(idx)
+        if progress is not None:
+            progress(done, len(rows))
+    return out, len(starts)

@@ -1,0 +1,155 @@
+"""What a search returns: ranked configurations, the Pareto front and why points were dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.dsl import schema
+from llmp.search.rank import COST_DEFINITION, Objective
+from llmp.units import (
+    BANDWIDTH,
+    COMPUTE,
+    COUNT,
+    FREQUENCY,
+    POWER,
+    SIZE,
+    TIME,
+    format_bytes,
+    format_count,
+    format_quantity,
+    format_time,
+)
+
+_SI_UNIT = {SIZE: "B", BANDWIDTH: "B/s", COMPUTE: "FLOP/s", TIME: "s", FREQUENCY: "Hz", POWER: "W"}
+
+
+def set_text(path: str, value: Any) -> str:
+    """``--set`` text that reproduces one field of a configuration (SI values with their unit)."""
+    if isinstance(value, bool):
+        return f"{path}={'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        fdef = schema.field_at(path)
+        unit = _SI_UNIT.get(fdef.dim, "") if fdef is not None and fdef.kind is schema.Kind.REAL else ""
+        number = str(int(value)) if float(value).is_integer() else f"{value:.12g}"
+        return f"{path}={number}{' ' + unit if unit else ''}"
+    return f"{path}={value}"
+
+
+def _show(path: str, value: Any) -> str:
+    """A field's value for a table: its own unit (``3.35 TB/s``), ``yes``/``no``, or the option."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        fdef = schema.field_at(path)
+        return format_quantity(value, fdef.dim if fdef is not None and fdef.kind is schema.Kind.REAL else COUNT)
+    return str(value)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Candidate:
+    """One evaluated configuration."""
+
+    config: Mapping[str, Any]
+    """The varied fields (and those derived from them, e.g. ``parallel.dp``) at this point."""
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float
+    memory_per_gpu_bytes: float
+    gpus: int
+    cost: float
+
+    def overrides(self) -> list[str]:
+        """``--set`` arguments that turn the spec into this configuration."""
+        return [set_text(p, v) for p, v in self.config.items()]
+
+    def to_dict(self, rank: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {} if rank is None else {"rank": rank}
+        out.update({"config": dict(self.config), "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
+                    "mfu": self.mfu, "memory_per_gpu_bytes": self.memory_per_gpu_bytes, "gpus": self.gpus,
+                    "cost": self.cost, "set": self.overrides()})
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SearchResult:
+    """A ranked search over a space of configurations."""
+
+    source: str
+    objective: Objective
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    """Each varied field and its candidate values (per GPU count for layouts, merged)."""
+    columns: tuple[str, ...]
+    """Fields shown in tables: the varied ones and derived ones that change across the space."""
+    size: int
+    """Configurations in the space."""
+    feasible: int
+    """Configurations that can run and fit in memory."""
+    groups: int
+    """Structural groups evaluated (one vectorised evaluation each)."""
+    infeasible: Mapping[str, int]
+    """Reason → configurations dropped for it."""
+    ranked: tuple[Candidate, ...]
+    """The best configurations, best first."""
+    pareto: tuple[Candidate, ...]
+    pareto_axes: tuple[str, str]
+    """(x, y) the front minimises, e.g. (``gpus``, ``step_time_s``)."""
+    seconds: float
+    """Wall time of the search."""
+    memory_limit_bytes: float | None
+    """The --max-memory limit (None: each GPU's own capacity)."""
+    gpu_hour_price: float
+    notes: tuple[str, ...]
+
+    @property
+    def configs_per_s(self) -> float:
+        return self.size / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "objective": self.objective.value, "cost_definition": COST_DEFINITION,
+            "gpu_hour_price": self.gpu_hour_price,
+            "space": {"size": self.size, "axes": [{"path": p, "values": list(v)} for p, v in self.axes]},
+            "feasible": self.feasible, "structural_groups": self.groups, "infeasible": dict(self.infeasible),
+            "memory_limit_bytes": self.memory_limit_bytes,
+            "results": [c.to_dict(i + 1) for i, c in enumerate(self.ranked)],
+            "pareto": {"axes": list(self.pareto_axes), "points": [c.to_dict() for c in self.pareto]},
+            "seconds": self.seconds, "configs_per_s": self.configs_per_s, "notes": list(self.notes),
+        }
+
+    def _rows(self, candidates: tuple[Candidate, ...], numbered: bool) -> list[str]:
+        paths = list(self.columns)
+        heads = [p.rsplit(".", 1)[-1] for p in paths]
+        widths = [max(len(h), *(len(_show(p, c.config.get(p, ""))) for c in candidates)) for p, h in zip(paths, heads)]
+        lead = "  #  " if numbered else ""
+        lines = [lead + "  ".join(h.rjust(w) for h, w in zip(heads, widths))
+                 + f"{'step':>10}{'tokens/s':>11}{'MFU':>7}{'mem/GPU':>11}{'GPUs':>6}{'cost':>10}"]
+        for i, c in enumerate(candidates, start=1):
+            lead = f"{i:>3}  " if numbered else ""
+            cells = "  ".join(_show(p, c.config.get(p, "")).rjust(w) for p, w in zip(paths, widths))
+            lines.append(lead + cells + f"{format_time(c.step_time_s):>10}{format_count(c.tokens_per_s):>11}"
+                         f"{c.mfu:>7.1%}{format_bytes(c.memory_per_gpu_bytes, binary=True):>11}{c.gpus:>6}"
+                         f"{c.cost:>10.4g}")
+        return lines
+
+    def to_table(self, pareto: bool = False) -> str:
+        limit = "each GPU's capacity" if self.memory_limit_bytes is None else format_bytes(
+            self.memory_limit_bytes, binary=True)
+        lines = [(f"searched {self.size} configurations of {self.source} in {format_time(self.seconds)} "
+                 f"({format_count(self.configs_per_s)} per second); {self.feasible} feasible "
+                 f"(memory limit: {limit})")]
+        for reason, count in sorted(self.infeasible.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  dropped {count:>6}: {reason}")
+        if not self.ranked:
+            lines.append("no configuration can run: see the reasons above")
+            return "\n".join(lines)
+        lines += ["", f"best by {self.objective.value} ({COST_DEFINITION})", *self._rows(self.ranked, True)]
+        best = self.ranked[0]
+        lines += ["", f"reproduce the best: llmp predict {self.source} " + " ".join(f"--set {s!r}" if " " in s else f"--set {s}"
+                                                                          for s in best.overrides())]
+        if pareto:
+            lines += ["", f"Pareto front ({self.pareto_axes[1]} vs {self.pareto_axes[0]}, both minimised)",
+                      *self._rows(self.pareto, False)]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)

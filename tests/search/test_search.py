@@ -1,0 +1,144 @@
+"""search(): the vectorised path equals predict() point by point; reasons, Pareto front, objectives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from llmp import dsl
+from llmp.compose import predict
+from llmp.search import Objective, rank, search
+
+ROOT = Path(__file__).parents[2]
+SWEEP = ROOT / "examples" / "sweep_llama3_8b.llmp"
+DERIVED = ROOT / "tests" / "dsl" / "fixtures" / "llama_sweep.llmp"
+SMALL = ROOT / "tests" / "sensitivity" / "fixtures" / "small.llmp"
+
+
+def _predicted(path: Path, overrides: list[str]) -> float:
+    return predict(dsl.load(path, overrides)).step_time_s
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return search(SWEEP, vary=["train.recompute=none,full"], top=None)
+
+
+def test_every_feasible_point_equals_predict(tiny):
+    assert tiny.size == 24 and tiny.feasible == len(tiny.ranked) > 0
+    for c in tiny.ranked:
+        direct = predict(dsl.load(SWEEP, c.overrides()))
+        assert c.step_time_s == pytest.approx(direct.step_time_s, rel=1e-9)
+        assert c.memory_per_gpu_bytes == pytest.approx(direct.memory_per_gpu_bytes, rel=1e-9)
+        assert c.tokens_per_s == pytest.approx(direct.tokens_per_s, rel=1e-9)
+
+
+def test_finds_the_known_best_of_the_grid(tiny):
+    best = None
+    for mb in (1, 2, 4):
+        for tp in (1, 2, 4, 8):
+            for rc in ("none", "full"):
+                p = predict(dsl.load(SWEEP, [f"train.micro_batch={mb}", f"parallel.tp={tp}", f"train.recompute={rc}"]))
+                if not p.memory.oom and (best is None or p.step_time_s < best[0]):
+                    best = (p.step_time_s, mb, tp, rc)
+    top = tiny.ranked[0]
+    assert (top.config["train.micro_batch"], top.config["parallel.tp"], top.config["train.recompute"]) == best[1:]
+    assert top.step_time_s == pytest.approx(best[0], rel=1e-9)
+    assert [c.step_time_s for c in tiny.ranked] == sorted(c.step_time_s for c in tiny.ranked)
+
+
+def test_counts_add_up_and_out_of_memory_matches_predict(tiny):
+    assert tiny.feasible + sum(tiny.infeasible.values()) == tiny.size
+    oom = sum(predict(dsl.load(SWEEP, [f"train.micro_batch={mb}", f"parallel.tp={tp}", f"train.recompute={rc}"])).memory.oom
+              for mb in (1, 2, 4) for tp in (1, 2, 4, 8) for rc in ("none", "full"))
+    assert tiny.infeasible == {"out of memory: more than 80 GiB per GPU": oom}
+
+
+def test_lower_memory_limit_drops_more():
+    loose = search(SWEEP, top=None)
+    tight = search(SWEEP, max_memory=40 * 2**30, top=None)
+    assert tight.feasible < loose.feasible
+    assert all(c.memory_per_gpu_bytes <= 40 * 2**30 for c in tight.ranked)
+    assert tight.infeasible["out of memory: more than 40 GiB per GPU"] == loose.size - tight.feasible
+
+
+def test_infeasible_layouts_are_counted_per_reason():
+    result = search(SMALL, vary=["parallel.tp=1,2,3,4", "train.micro_batch=1,2,3"], top=None)
+    assert result.size == 12
+    assert sum(result.infeasible.values()) + result.feasible == 12
+    # tp = 3 divides neither the heads nor the 8 GPUs; micro_batch 3 does not split global_batch 32 over dp.
+    assert any(r.startswith("layout mismatch") or "not divisible" in r or "whole" in r for r in result.infeasible)
+    assert all(c.config["parallel.tp"] != 3 and c.config["train.micro_batch"] != 3 for c in result.ranked)
+    for c in result.ranked:
+        assert c.step_time_s == pytest.approx(_predicted(SMALL, c.overrides()), rel=1e-9)
+
+
+def test_derived_fields_follow_the_varied_ones():
+    # llama_sweep derives dp = 32 / (tp * pp * cp) and global_batch = 16 * dp.
+    result = search(DERIVED, top=None)
+    for c in result.ranked:
+        dp = 32 / (c.config["parallel.tp"] * 2)
+        assert c.config["parallel.dp"] == dp and c.config["train.global_batch"] == 16 * dp
+        varied = [f"parallel.tp={c.config['parallel.tp']}", f"train.micro_batch={c.config['train.micro_batch']}"]
+        assert c.step_time_s == pytest.approx(_predicted(DERIVED, varied), rel=1e-9)
+
+
+def test_layouts_on_a_gpu_count():
+    # --vary narrows two layout axes (recompute, ZeRO) to keep the test fast; the rest is enumerated.
+    result = search(SMALL, gpus=[2, 4], vary=["train.recompute=selective", "parallel.zero=none,1"], top=None)
+    assert {a for a, _ in result.axes} >= {"parallel.tp", "parallel.pp", "parallel.vp", "train.micro_batch",
+                                          "parallel.sequence_parallel", "parallel.zero", "train.recompute"}
+    assert {c.gpus for c in result.ranked} == {2, 4}
+    assert "layout: tp x pp x cp does not divide the GPU count" in result.infeasible
+    assert "duplicate: sequence parallelism without tp is the same layout" in result.infeasible
+    for c in result.ranked[:: max(1, len(result.ranked) // 12)]:
+        assert c.step_time_s == pytest.approx(_predicted(SMALL, c.overrides()), rel=1e-9)
+    assert result.pareto_axes == ("gpus", "step_time_s")
+    _assert_front(result)
+
+
+def _assert_front(result):
+    points = [(c.gpus if result.pareto_axes[0] == "gpus" else c.cost, c.step_time_s) for c in result.ranked]
+    for f in result.pareto:
+        fx = f.gpus if result.pareto_axes[0] == "gpus" else f.cost
+        assert not any((x <= fx and y <= f.step_time_s) and (x < fx or y < f.step_time_s) for x, y in points)
+
+
+def test_objectives_order_the_same_points_their_own_way(tiny):
+    by_tokens = search(SWEEP, vary=["train.recompute=none,full"], objective=Objective.TOKENS_PER_S, top=None)
+    assert [c.tokens_per_s for c in by_tokens.ranked] == sorted((c.tokens_per_s for c in by_tokens.ranked), reverse=True)
+    by_cost = search(SWEEP, vary=["train.recompute=none,full"], objective="cost", gpu_hour_price=2.0, top=3)
+    c = by_cost.ranked[0]
+    assert c.cost == pytest.approx(c.gpus * 1e9 / c.tokens_per_s / 3600 * 2.0, rel=1e-12)
+    assert len(by_cost.ranked) == 3
+
+
+@given(arrays(float, st.integers(1, 60), elements=st.floats(0, 10)), st.data())
+def test_pareto_front_is_undominated_and_dominates_the_rest(x, data):
+    y = data.draw(arrays(float, len(x), elements=st.floats(0, 10)))
+    front = set(rank.pareto(x, y).tolist())
+    for i in range(len(x)):
+        dominated = np.any((x <= x[i]) & (y <= y[i]) & ((x < x[i]) | (y < y[i])))
+        assert (i in front) == (not dominated)
+
+
+def test_memory_limit_follows_each_configurations_gpu():
+    result = search(SWEEP, vary=["gpu.memory=40GiB,80GiB"], top=None)
+    assert all(c.memory_per_gpu_bytes <= c.config["gpu.memory"] for c in result.ranked)
+    assert {c.config["gpu.memory"] for c in result.ranked} == {40 * 2**30, 80 * 2**30}
+    assert set(result.infeasible) == {"out of memory: more than 40 GiB per GPU",
+                                      "out of memory: more than 80 GiB per GPU"}
+
+
+def test_hardware_values_are_checked_per_value():
+    # A measured ceiling above the datasheet peak (989 TFLOP/s for the H100) is not a machine.
+    result = search(SMALL, vary=["gpu.achievable.bf16=500TFLOP/s,1200TFLOP/s"], top=None)
+    assert result.size == 2 and result.feasible == 1
+    (why,) = result.infeasible
+    assert "gpu.achievable.bf16" in why and "gpu.flops.bf16" in why
+    assert result.ranked[0].config["gpu.achievable.bf16"] == 500e12
