@@ -72,8 +72,11 @@ def _cluster(resolver: Resolver) -> Cluster:
     node = Node(id=node_frame.block_id, gpu=_device(resolver),
                 gpus_per_node=resolver.get(node_frame, "gpus_per_node"),
                 intra=_link(resolver, "node.intra"), inter=_link(resolver, "node.inter"))
+    # A cluster that names no inter link of its own uses the node's, the very same Link, so
+    # `--set node.inter.bandwidth=...` moves it (a second resolution would miss that override).
+    own_inter = "inter" in cluster.fields or any(p.startswith("cluster.inter.") for p in resolver.overrides)
     return Cluster(id=cluster.block_id, node=node, nodes=resolver.get(cluster, "nodes"),
-                   inter=_link(resolver, "cluster.inter"))
+                   inter=_link(resolver, "cluster.inter") if own_inter else node.inter)
 
 
 def _model(resolver: Resolver) -> ModelSpec:

@@ -99,3 +99,11 @@ def test_argparse_helper() -> None:
 
 def test_load_takes_overrides(tmp_path: Path) -> None:
     assert load(DEBUG_PATH, ["model.hidden=1024"]).model.hidden == 1024
+
+
+def test_node_inter_override_reaches_a_cluster_without_its_own_link() -> None:
+    # The debug cluster names no inter link, so it runs on the node's: moving the node's NICs
+    # must move the cluster's too (sensitivity once saw a zero derivative here).
+    spec = debug(overrides=("node.inter.bandwidth=1 GB/s",))
+    assert spec.cluster.node.inter.bandwidth == 1e9
+    assert spec.cluster.inter.bandwidth == 1e9
