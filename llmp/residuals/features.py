@@ -1,0 +1,213 @@
+"""Residual-model features: a named schema per family, normalised by the hardware.
+
+A row describes one kernel *on one device*: its dims (log), its work and traffic (log FLOPs,
+log bytes), where it sits against the device's roofline (arithmetic intensity over the ridge
+point, launch overhead over the roofline time, bytes over the last-level cache), how its
+tiles fill the device (waves of 128x128 tiles over the SM count and the utilisation of the
+last wave), dim alignment, dtype, and the device's own spec numbers (peak, bandwidth, SMs,
+cache, clock), so one model can serve many devices. Column order is the schema's, never
+positional guesswork (STYLE.md rule 20): ``FEATURES[family]`` names every column.
+
+The roofline here is ``kernels.cost`` + the formula of ``kernels.roofline`` evaluated with
+numpy (a test checks it equals the SymPy ``kernels.roofline`` value), so the residual factor
+multiplies exactly the roofline the analytic graph uses.
+
+Monotone constraints (``MONOTONE``), where physics or every GPU generation so far agrees:
+  * GEMM and attention: efficiency does not fall as the work of the same-shaped problem grows
+    (more tiles amortise prologue, epilogue, launch and tail waves) -> the target
+    log(t/t_roof) is non-increasing in ``log_flops``.
+  * All kernel families: a device with a higher peak for the kernel's bound resource (FLOP/s for
+    compute-bound families, bytes/s for memory-bound ones) never runs the same kernel more
+    than proportionally faster; fixed costs do not shrink with the peak -> the target is
+    non-decreasing in ``log_peak`` resp. ``log_bw``.
+  Memory-bound families get no work constraint: their efficiency is *not* monotone in size
+  (small working sets run from cache, above the DRAM roofline; large ones approach it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmp.analytic import collectives, kernels
+from llmp.analytic.collectives import Links
+from llmp.analytic.kernels import Collective, Family, Kernel, Pass, Tier
+from llmp.hardware.spec import Device, Dtype
+
+SCHEMA_VERSION = 1
+TILE = 128
+"""Output tile edge of the wave model (cuBLAS/CUTLASS and FlashAttention tiles are 64-256)."""
+
+_COMMON = ("pass_bwd", "dtype_bytes", "dtype_bf16", "dtype_tf32", "log_flops", "log_bytes", "log_t_roof",
+           "log_launch_frac", "log_intensity_rel", "log_bytes_l2")
+_DEVICE = ("log_peak", "log_bw", "sms", "log_l2", "clock_ghz")
+_ELEMENTWISE_VARIANTS = tuple(e.value for e in kernels.Elementwise)
+
+_SPECIFIC: dict[str, tuple[str, ...]] = {
+    Family.GEMM: ("log_m", "log_n", "log_k", "log_batch", "align_m", "align_n", "align_k", "log_waves",
+                  "wave_util"),
+    Family.ATTENTION: ("log_batch", "log_heads", "log_group", "log_seq_q", "log_seq_kv", "log_head_dim", "causal",
+                       "flash", "log_waves", "wave_util"),
+    Family.NORM: ("log_tokens", "log_hidden", "rms", "align_hidden"),
+    Family.ELEMENTWISE: ("log_elements", *(f"is_{v}" for v in _ELEMENTWISE_VARIANTS)),
+    Family.SOFTMAX: ("log_rows", "log_cols", "align_cols"),
+    Family.CROSS_ENTROPY: ("log_tokens", "log_vocab", "align_vocab"),
+    Family.EMBEDDING: ("log_tokens", "log_hidden", "log_vocab"),
+    Family.OPTIMIZER: ("log_params", "is_sgd"),
+    Family.COPY: ("log_elements",),
+}
+
+COLLECTIVE_FEATURES = ("log_bytes", "group", "ranks_per_node", "tier_inter", "log_link_bw", "log_link_latency",
+                       "log_t_base", "log_latency_frac")
+
+FEATURES: dict[str, tuple[str, ...]] = {
+    **{str(f): (*_COMMON, *_SPECIFIC[f], *_DEVICE) for f in Family},
+    **{str(k): COLLECTIVE_FEATURES for k in kernels.CollectiveKind},
+}
+"""Ordered feature names per family (kernel families and collective kinds)."""
+
+_COMPUTE_BOUND = {Family.GEMM, Family.ATTENTION}
+MONOTONE: dict[str, dict[str, int]] = {
+    **{str(f): ({"log_flops": -1, "log_peak": 1} if f in _COMPUTE_BOUND else {"log_bw": 1}) for f in Family},
+    **{str(k): {} for k in kernels.CollectiveKind},
+}
+"""Monotone constraints per family: feature -> +1 (non-decreasing) / -1 (non-increasing)."""
+
+DEVICE_FEATURES = _DEVICE
+
+
+def family_of(item: Kernel | Collective) -> str:
+    """The residual family of an item: a ``Family`` value, or the collective kind."""
+    return str(item.family) if isinstance(item, Kernel) else str(item.kind)
+
+
+def _log(x: float) -> float:
+    return math.log(max(float(x), 1e-30))
+
+
+def _align(x: int) -> float:
+    """log2 of the largest power of two dividing ``x``, capped at 128 (7): the 8/64/128 alignments."""
+    x = int(x)
+    return float(min(7, (x & -x).bit_length() - 1)) if x > 0 else 0.0
+
+
+def _waves(tiles: float, sms: float) -> tuple[float, float]:
+    waves = tiles / sms
+    return _log(waves), waves / math.ceil(waves) if waves > 0 else 0.0
+
+
+def peak_for(cost: kernels.KernelCost, dtype: Dtype, device: Device) -> float:
+    """The peak ``kernels.roofline`` divides by: the dtype's matrix peak, or the FP32 vector peak."""
+    return float(device.peak_flops[dtype] if cost.tensor_core else device.peak_flops[Dtype.FP32])
+
+
+def roofline_seconds(kernel: Kernel, device: Device) -> tuple[kernels.KernelCost, float]:
+    """``kernels.roofline`` evaluated numerically: ``max(F/peak, B/bw) + launch`` in seconds."""
+    c = kernels.cost(kernel)
+    t = max(float(c.flops) / peak_for(c, kernel.dtype, device), float(c.bytes) / float(device.mem_bandwidth))
+    return c, t + float(device.launch_overhead)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Block:
+    """The feature matrix of the rows of one family, in the schema's column order."""
+
+    family: str
+    names: tuple[str, ...]
+    X: np.ndarray
+    base_s: np.ndarray
+    """The analytic time each factor multiplies: roofline (kernels) or alpha-beta (collectives)."""
+    index: np.ndarray
+    """Positions of these rows in the caller's item list."""
+
+
+def _device_row(peak: float, device: Device) -> list[float]:
+    return [_log(peak), _log(device.mem_bandwidth), float(device.sms), _log(device.l2_cache),
+            float(device.clock) / 1e9]
+
+
+def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
+    """Features of one kernel on one device (schema order) and its roofline seconds."""
+    c, t_roof = roofline_seconds(k, device)
+    peak = peak_for(c, k.dtype, device)
+    flops, nbytes = float(c.flops), float(c.bytes)
+    bw, l2 = float(device.mem_bandwidth), float(device.l2_cache)
+    common = [float(k.pass_ is Pass.BWD), float(k.dtype.bytes), float(k.dtype is Dtype.BF16),
+              float(k.dtype is Dtype.TF32), _log(max(flops, 1.0)), _log(nbytes), _log(t_roof),
+              _log(float(device.launch_overhead) / t_roof), _log((max(flops, 1.0) / nbytes) / (peak / bw)),
+              _log(nbytes / l2)]
+    d = {n: int(v) for n, v in k.dims}
+    sms = float(device.sms)
+    f = k.family
+    if f is Family.GEMM:
+        tiles = math.ceil(d["m"] / TILE) * math.ceil(d["n"] / TILE) * d["batch"]
+        specific = [_log(d["m"]), _log(d["n"]), _log(d["k"]), _log(d["batch"]), _align(d["m"]), _align(d["n"]),
+                    _align(d["k"]), *_waves(tiles, sms)]
+    elif f is Family.ATTENTION:
+        tiles = d["batch"] * d["heads"] * math.ceil(d["seq_q"] / TILE)
+        specific = [_log(d["batch"]), _log(d["heads"]), _log(d["heads"] / d["kv_heads"]), _log(d["seq_q"]),
+                    _log(d["seq_kv"]), _log(d["head_dim"]), float(d["causal"]), float(d["flash"]),
+                    *_waves(tiles, sms)]
+    elif f is Family.NORM:
+        specific = [_log(d["tokens"]), _log(d["hidden"]), float(d["rms"]), _align(d["hidden"])]
+    elif f is Family.ELEMENTWISE:
+        specific = [_log(d["elements"]), *(float(k.variant == v) for v in _ELEMENTWISE_VARIANTS)]
+    elif f is Family.SOFTMAX:
+        specific = [_log(d["rows"]), _log(d["cols"]), _align(d["cols"])]
+    elif f is Family.CROSS_ENTROPY:
+        specific = [_log(d["tokens"]), _log(d["vocab"]), _align(d["vocab"])]
+    elif f is Family.EMBEDDING:
+        specific = [_log(d["tokens"]), _log(d["hidden"]), _log(d["vocab"])]
+    elif f is Family.OPTIMIZER:
+        specific = [_log(d["params"]), float(k.variant == "sgd")]
+    else:
+        specific = [_log(d["elements"])]
+    return [*common, *specific, *_device_row(peak, device)], t_roof
+
+
+def collective_row(c: Collective, links: Links) -> tuple[list[float], float]:
+    """Features of one collective and its analytic alpha-beta seconds (``collectives.time``)."""
+    base_s = float(collectives.time(c, links))
+    inter = c.tier is Tier.INTER
+    bandwidth = float(links.rail_bandwidth if inter else links.intra_bandwidth)
+    latency = float(links.inter_latency if inter else links.intra_latency)
+    return [_log(c.bytes), float(c.group), float(c.ranks_per_node), float(inter), _log(bandwidth), _log(latency),
+            _log(base_s), _log(latency / base_s)], base_s
+
+
+def blocks(items: Sequence[Kernel | Collective], device: Device, *,
+           links: Links | None = None) -> tuple[dict[str, Block], np.ndarray]:
+    """Feature blocks per family for ``items`` on ``device``.
+
+    Collectives need the cluster's ``links``. Items whose dims or device numbers are not
+    numeric (a free SymPy symbol), or collectives without links, cannot be featurised; their
+    positions are returned as the second value so the caller can flag them uncovered.
+    """
+    rows: dict[str, list[list[float]]] = {}
+    base: dict[str, list[float]] = {}
+    where: dict[str, list[int]] = {}
+    skipped: list[int] = []
+    for i, item in enumerate(items):
+        fam = family_of(item)
+        try:
+            if isinstance(item, Kernel):
+                row, t = kernel_row(item, device)
+            elif links is None:
+                skipped.append(i)
+                continue
+            else:
+                row, t = collective_row(item, links)
+        except (TypeError, KeyError, ZeroDivisionError, ValueError):
+            # TypeError: a SymPy expression with free symbols; KeyError: no peak for the dtype.
+            skipped.append(i)
+            continue
+        rows.setdefault(fam, []).append(row)
+        base.setdefault(fam, []).append(t)
+        where.setdefault(fam, []).append(i)
+    out = {fam: Block(family=fam, names=FEATURES[fam], X=np.asarray(r, dtype=np.float64),
+                      base_s=np.asarray(base[fam]), index=np.asarray(where[fam], dtype=np.int64))
+           for fam, r in rows.items()}
+    return out, np.asarray(skipped, dtype=np.int64)

@@ -1,0 +1,195 @@
+"""``llmp sample``: time the design's kernels on this machine and append them to sample files.
+
+The run is resumable by construction: the design is deterministic (``design.py``), each row's
+key is a function of its case, rows are appended one complete line at a time as they are
+measured (``samplefile.py``), and a rerun skips keys already on disk. Kill it at any moment and
+rerun: no row is lost, none is duplicated.
+
+Torch and numpy only (``rich`` for the progress bar when installed, plain text otherwise), so
+a bare GPU node with a checkout and torch can sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from llmp import __version__
+from llmp.errors import InputError
+from llmp.residuals import bench, design, devices, samplefile, timing
+
+DESIGN_VERSION = "halton-llm-v1"
+SAMPLE_COLUMNS_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
+
+
+def columns(family: str) -> tuple[str, ...]:
+    """Column names of ``DIR/<family>.csv``."""
+    return ("key", "family", "pass", "variant", "dtype", *design.DIMS[family], *SAMPLE_COLUMNS_TAIL)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SampleConfig:
+    """What to sample and where; built by ``llmp sample`` from its flags."""
+
+    out: Path
+    device: str = "cpu"
+    """``cpu`` or ``cuda`` (the first visible GPU)."""
+    families: tuple[str, ...] = design.FAMILIES
+    dtypes: tuple[str, ...] | None = None
+    """Element dtypes; default per device kind (``design.DEFAULT_DTYPES``)."""
+    per_family: int = 40
+    """Cases per family (``--budget``): the design prefix this run completes."""
+    minutes: float | None = None
+    """Wall-clock limit; the run stops cleanly and a rerun continues where it stopped."""
+    seed: int = 0
+    threads: int = 1
+    """CPU threads (``torch.set_num_threads``), recorded in the file. One by default: on a shared
+    or busy machine an OpenMP team waits whole scheduler slices (4-8 ms per op measured on the dev
+    VM under load) for preempted threads; ``llmp measure`` uses the same default."""
+    device_id: str | None = None
+    """Catalog id override when the device is not in ``devices.CUDA_NAMES``."""
+    progress: bool = True
+    memory_cap: int = 2**30
+    """Bytes of rotated input sets per case (more sets defeat caches better)."""
+    ranges: design.Ranges | None = None
+    """Shape ranges; default ``design.RANGES[device]`` (narrower ranges make a quicker run)."""
+    target_s: float = 0.15
+    """Timed repeats per case fill about this many seconds (at least 5 repeats)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SampleReport:
+    measured: int
+    existing: int
+    """Cases already on disk (skipped)."""
+    failed: tuple[tuple[str, str], ...]
+    """(key, reason) of cases that raised (recorded in the file with an ``error`` so reruns skip them)."""
+    remaining: int
+    """Cases of the requested design still unmeasured (non-zero only when ``minutes`` ran out)."""
+    files: tuple[Path, ...]
+    elapsed_s: float
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+def _device(kind: str) -> torch.device:
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise InputError("--device cuda: torch sees no CUDA device on this machine",
+                             hint=f"torch {torch.__version__} (CUDA build: {torch.version.cuda}); use --device cpu")
+        return torch.device("cuda", torch.cuda.current_device())
+    if kind != "cpu":
+        raise InputError(f"unknown device kind {kind!r}", hint="use --device cpu or --device cuda")
+    return torch.device("cpu")
+
+
+def header(config: SampleConfig, dev: torch.device, threads: int) -> dict[str, object]:
+    """The record each sample file starts with (who, where, when, how)."""
+    env = timing.environment(dev, threads)
+    device_id = config.device_id or devices.catalog_id(dev.type, str(env["device_name"]))
+    return {**env, "device_id": device_id, "design": DESIGN_VERSION, "seed": config.seed,
+            "llmp": __version__, "rotation": "input sets rotated to cover 2x the last-level cache (<= 8 sets)"}
+
+
+class _Progress:
+    """A rich progress bar when rich is installed; a line every few percent otherwise."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled and total > 0
+        self._bar = None
+        self._last = -1
+        if not self.enabled:
+            return
+        try:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        except ImportError:
+            return
+        self._bar = Progress(TextColumn("sampling {task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeRemainingColumn(), transient=False)
+        self._bar.start()
+        self._task = self._bar.add_task("", total=total)
+
+    def advance(self, label: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=label)
+            return
+        pct = int(100 * self.done / self.total)
+        if pct // 5 != self._last // 5 or self.done == self.total:
+            self._last = pct
+            print(f"sampling {self.done}/{self.total} ({pct}%) {label}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def run(config: SampleConfig) -> SampleReport:
+    """Measure the design prefix that is not on disk yet; return what happened."""
+    unknown = sorted(set(config.families) - set(design.FAMILIES))
+    if unknown:
+        raise InputError(f"unknown kernel families {unknown}", hint=f"choose from {', '.join(design.FAMILIES)}")
+    dev = _device(config.device)
+    dtypes = config.dtypes or design.DEFAULT_DTYPES[dev.type]
+    bad = sorted(set(dtypes) - set(design.DTYPE_BYTES))
+    if bad or (dev.type == "cpu" and {"fp16", "tf32"} & set(dtypes)):
+        raise InputError(f"unsupported dtypes {sorted(set(bad) | ({'fp16', 'tf32'} & set(dtypes)))} on {dev.type}",
+                         hint=f"{dev.type} supports {', '.join(design.DEFAULT_DTYPES[dev.type])}")
+    threads = config.threads
+    if threads < 1:
+        raise InputError(f"--threads must be at least 1, got {threads}")
+    if dev.type == "cpu":
+        torch.set_num_threads(threads)
+    torch.manual_seed(config.seed)
+    meta = header(config, dev, threads)
+    cache = int(meta["cache_bytes"])
+    ranges = config.ranges or design.RANGES[dev.type]
+    meta["ranges"] = dataclasses.asdict(ranges)
+    plan = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family)
+    appenders = {f: samplefile.Appender(config.out / f"{f}.csv", columns(f), meta) for f in config.families}
+    todo = [c for c in plan if c.key not in appenders[c.family].keys]
+    existing = len(plan) - len(todo)
+    deadline = None if config.minutes is None else time.monotonic() + 60 * config.minutes
+    start = time.monotonic()
+    failed: list[tuple[str, str]] = []
+    measured = 0
+    bar = _Progress(len(todo), config.progress)
+    try:
+        for case in todo:
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            appenders[case.family].append(_measure(case, dev, cache, config, failed))
+            measured += 1
+            bar.advance(case.family)
+    finally:
+        bar.close()
+        for a in appenders.values():
+            a.close()
+    return SampleReport(measured=measured, existing=existing, failed=tuple(failed), remaining=len(todo) - measured,
+                        files=tuple(a.path for a in appenders.values()), elapsed_s=time.monotonic() - start, meta=meta)
+
+
+def _measure(case: design.Case, dev: torch.device, cache: int, config: SampleConfig,
+             failed: list[tuple[str, str]]) -> dict[str, object]:
+    """Time one case; a case that raises becomes a row with its error (so reruns skip it too)."""
+    row: dict[str, object] = {"key": case.key, "family": case.family, "pass": case.pass_, "variant": case.variant,
+                              "dtype": case.dtype, **dict(case.dims), "width": case.width}
+    try:
+        fn = bench.build(case, dev, cache=cache, memory_cap=config.memory_cap)
+        t = timing.time_calls(fn, dev, target_s=config.target_s)
+        del fn
+        row.update(time_s=f"{t.median_s:.6e}", p10_s=f"{t.p10_s:.6e}", p90_s=f"{t.p90_s:.6e}", repeats=t.repeats,
+                   error="")
+    except (RuntimeError, NotImplementedError, ValueError, MemoryError) as err:
+        reason = f"{type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}"
+        failed.append((case.key, reason))
+        row.update(time_s="", p10_s="", p90_s="", repeats=0, error=reason)
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    return row

@@ -1,0 +1,67 @@
+"""Features: named schema per family, and the roofline the factor multiplies is kernels.roofline."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llmp.analytic import collectives, kernels
+from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel, Tier
+from llmp.residuals import design, features
+
+
+def test_schema_names_every_family_and_is_unique():
+    for fam in [*(f.value for f in Family), *(k.value for k in CollectiveKind)]:
+        names = features.FEATURES[fam]
+        assert len(names) == len(set(names))
+        for feature in features.MONOTONE[fam]:
+            assert feature in names
+    for fam in (f.value for f in Family):
+        assert set(features.DEVICE_FEATURES) <= set(features.FEATURES[fam])
+
+
+@pytest.mark.parametrize("family", design.FAMILIES)
+def test_numeric_roofline_equals_the_sympy_roofline(family, cpu):
+    from llmp.residuals import dataset
+
+    for case in design.design((family,), design.RANGES["cuda"], ("fp32",), 1, 5):
+        k = dataset.kernel_of({"family": case.family, "pass": case.pass_, "variant": case.variant,
+                               "dtype": case.dtype, **{n: str(v) for n, v in case.dims}})
+        _, t = features.roofline_seconds(k, cpu)
+        exact = kernels.roofline(kernels.cost(k), k.dtype, peak_flops=cpu.peak_flops,
+                                 mem_bandwidth=cpu.mem_bandwidth, launch_overhead=cpu.launch_overhead)
+        assert t == pytest.approx(float(exact), rel=1e-12)
+        row, _ = features.kernel_row(k, cpu)
+        assert len(row) == len(features.FEATURES[family]) and all(math.isfinite(v) for v in row)
+
+
+@given(m=st.integers(1, 4096), n=st.integers(1, 4096), k=st.integers(1, 4096))
+def test_gemm_waves_and_alignment(m, n, k, cpu):
+    kern = Kernel.make(Family.GEMM, kernels.Dtype.FP32, m=m, n=n, k=k, batch=1)
+    row = dict(zip(features.FEATURES["gemm"], features.kernel_row(kern, cpu)[0]))
+    assert 0 < row["wave_util"] <= 1
+    assert 0 <= row["align_m"] <= 7 and (m % 2 ** int(row["align_m"]) == 0)
+
+
+def test_symbolic_items_are_skipped_not_crashed(cpu):
+    import sympy as sp
+
+    h = sp.Symbol("hidden", positive=True, integer=True)
+    items = [Kernel.make(Family.NORM, kernels.Dtype.FP32, tokens=64, hidden=h, rms=True),
+             Kernel.make(Family.NORM, kernels.Dtype.FP32, tokens=64, hidden=128, rms=True),
+             Collective(kind=CollectiveKind.ALL_REDUCE, bytes=1 << 20, group=2, ranks_per_node=2, tier=Tier.INTRA)]
+    blocks, skipped = features.blocks(items, cpu)  # no links: the collective cannot be priced
+    assert list(skipped) == [0, 2]
+    assert list(blocks["norm"].index) == [1]
+
+
+def test_collective_features_use_the_alpha_beta_time(cpu):
+    links = collectives.Links(gpus_per_node=1, intra_bandwidth=1e9, intra_latency=1e-4, inter_bandwidth=1e9,
+                              inter_latency=1e-4)
+    c = Collective(kind=CollectiveKind.ALL_GATHER, bytes=1 << 20, group=2, ranks_per_node=2, tier=Tier.INTRA)
+    row, base = features.collective_row(c, links)
+    assert base == pytest.approx(float(collectives.time(c, links)))
+    assert dict(zip(features.COLLECTIVE_FEATURES, row))["log_t_base"] == pytest.approx(math.log(base))
