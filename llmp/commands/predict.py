@@ -1,4 +1,9 @@
-"""``llmp predict SPEC [--set ...] [--residuals DIR] [--json] [--trace OUT.json]``.
+"""``llmp predict SPEC [--set ...] [--residuals DIR | --no-residuals] [--json] [--trace OUT.json]``.
+
+Residual models: ``--residuals DIR`` applies a store written by ``llmp fit``; without it, the
+shipped default store of the spec's catalog device is applied when one ships
+(``llmp/hardware/defaults/<id>/``); ``--no-residuals`` gives the bare analytic composition.
+The provenance always says which.
 
 Prints the step time, throughput, MFU, where the time goes, memory per GPU (with the OOM flag),
 the band and the provenance; ``--json`` prints :meth:`Prediction.to_dict` (keys per the CLI
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.resources
 import json
 import sys
 
@@ -23,7 +29,12 @@ from llmp.errors import InputError, LlmpError
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="a .llmp file")
     add_set_argument(parser)
-    parser.add_argument("--residuals", metavar="DIR", help="residual model store written by `llmp fit`")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--residuals", metavar="DIR",
+                       help="residual model store written by `llmp fit` (default: the shipped one for the "
+                            "spec's device, when present)")
+    which.add_argument("--no-residuals", action="store_true",
+                       help="roofline composition only, even where shipped residual models exist")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--trace", metavar="OUT.json", help="write the step timeline as Chrome-trace JSON")
 
@@ -38,9 +49,21 @@ def load_residuals(directory: str) -> Residuals:
     return store.load(directory)
 
 
+def shipped_residuals(device_id: str) -> Residuals | None:
+    """The shipped default store for a catalog device, or None; xgboost is imported only when
+    a store ships for it."""
+    defaults = importlib.resources.files("llmp.hardware").joinpath("defaults", device_id, "manifest.json")
+    if not defaults.is_file():
+        return None
+    return importlib.import_module("llmp.residuals.store").default_for(device_id)
+
+
 def run(args: argparse.Namespace) -> int:
     spec = load_args(args)
-    residuals = load_residuals(args.residuals) if args.residuals else None
+    if args.residuals:
+        residuals = load_residuals(args.residuals)
+    else:
+        residuals = None if args.no_residuals else shipped_residuals(spec.cluster.gpu.id)
     pred = predict(spec, residuals)
     if args.trace:
         try:

@@ -77,3 +77,19 @@ def test_ops_lists_operators_with_costs(capsys):
     qkv = next(r for r in rows if r["name"] == "layer.attn.qkv")
     assert qkv["flops"] > 0 and qkv["intensity"] == pytest.approx(qkv["flops"] / qkv["bytes"])
     assert {r["bound"] for r in rows} >= {"compute", "memory", "network"}
+
+
+TINY = str(EXAMPLES / "tiny_cpu.llmp")
+
+
+def test_predict_applies_the_shipped_store_of_the_device_unless_told_not_to(capsys):
+    # The catalog `cpu` device ships residual models (llmp/hardware/defaults/cpu); H100 ships none.
+    _, out, _ = _run(capsys, "predict", TINY, "--json")
+    corrected = json.loads(out)
+    _, out, _ = _run(capsys, "predict", TINY, "--json", "--no-residuals")
+    bare = json.loads(out)
+    assert not corrected["provenance"]["residuals"].startswith("roofline only")
+    assert bare["provenance"]["residuals"].startswith("roofline only")
+    low, high = corrected["band"]
+    assert low <= corrected["step_time_s"] <= high and low < high
+    assert corrected["step_time_s"] != bare["step_time_s"]
