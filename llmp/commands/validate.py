@@ -20,9 +20,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("csv", nargs="+", metavar="CSV", help="CSV files in the published-measurement schema")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="OUT", help="write predicted vs measured (log-log) to OUT (.png/.pdf/.svg)")
-    parser.add_argument("--residuals", metavar="DIR",
-                        help="residual model store to correct the roofline with; 'default' uses the store "
-                             "shipped for each row's GPU (rows on GPUs without one stay roofline-only)")
+    parser.add_argument("--residuals", metavar="DIR", default="default",
+                        help="residual model store to correct the roofline with; 'default' (as llmp predict) "
+                             "uses the store shipped for each row's GPU, rows on GPUs without one stay "
+                             "roofline-only; 'none' scores the bare roofline composition")
     parser.add_argument("--source", nargs="+", action="extend", default=[], metavar="NAME",
                         help="only rows whose source column is NAME (repeatable)")
     parser.add_argument("--specs", metavar="DIR", help="also write each mapped row's generated .llmp spec to DIR")
@@ -40,7 +41,7 @@ def _write_specs(report, directory: str) -> None:
 
 def _residuals(choice: str | None):
     """``--residuals`` → a function giving each spec its residual store (None: roofline only)."""
-    if choice is None:
+    if choice in (None, "none"):
         return None
     from llmp.residuals import store
 

@@ -68,3 +68,19 @@ def test_device_table_points_at_catalog_entries():
     assert set(devices.CUDA_NAMES.values()) <= gpus and devices.CPU_ID in gpus
     assert devices.catalog_id("cuda", "NVIDIA H100 80GB HBM3") == "h100_sxm5_80gb"
     assert devices.catalog_id("cuda", "NVIDIA H100 PCIe") is None  # not in the catalog: --device-id
+
+
+def test_a_narrow_design_ends_instead_of_searching_forever():
+    # One dtype and a tiny copy cap hold few distinct snapped sizes: the design must stop at
+    # what exists (a --minutes run asks for 400 per family), not loop over duplicates.
+    import dataclasses
+
+    narrow = dataclasses.replace(design.RANGES["cpu"], max_bytes=64 * 1024)
+    got = design.design(("copy",), narrow, ("fp32",), 0, 400)
+    assert 0 < len(got) < 400
+    assert len({c.key for c in got}) == len(got)
+
+
+def test_halton_blocks_continue_the_same_sequence():
+    whole = design.halton(300, 3, 7)
+    assert np.array_equal(design.halton(44, 3, 7, start=256), whole[256:])
