@@ -40,12 +40,12 @@ from llmp.analytic.collectives import Links, bus_factor, time
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
 from llmp.hardware.spec import Link
 from llmp.validate.hardware import catalog_node
+from recording import record
 
 DATA = ROOT.parent / "shared" / "data"
 MICRO = DATA / "microbench" / "collectives_published"
 SEED = DATA / "seed-estimate-train-time" / "perlmutter-a100" / "nccl"
 VIDUR = DATA / "vidur" / "network"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 GIB = 1 << 30
 FIT, HELD_OUT = "fit (published)", "held out (seed/vidur)"
 
@@ -411,10 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if not args.no_record:
-        new = not RESULTS.exists()
-        with RESULTS.open("a", encoding="utf-8") as f:
-            f.write(("# Benchmark results\n\n" if new else "\n") + text)
-        print(f"appended to {RESULTS}")
+        record(text)
     return 0
 
 

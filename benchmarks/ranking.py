@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from search_speed import commit, machine, record
+from recording import commit, machine, record
 
 from llmp.compose import predict
 from llmp.validate import Mapped, group_measurements, map_measurement, read_csvs

@@ -14,10 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import os
-import platform
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,9 +26,9 @@ from llmp.analytic import params
 from llmp.commands.validate import _residuals
 from llmp.validate import plot, score
 from llmp.validate.score import Report, Scored
+from recording import commit, machine, record
 
 PEERS = ROOT.parent / "shared" / "data" / "peers" / "peer_predictions_dev.csv"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")
 COMM = ("tp", "cp", "ep", "pp", "dp")
 DENSE_GPUS = ("a100_sxm4_40gb", "a100_sxm4_80gb", "h100_sxm5_80gb")
@@ -44,27 +41,6 @@ def _pct(x: float | None) -> str:
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
             *("| " + " | ".join(r) + " |" for r in rows)]
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
-
-
-def commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=False)
-        return out.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
-    except OSError:
-        return "unknown"
 
 
 def source_table(report: Report) -> list[str]:
@@ -208,10 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         plot.plot(report, args.plot)
     if not args.no_record:
-        new = not RESULTS.exists()
-        with RESULTS.open("a", encoding="utf-8") as f:
-            f.write(("# Benchmark results\n\n" if new else "\n") + text)
-        print(f"appended to {RESULTS}")
+        record(text)
     return 0
 
 
