@@ -88,45 +88,36 @@ def _flops(ctx: StepContext) -> float:
     return ctx.flops_per_step
 
 
-def step_time(metric: Metric, value: float, ctx: StepContext) -> float:
-    """Seconds per optimizer step implied by ``value`` of ``metric``."""
+def _relation(metric: Metric, ctx: StepContext) -> tuple[float, int]:
+    """``(c, p)`` with ``value = c * seconds**p``: every time-like metric is a step time
+    (p = 1) or an amount of work per step divided by it (p = -1)."""
     match metric:
         case Metric.ITERATION_TIME_S:
-            return value
+            return 1.0, 1
         case Metric.ITERATION_TIME_MS:
-            return value / 1e3
+            return 1e3, 1
         case Metric.TOKENS_PER_SEC:
-            return _tokens(ctx) / value
+            return _tokens(ctx), -1
         case Metric.TOKENS_PER_SEC_PER_GPU:
-            return _tokens(ctx) / (value * ctx.num_gpus)
+            return _tokens(ctx) / ctx.num_gpus, -1
         case Metric.SAMPLES_PER_SEC:
             if ctx.global_batch is None:
                 raise ValueError("global_batch is needed to convert samples/s")
-            return ctx.global_batch / value
+            return float(ctx.global_batch), -1
         case Metric.ACHIEVED_TFLOPS_PER_GPU:
-            return _flops(ctx) / (value * 1e12 * ctx.num_gpus)
+            return _flops(ctx) / (1e12 * ctx.num_gpus), -1
         case Metric.TRAINING_DAYS_300B_TOKENS:
-            return value * 86400.0 * _tokens(ctx) / TOKENS_300B
+            return TOKENS_300B / (86400.0 * _tokens(ctx)), 1
     raise AssertionError(metric)
+
+
+def step_time(metric: Metric, value: float, ctx: StepContext) -> float:
+    """Seconds per optimizer step implied by ``value`` of ``metric``."""
+    c, p = _relation(metric, ctx)
+    return value / c if p == 1 else c / value
 
 
 def metric_value(metric: Metric, seconds: float, ctx: StepContext) -> float:
     """The value of ``metric`` that a step of ``seconds`` implies (the inverse of :func:`step_time`)."""
-    match metric:
-        case Metric.ITERATION_TIME_S:
-            return seconds
-        case Metric.ITERATION_TIME_MS:
-            return seconds * 1e3
-        case Metric.TOKENS_PER_SEC:
-            return _tokens(ctx) / seconds
-        case Metric.TOKENS_PER_SEC_PER_GPU:
-            return _tokens(ctx) / (seconds * ctx.num_gpus)
-        case Metric.SAMPLES_PER_SEC:
-            if ctx.global_batch is None:
-                raise ValueError("global_batch is needed to convert samples/s")
-            return ctx.global_batch / seconds
-        case Metric.ACHIEVED_TFLOPS_PER_GPU:
-            return _flops(ctx) / (seconds * 1e12 * ctx.num_gpus)
-        case Metric.TRAINING_DAYS_300B_TOKENS:
-            return seconds * TOKENS_300B / (86400.0 * _tokens(ctx))
-    raise AssertionError(metric)
+    c, p = _relation(metric, ctx)
+    return c * seconds if p == 1 else c / seconds
