@@ -69,10 +69,9 @@ def catalog_node(device_id: str, node_id: str | None = None) -> Node:
 
 
 def node_links(node: Node) -> Links:
-    """The links of a one-node run on ``node`` (its own inter link: no cluster override)."""
-    return Links(gpus_per_node=node.gpus_per_node, intra_bandwidth=node.intra.bandwidth,
-                 intra_latency=node.intra.latency, inter_bandwidth=node.inter.bandwidth,
-                 inter_latency=node.inter.latency)
+    """The links of a one-node run on ``node`` (its own inter link: no cluster override), at the
+    achievable rates the analytic collective model uses."""
+    return Links.between(node, node.inter)
 
 
 def kernel_of(row: dict[str, str]) -> Kernel:

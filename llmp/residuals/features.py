@@ -99,15 +99,17 @@ def _waves(tiles: float, sms: float) -> tuple[float, float]:
     return _log(waves), waves / math.ceil(waves) if waves > 0 else 0.0
 
 
-def peak_for(cost: kernels.KernelCost, dtype: Dtype, device: Device) -> float:
-    """The peak ``kernels.roofline`` divides by: the dtype's matrix peak, or the FP32 vector peak."""
-    return float(device.peak_flops[dtype] if cost.tensor_core else device.peak_flops[Dtype.FP32])
+def peak_for(kernel: Kernel, cost: kernels.KernelCost, device: Device) -> float:
+    """The compute rate the analytic roofline divides by (``kernels.ceiling``: a measured
+    GEMM/attention ceiling where the catalog has one, else the datasheet peak), so a residual
+    factor multiplies exactly the roofline that ``llmp predict`` composes."""
+    return float(kernels.ceiling(kernel, cost.tensor_core, device)[0])
 
 
 def roofline_seconds(kernel: Kernel, device: Device) -> tuple[kernels.KernelCost, float]:
     """``kernels.roofline`` evaluated numerically: ``max(F/peak, B/bw) + launch`` in seconds."""
     c = kernels.cost(kernel)
-    t = max(float(c.flops) / peak_for(c, kernel.dtype, device), float(c.bytes) / float(device.mem_bandwidth))
+    t = max(float(c.flops) / peak_for(kernel, c, device), float(c.bytes) / float(device.mem_bandwidth))
     return c, t + float(device.launch_overhead)
 
 
@@ -132,7 +134,7 @@ def _device_row(peak: float, device: Device) -> list[float]:
 def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     """Features of one kernel on one device (schema order) and its roofline seconds."""
     c, t_roof = roofline_seconds(k, device)
-    peak = peak_for(c, k.dtype, device)
+    peak = peak_for(k, c, device)
     flops, nbytes = float(c.flops), float(c.bytes)
     bw, l2 = float(device.mem_bandwidth), float(device.l2_cache)
     common = [float(k.pass_ is Pass.BWD), float(k.dtype.bytes), float(k.dtype is Dtype.BF16),

@@ -65,3 +65,21 @@ def test_collective_features_use_the_alpha_beta_time(cpu):
     row, base = features.collective_row(c, links)
     assert base == pytest.approx(float(collectives.time(c, links)))
     assert dict(zip(features.COLLECTIVE_FEATURES, row))["log_t_base"] == pytest.approx(math.log(base))
+
+
+def test_residual_baseline_is_the_calibrated_roofline_predict_uses():
+    # A GPU with a published GEMM ceiling: the sample's roofline must divide by that ceiling,
+    # as llmp predict does, or a fitted factor would correct the same gap twice.
+    from pathlib import Path
+
+    from llmp.analytic import kernels as K
+    from llmp.dsl import load
+    from llmp.hardware.spec import Dtype as D
+    from llmp.residuals import features as F
+
+    spec = load(Path(__file__).resolve().parents[2] / "examples" / "llama3_8b_dgx_h100.llmp")
+    gpu = spec.cluster.gpu
+    gemm = K.Kernel.make(K.Family.GEMM, D.BF16, m=8192, n=8192, k=8192, batch=1)
+    cost, seconds = F.roofline_seconds(gemm, gpu)
+    assert gpu.achievable is not None and float(gpu.achievable.rates[D.BF16]) < float(gpu.peak_flops[D.BF16])
+    assert seconds == pytest.approx(float(cost.flops) / float(gpu.achievable.rates[D.BF16]) + float(gpu.launch_overhead))
