@@ -92,8 +92,10 @@ class Residuals:
 
     @property
     def id(self) -> str:
-        """Content id of the manifest, for the prediction's provenance record."""
-        return hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()[:12]
+        """The store's folder name and the content hash of its manifest, for the provenance
+        record (``cpu@dd4b45785e75``: a shipped default is named for its device)."""
+        digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()[:12]
+        return f"{self.path.name}@{digest}"
 
     def families(self) -> tuple[str, ...]:
         return tuple(sorted({dict(k)["family"] for k in self.model.models_}))
