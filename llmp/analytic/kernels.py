@@ -20,7 +20,6 @@ import sympy as sp
 
 from llmp.hardware.spec import Device, Dtype
 
-HALF = sp.Rational(1, 2)
 
 
 class Family(StrEnum):
@@ -116,18 +115,20 @@ def _attention(k: Kernel) -> KernelCost:
     # Attention core per head: S = Q K^T (2 s_q s_kv d FLOPs) and O = P V (2 s_q s_kv d):
     # 4 b h s_q s_kv d forward (Dao et al. 2022, FlashAttention benchmark convention); causal
     # masking halves the work that a causal kernel does. Backward: dV, dP, dQ, dK plus the
-    # recomputed S = 5 matmuls vs 2 → 2.5x forward (FlashAttention-2 paper, §4.1).
+    # recomputed S = 5 matmuls vs 2 → 2.5x forward (FlashAttention-2 paper, §4.1). Written with
+    # integer coefficients (causal fwd 2, bwd 5; full fwd 4, bwd 10) so numbers stay plain ints
+    # and expressions exact, with no SymPy Rational on the numeric path.
     b, h, hkv, sq, skv, d, causal, flash = (k.dim(n) for n in DIMS[Family.ATTENTION])
     e = k.dtype.bytes
-    fwd = 4 * b * h * sq * skv * d * (HALF if causal else 1)
+    work = b * h * sq * skv * d
     q = b * h * sq * d
     kv = 2 * b * hkv * skv * d
     if k.pass_ is Pass.FWD:
-        flops = fwd
+        flops = (2 if causal else 4) * work
         # Flash: read Q, K, V once, write O (+ fp32 logsumexp per row).
         io = e * (2 * q + kv) + 4 * b * h * sq
     else:
-        flops = 5 * HALF * fwd
+        flops = (5 if causal else 10) * work
         # Flash bwd: read Q, K, V, O, dO, lse; write dQ, dK, dV.
         io = e * (4 * q + 2 * kv) + 4 * b * h * sq
     if not flash:

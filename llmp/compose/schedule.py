@@ -151,6 +151,7 @@ def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
     durations = [*fwd, *bwd]
     kind, rank, dep = p.duration, p.rank, p.dep
     if maximum is None:  # floats: the comparison inline is several times faster than max()
+        durations = [float(x) for x in durations]  # numpy scalars would make each step ~4x slower
         for i in p.order:
             r = rank[i]
             s = free[r]
