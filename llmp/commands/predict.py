@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.resources
 import json
 import sys
 
@@ -24,6 +23,7 @@ from llmp.compose.correction import Residuals
 from llmp.compose.trace import write_trace
 from llmp.dsl import add_set_argument, load_args
 from llmp.errors import InputError, LlmpError
+from llmp.hardware import catalog
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -52,8 +52,7 @@ def load_residuals(directory: str) -> Residuals:
 def shipped_residuals(device_id: str) -> Residuals | None:
     """The shipped default store for a catalog device, or None; xgboost is imported only when
     a store ships for it."""
-    defaults = importlib.resources.files("llmp.hardware").joinpath("defaults", device_id, "manifest.json")
-    if not defaults.is_file():
+    if not (catalog.defaults_dir(device_id) / "manifest.json").is_file():
         return None
     return importlib.import_module("llmp.residuals.store").default_for(device_id)
 

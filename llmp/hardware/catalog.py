@@ -32,6 +32,12 @@ def catalog_dir() -> Path:
 
 
 @functools.cache
+def defaults_dir(device_id: str) -> Path:
+    """Where the residual store shipped for a catalog device lives (``llmp/hardware/defaults/<id>/``),
+    whether or not one ships. Standard library only, so callers can look before importing xgboost."""
+    return Path(str(files("llmp.hardware"))) / "defaults" / device_id
+
+
 def _index() -> tuple[tuple[str, str, Path], ...]:
     """(kind, id, file) for every block header in the catalog, in file and line order."""
     entries = []

@@ -36,6 +36,7 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.compose.correction import Correction
 from llmp.dsl.spec import Spec
 from llmp.errors import ResidualSchemaError
+from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.residuals import features
 from llmp.residuals.model import GroupPrediction, ResidualModel
@@ -266,13 +267,9 @@ def load(directory: str | Path) -> Residuals:
     return Residuals(path=directory, manifest=manifest, model=model, adjustments=adjustments)
 
 
-DEFAULTS_PACKAGE = "llmp.hardware"
-DEFAULTS_DIR = "defaults"
-
-
 def default_path(device_id: str) -> Path:
     """Where the shipped default store of a catalog device lives: ``llmp/hardware/defaults/<id>/``."""
-    return Path(str(importlib.resources.files(DEFAULTS_PACKAGE))) / DEFAULTS_DIR / device_id
+    return catalog.defaults_dir(device_id)
 
 
 @functools.cache
