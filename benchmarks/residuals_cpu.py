@@ -295,8 +295,9 @@ def main() -> None:
         if not fam.startswith("_"):
             print(f"  {fam:<14} n={r['n_test']:>4}  MAPE {100 * r['mape']:5.1f}%  p90 {100 * r['p90']:5.1f}%  "
                   f"(roofline only {100 * r['roofline_mape']:6.1f}%)  band coverage {100 * r['band_coverage']:4.0f}%")
-    print("L0 noise floor (stored cases re-timed):")
-    report["noise"] = repeatability(samples, args.noise, args.seed)
+    if args.noise > 0:
+        print("L0 noise floor (stored cases re-timed):")
+        report["noise"] = repeatability(samples, args.noise, args.seed)
     data = dataset.load([samples])
     model = ResidualModel(xgb_params=SHIP_XGB, random_state=args.seed).fit(list(data.observations))
     store.save(model, model_dir, devices=data.devices, samples=[str(p.relative_to(args.out)) for p in

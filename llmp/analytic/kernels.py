@@ -42,12 +42,54 @@ class Pass(StrEnum):
 
 
 class Elementwise(StrEnum):
+    """Elementwise functions (the ``variant`` of an elementwise kernel)."""
+
     GELU = "gelu"
     SWIGLU = "swiglu"
     RELU = "relu"
+    SQUARED_RELU = "squared_relu"
+    """relu(x)^2 (Primer, So et al. 2021; Nemotron-4)."""
     ADD = "add"
     DROPOUT = "dropout"
     ROTARY = "rotary"
+    """Rotary embedding of q and k by one fused kernel (TransformerEngine/Apex fused RoPE, vLLM)."""
+    ROTARY_UNFUSED = "rotary_unfused"
+    """Rotary embedding in eager PyTorch, ``t * cos + rotate_half(t) * sin`` per tensor (GPT-NeoX and
+    Megatron-LM ``apply_rotary_pos_emb`` without fusion): six kernels per tensor, q and k each."""
+    MASKED_FILL = "masked_fill"
+    """In-place ``masked_fill_`` of the attention scores with a broadcast causal mask (unfused
+    attention in eager PyTorch); its backward copies the gradient through the view."""
+
+
+class Fusion(StrEnum):
+    """How a norm or a cross-entropy runs: one fused kernel, or eager PyTorch's chain of kernels."""
+
+    FUSED = ""
+    UNFUSED = "unfused"
+
+
+class SoftmaxKind(StrEnum):
+    """The softmax kernel: a plain row softmax, or Megatron's fused scale + causal mask + softmax."""
+
+    PLAIN = ""
+    CAUSAL_FUSED = "causal_fused"
+    """``scaled_upper_triang_masked_softmax`` (Megatron-LM megatron/legacy/fused_kernels/
+    scaled_upper_triang_masked_softmax.h): reads only the causal triangle, writes zeros above it."""
+
+
+VARIANTS: dict[Family, tuple[str, ...]] = {
+    Family.GEMM: ("",),
+    Family.ATTENTION: ("",),
+    Family.NORM: tuple(f.value for f in Fusion),
+    Family.ELEMENTWISE: tuple(e.value for e in Elementwise),
+    Family.SOFTMAX: tuple(s.value for s in SoftmaxKind),
+    Family.CROSS_ENTROPY: tuple(f.value for f in Fusion),
+    Family.EMBEDDING: ("",),
+    Family.OPTIMIZER: ("adam", "sgd"),
+    Family.COPY: ("",),
+}
+"""The variants each family knows (the first is the default). A variant changes the kernels that
+run, so it changes the cost formula: its bytes and its number of launches."""
 
 
 # Dims each family needs, in a fixed order (the residual feature schema builds on this).
@@ -81,6 +123,7 @@ class Kernel:
     def __post_init__(self) -> None:
         names = tuple(name for name, _ in self.dims)
         assert names == DIMS[self.family], f"{self.family} needs dims {DIMS[self.family]}, got {names}"
+        assert self.variant in VARIANTS[self.family], f"{self.family} has no variant {self.variant!r}"
 
     def dim(self, name: str) -> Any:
         return dict(self.dims)[name]
@@ -100,6 +143,8 @@ class KernelCost:
     bytes: Any
     tensor_core: bool
     """Runs at the tensor-core (matrix) peak of its dtype; else at the vector FP32 peak."""
+    launches: int = 1
+    """Kernels launched: a fused kernel is one; eager PyTorch chains pay one launch each."""
 
 
 def _gemm(k: Kernel) -> KernelCost:
@@ -147,37 +192,62 @@ def _norm(k: Kernel) -> KernelCost:
     e = k.dtype.bytes
     per = 4 if rms else 7
     params = (1 if rms else 2) * h * e
+    if k.variant == Fusion.UNFUSED:
+        # Eager PyTorch, as GPT-NeoX's RMSNorm (megatron/model/norms.py): x.norm(2, -1) (read x),
+        # two scalar ops on the per-row norm, x / rms (read x, write y), scale * y (read y, write
+        # y): 5 launches, 5 passes over the activation. Backward through autograd: mul (grad of y
+        # and the scale's reduction over tokens), div (two inputs), norm backward, and the adds
+        # joining them: ~10 launches and 12 passes.
+        if k.pass_ is Pass.FWD:
+            return KernelCost(flops=per * n * h, bytes=5 * n * h * e + params, tensor_core=False, launches=5)
+        return KernelCost(flops=2 * per * n * h, bytes=12 * n * h * e + 2 * params, tensor_core=False,
+                          launches=10)
     if k.pass_ is Pass.FWD:
         return KernelCost(flops=per * n * h, bytes=2 * n * h * e + params, tensor_core=False)
     return KernelCost(flops=2 * per * n * h, bytes=3 * n * h * e + 2 * params, tensor_core=False)
 
 
-# (reads, writes, flops) per output element for elementwise functions, forward and backward.
-# SwiGLU: out = silu(a) * b, `elements` counts outputs, inputs are a and b.
-_ELEMENTWISE: dict[tuple[str, Pass], tuple[int, int, int]] = {
-    ("gelu", Pass.FWD): (1, 1, 8), ("gelu", Pass.BWD): (2, 1, 12),
-    ("relu", Pass.FWD): (1, 1, 1), ("relu", Pass.BWD): (2, 1, 1),
-    ("swiglu", Pass.FWD): (2, 1, 6), ("swiglu", Pass.BWD): (3, 2, 10),
-    ("add", Pass.FWD): (2, 1, 1), ("add", Pass.BWD): (1, 1, 0),
-    ("dropout", Pass.FWD): (1, 1, 2), ("dropout", Pass.BWD): (1, 1, 1),
-    ("rotary", Pass.FWD): (1, 1, 3), ("rotary", Pass.BWD): (1, 1, 3),
+# (reads, writes, flops, launches) per output element for elementwise functions, forward and
+# backward. SwiGLU: out = silu(a) * b, `elements` counts outputs, inputs are a and b. Rotary
+# unfused (eager `t * cos + cat(-t2, t1) * sin` on q and on k): per tensor mul, neg, cat, mul,
+# add (+ the slices as views) = 5 kernels reading/writing 5 and 5 tensor-sized passes, times the
+# two tensors; backward mirrors it (mul, mul, slice-backward, neg, add). masked_fill_ in place
+# reads and writes the scores; its backward (CopySlices + AsStridedBackward) copies the
+# gradient once and fills the masked part: 2 kernels.
+_ELEMENTWISE: dict[tuple[str, Pass], tuple[int, int, int, int]] = {
+    ("gelu", Pass.FWD): (1, 1, 8, 1), ("gelu", Pass.BWD): (2, 1, 12, 1),
+    ("relu", Pass.FWD): (1, 1, 1, 1), ("relu", Pass.BWD): (2, 1, 1, 1),
+    ("squared_relu", Pass.FWD): (1, 1, 2, 1), ("squared_relu", Pass.BWD): (2, 1, 3, 1),
+    ("swiglu", Pass.FWD): (2, 1, 6, 1), ("swiglu", Pass.BWD): (3, 2, 10, 1),
+    ("add", Pass.FWD): (2, 1, 1, 1), ("add", Pass.BWD): (1, 1, 0, 1),
+    ("dropout", Pass.FWD): (1, 1, 2, 1), ("dropout", Pass.BWD): (1, 1, 1, 1),
+    ("rotary", Pass.FWD): (1, 1, 3, 1), ("rotary", Pass.BWD): (1, 1, 3, 1),
+    ("rotary_unfused", Pass.FWD): (5, 5, 3, 10), ("rotary_unfused", Pass.BWD): (5, 5, 3, 10),
+    ("masked_fill", Pass.FWD): (1, 1, 0, 1), ("masked_fill", Pass.BWD): (2, 2, 0, 2),
 }
 
 
 def _elementwise(k: Kernel) -> KernelCost:
     n = k.dim("elements")
-    reads, writes, flops = _ELEMENTWISE[(k.variant, k.pass_)]
+    reads, writes, flops, launches = _ELEMENTWISE[(k.variant, k.pass_)]
     extra = 0
     if k.variant == Elementwise.DROPOUT:
         extra = n  # one byte of mask per element, written fwd and read bwd
-    return KernelCost(flops=flops * n, bytes=(reads + writes) * n * k.dtype.bytes + extra, tensor_core=False)
+    return KernelCost(flops=flops * n, bytes=(reads + writes) * n * k.dtype.bytes + extra, tensor_core=False,
+                      launches=launches)
 
 
 def _softmax(k: Kernel) -> KernelCost:
     # Row softmax (with scale and mask fused): max, sub, exp, sum, div ≈ 5 FLOPs/element.
-    # fwd reads x writes y; bwd reads y and dy, writes dx.
+    # fwd reads x writes y; bwd reads y and dy, writes dx. The causal fused kernel (square rows
+    # x cols scores) reads and computes only the lower triangle but writes every element (zeros
+    # above the diagonal); its backward reads two triangles and writes the full gradient.
     n = k.dim("rows") * k.dim("cols")
     e = k.dtype.bytes
+    if k.variant == SoftmaxKind.CAUSAL_FUSED:
+        if k.pass_ is Pass.FWD:
+            return KernelCost(flops=5 * n // 2, bytes=3 * n * e // 2, tensor_core=False)
+        return KernelCost(flops=4 * n // 2, bytes=2 * n * e, tensor_core=False)
     if k.pass_ is Pass.FWD:
         return KernelCost(flops=5 * n, bytes=2 * n * e, tensor_core=False)
     return KernelCost(flops=4 * n, bytes=3 * n * e, tensor_core=False)
@@ -186,8 +256,17 @@ def _softmax(k: Kernel) -> KernelCost:
 def _cross_entropy(k: Kernel) -> KernelCost:
     # Vocab-parallel cross-entropy over logits[tokens, vocab] (Megatron): fwd reads the logits
     # (softmax + gather the target); bwd writes softmax - onehot back into a logits-sized grad.
+    # Unfused: Megatron-LM's eager `_VocabParallelCrossEntropy` (megatron/core/tensor_parallel/
+    # cross_entropy.py): max (read), sub_ in place (read, write), gather of the target logit,
+    # exp (read, write), sum (read), log and sub on per-token vectors, div_ in place for the
+    # saved softmax (read, write): ~8 launches, 8 passes. Backward: softmax - onehot, scaled by
+    # the loss gradient: 2 launches, 3 passes.
     n = k.dim("tokens") * k.dim("vocab")
     e = k.dtype.bytes
+    if k.variant == Fusion.UNFUSED:
+        if k.pass_ is Pass.FWD:
+            return KernelCost(flops=5 * n, bytes=8 * n * e, tensor_core=False, launches=8)
+        return KernelCost(flops=2 * n, bytes=3 * n * e, tensor_core=False, launches=2)
     if k.pass_ is Pass.FWD:
         return KernelCost(flops=5 * n, bytes=n * e, tensor_core=False)
     return KernelCost(flops=2 * n, bytes=2 * n * e, tensor_core=False)
@@ -236,14 +315,15 @@ def cost(kernel: Kernel) -> KernelCost:
 
 def roofline(c: KernelCost, dtype: Dtype, *, peak_flops: dict[Dtype, Any], mem_bandwidth: Any,
              launch_overhead: Any) -> Any:
-    """``max(flops / peak, bytes / bw) + launch`` (Williams et al. 2009, plus a fixed launch cost).
+    """``max(flops / peak, bytes / bw) + launches * launch`` (Williams et al. 2009, plus a fixed
+    cost per kernel launched).
 
     Tensor-core kernels run at the dtype's matrix peak; the rest at the vector FP32 peak
     (element math is done in FP32 on CUDA cores whatever the storage dtype). ``peak_flops`` is
     whatever ceiling the caller prices against: the datasheet table, or :func:`ceiling`'s.
     """
     peak = peak_flops[dtype] if c.tensor_core else peak_flops[Dtype.FP32]
-    return sp.Max(c.flops / peak, c.bytes / mem_bandwidth) + launch_overhead
+    return sp.Max(c.flops / peak, c.bytes / mem_bandwidth) + c.launches * launch_overhead
 
 
 class Ceiling(StrEnum):

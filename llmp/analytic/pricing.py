@@ -85,7 +85,7 @@ def kernel_price(k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
     """(flops, bytes, seconds) of one kernel call."""
     c = kernels.cost(k)
     flops, nbytes = to_float(c.flops), to_float(c.bytes)
-    seconds = vmax(flops / hw.peak_for(k, c.tensor_core), nbytes / hw.mem_bandwidth) + hw.launch_overhead
+    seconds = vmax(flops / hw.peak_for(k, c.tensor_core), nbytes / hw.mem_bandwidth) + c.launches * hw.launch_overhead
     return flops, nbytes, seconds
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.analytic import params, specpath
+from llmp.analytic import kernels, params, specpath
 from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose, rank_kind_of
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.pricing import Hardware, Prices, price
@@ -73,7 +73,7 @@ def gpu_flops(graph: OpGraph, flops: Sequence[Any], keep: Callable[[Op], bool] =
 def _bound(op_work: Any, f: float, b: float, t: float, hw: Hardware) -> str:
     if not isinstance(op_work, Kernel):
         return "network"
-    launch = float(hw.launch_overhead)
+    launch = kernels.cost(op_work).launches * float(hw.launch_overhead)
     body = t - launch
     if launch > body:
         return "latency"

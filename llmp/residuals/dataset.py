@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmp.analytic.collectives import Links
-from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel, Pass, Tier
+from llmp.analytic.kernels import VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
 from llmp.errors import InputError, LlmpError
 from llmp.hardware.spec import Device, Dtype, Node
 from llmp.residuals import samplefile
 from llmp.residuals.design import DIMS
 from llmp.residuals.model import Observation
 
-_VARIANT_FAMILIES = {Family.ELEMENTWISE, Family.OPTIMIZER}
 DEFAULT_NODE = {"cpu": "cpu_host"}
 """Catalog node whose links the collectives of a device's samples crossed, when not recorded."""
 
@@ -75,10 +74,16 @@ def node_links(node: Node) -> Links:
 
 
 def kernel_of(row: dict[str, str]) -> Kernel:
-    """The ``Kernel`` a kernel-sample row timed (GEMM roles map to plain fwd/bwd GEMMs)."""
+    """The ``Kernel`` a kernel-sample row timed (GEMM roles ``fwd``/``dgrad``/``wgrad`` are a layout
+    note of the sampler, not a kernel variant: the dims already say which product ran)."""
     family = Family(row["family"])
     dims = {name: int(row[name]) for name in DIMS[family.value]}
-    variant = row["variant"] if family in _VARIANT_FAMILIES else ""
+    variant = "" if family is Family.GEMM else row.get("variant", "")
+    if variant == "-":
+        variant = ""
+    if variant not in VARIANTS[family]:
+        raise InputError(f"sample row {row.get('key', '?')}: {family.value} has no variant {variant!r}",
+                         hint=f"known {family.value} variants: {', '.join(repr(v) for v in VARIANTS[family])}")
     return Kernel.make(family, Dtype(row["dtype"]), Pass(row["pass"]), variant, **dims)
 
 

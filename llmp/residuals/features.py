@@ -37,14 +37,20 @@ from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Family, Kernel, Pass, Tier
 from llmp.hardware.spec import Device, Dtype
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TILE = 128
 """Output tile edge of the wave model (cuBLAS/CUTLASS and FlashAttention tiles are 64-256)."""
 
 _COMMON = ("pass_bwd", "dtype_bytes", "dtype_bf16", "dtype_tf32", "log_flops", "log_bytes", "log_t_roof",
            "log_launch_frac", "log_intensity_rel", "log_bytes_l2")
 _DEVICE = ("log_peak", "log_bw", "sms", "log_l2", "clock_ghz")
-_ELEMENTWISE_VARIANTS = tuple(e.value for e in kernels.Elementwise)
+
+
+def _variant_names(family: Family) -> tuple[str, ...]:
+    """One-hot columns of a family's non-default variants (``kernels.VARIANTS``; the first is the
+    default and is all zeros), e.g. ``is_unfused`` for norms, ``is_rotary`` for elementwise."""
+    return tuple(f"is_{v}" for v in kernels.VARIANTS[family][1:])
+
 
 _SPECIFIC: dict[str, tuple[str, ...]] = {
     Family.GEMM: ("log_m", "log_n", "log_k", "log_batch", "align_m", "align_n", "align_k", "log_waves",
@@ -52,13 +58,14 @@ _SPECIFIC: dict[str, tuple[str, ...]] = {
     Family.ATTENTION: ("log_batch", "log_heads", "log_group", "log_seq_q", "log_seq_kv", "log_head_dim", "causal",
                        "flash", "log_waves", "wave_util"),
     Family.NORM: ("log_tokens", "log_hidden", "rms", "align_hidden"),
-    Family.ELEMENTWISE: ("log_elements", *(f"is_{v}" for v in _ELEMENTWISE_VARIANTS)),
+    Family.ELEMENTWISE: ("log_elements",),
     Family.SOFTMAX: ("log_rows", "log_cols", "align_cols"),
     Family.CROSS_ENTROPY: ("log_tokens", "log_vocab", "align_vocab"),
     Family.EMBEDDING: ("log_tokens", "log_hidden", "log_vocab"),
-    Family.OPTIMIZER: ("log_params", "is_sgd"),
+    Family.OPTIMIZER: ("log_params",),
     Family.COPY: ("log_elements",),
 }
+_SPECIFIC = {f: (*names, *_variant_names(Family(f))) for f, names in _SPECIFIC.items()}
 
 COLLECTIVE_FEATURES = ("log_bytes", "group", "ranks_per_node", "tier_inter", "log_link_bw", "log_link_latency",
                        "log_t_base", "log_latency_frac")
@@ -107,10 +114,10 @@ def peak_for(kernel: Kernel, cost: kernels.KernelCost, device: Device) -> float:
 
 
 def roofline_seconds(kernel: Kernel, device: Device) -> tuple[kernels.KernelCost, float]:
-    """``kernels.roofline`` evaluated numerically: ``max(F/peak, B/bw) + launch`` in seconds."""
+    """``kernels.roofline`` evaluated numerically: ``max(F/peak, B/bw) + launches * launch`` in seconds."""
     c = kernels.cost(kernel)
     t = max(float(c.flops) / peak_for(kernel, c, device), float(c.bytes) / float(device.mem_bandwidth))
-    return c, t + float(device.launch_overhead)
+    return c, t + c.launches * float(device.launch_overhead)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,7 +146,8 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     bw, l2 = float(device.mem_bandwidth), float(device.l2_cache)
     common = [float(k.pass_ is Pass.BWD), float(k.dtype.bytes), float(k.dtype is Dtype.BF16),
               float(k.dtype is Dtype.TF32), _log(max(flops, 1.0)), _log(nbytes), _log(t_roof),
-              _log(float(device.launch_overhead) / t_roof), _log((max(flops, 1.0) / nbytes) / (peak / bw)),
+              _log(c.launches * float(device.launch_overhead) / t_roof),
+              _log((max(flops, 1.0) / nbytes) / (peak / bw)),
               _log(nbytes / l2)]
     d = {n: int(v) for n, v in k.dims}
     sms = float(device.sms)
@@ -156,7 +164,7 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     elif f is Family.NORM:
         specific = [_log(d["tokens"]), _log(d["hidden"]), float(d["rms"]), _align(d["hidden"])]
     elif f is Family.ELEMENTWISE:
-        specific = [_log(d["elements"]), *(float(k.variant == v) for v in _ELEMENTWISE_VARIANTS)]
+        specific = [_log(d["elements"])]
     elif f is Family.SOFTMAX:
         specific = [_log(d["rows"]), _log(d["cols"]), _align(d["cols"])]
     elif f is Family.CROSS_ENTROPY:
@@ -164,10 +172,11 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     elif f is Family.EMBEDDING:
         specific = [_log(d["tokens"]), _log(d["hidden"]), _log(d["vocab"])]
     elif f is Family.OPTIMIZER:
-        specific = [_log(d["params"]), float(k.variant == "sgd")]
+        specific = [_log(d["params"])]
     else:
         specific = [_log(d["elements"])]
-    return [*common, *specific, *_device_row(peak, device)], t_roof
+    variants = [float(k.variant == v) for v in kernels.VARIANTS[f][1:]]
+    return [*common, *specific, *variants, *_device_row(peak, device)], t_roof
 
 
 def collective_row(c: Collective, links: Links) -> tuple[list[float], float]:

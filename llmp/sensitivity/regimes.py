@@ -39,9 +39,10 @@ def _sides(sc: SymbolicCost) -> list[tuple[str, str, str, sp.Expr, sp.Expr, sp.E
     for c in sc.ops:
         if not isinstance(c.op.work, Kernel):
             continue
-        peak = hw.peak_for(c.op.work, kernels.cost(c.op.work).tensor_core)
+        cost = kernels.cost(c.op.work)
+        peak = hw.peak_for(c.op.work, cost.tensor_core)
         out.append((c.op.phase.value, c.op.family, c.op.name, op_weight(c.op, sc), c.flops / peak,
-                    c.bytes / hw.mem_bandwidth, sp.sympify(hw.launch_overhead)))
+                    c.bytes / hw.mem_bandwidth, cost.launches * sp.sympify(hw.launch_overhead)))
     return out
 
 

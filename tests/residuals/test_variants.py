@@ -1,0 +1,91 @@
+"""Kernel variants: what a stack actually launches changes bytes and launches, never the FLOPs it
+computes, and the roofline pays one launch per kernel."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llmp.analytic import kernels
+from llmp.analytic.kernels import VARIANTS, Family, Fusion, Kernel, Pass, SoftmaxKind
+from llmp.errors import InputError
+from llmp.hardware.spec import Dtype
+from llmp.residuals import dataset, features
+
+sizes = st.integers(min_value=1, max_value=1 << 14)
+passes = st.sampled_from(list(Pass))
+
+
+def _norm(variant: str, pass_: Pass, tokens: int, hidden: int) -> Kernel:
+    return Kernel.make(Family.NORM, Dtype.FP16, pass_, variant, tokens=tokens, hidden=hidden, rms=1)
+
+
+@given(tokens=sizes, hidden=sizes, pass_=passes)
+def test_unfused_norm_moves_more_bytes_in_more_launches_for_the_same_flops(tokens, hidden, pass_):
+    fused = kernels.cost(_norm(Fusion.FUSED, pass_, tokens, hidden))
+    unfused = kernels.cost(_norm(Fusion.UNFUSED, pass_, tokens, hidden))
+    assert unfused.flops == fused.flops
+    assert unfused.bytes > fused.bytes
+    assert unfused.launches > fused.launches == 1
+
+
+@given(tokens=sizes, vocab=sizes, pass_=passes)
+def test_unfused_cross_entropy_moves_more_bytes(tokens, vocab, pass_):
+    def ce(variant: str) -> kernels.KernelCost:
+        return kernels.cost(Kernel.make(Family.CROSS_ENTROPY, Dtype.BF16, pass_, variant, tokens=tokens, vocab=vocab))
+
+    assert ce(Fusion.UNFUSED).bytes > ce(Fusion.FUSED).bytes
+    assert ce(Fusion.UNFUSED).flops == ce(Fusion.FUSED).flops
+
+
+@given(rows=sizes, cols=st.integers(min_value=2, max_value=1 << 14), pass_=passes)
+def test_causal_fused_softmax_does_about_half_the_work_of_the_full_square(rows, cols, pass_):
+    def sm(variant: str) -> kernels.KernelCost:
+        return kernels.cost(Kernel.make(Family.SOFTMAX, Dtype.FP16, pass_, variant, rows=rows, cols=cols))
+
+    full, causal = sm(SoftmaxKind.PLAIN), sm(SoftmaxKind.CAUSAL_FUSED)
+    assert causal.flops <= full.flops / 2
+    assert causal.bytes < full.bytes
+
+
+@pytest.mark.parametrize("family", list(Family))
+def test_every_variant_of_every_family_has_a_cost(family):
+    dims = {name: 256 for name in kernels.DIMS[family]}
+    for variant in VARIANTS[family]:
+        for pass_ in Pass:
+            c = kernels.cost(Kernel.make(family, Dtype.BF16, pass_, variant, **dims))
+            assert c.bytes > 0 and c.launches >= 1
+
+
+def test_roofline_pays_one_launch_per_kernel():
+    launch = sp.Symbol("launch", positive=True)
+    k = _norm(Fusion.UNFUSED, Pass.FWD, 8, 8)
+    t = kernels.roofline(kernels.cost(k), Dtype.FP16, peak_flops={Dtype.FP16: 1e15, Dtype.FP32: 1e15},
+                         mem_bandwidth=1e18, launch_overhead=launch)
+    assert t.coeff(launch) == 5
+
+
+def test_an_unknown_variant_is_not_a_kernel():
+    with pytest.raises(AssertionError):
+        Kernel.make(Family.NORM, Dtype.FP16, Pass.FWD, "fast", tokens=1, hidden=1, rms=1)
+
+
+def test_a_sample_row_with_an_unknown_variant_is_a_clear_input_error():
+    row = {"key": "k", "family": "norm", "pass": "fwd", "variant": "turbo", "dtype": "fp16", "tokens": "8",
+           "hidden": "64", "rms": "1"}
+    with pytest.raises(InputError, match="no variant 'turbo'"):
+        dataset.kernel_of(row)
+    row["variant"] = "unfused"
+    assert dataset.kernel_of(row).variant == "unfused"
+
+
+def test_variant_one_hots_are_features_of_their_family(cpu):
+    names = features.FEATURES["norm"]
+    assert "is_unfused" in names
+    fused, _ = features.kernel_row(_norm(Fusion.FUSED, Pass.FWD, 1024, 1024), cpu)
+    unfused, _ = features.kernel_row(_norm(Fusion.UNFUSED, Pass.FWD, 1024, 1024), cpu)
+    i = names.index("is_unfused")
+    assert (fused[i], unfused[i]) == (0.0, 1.0)
+    assert unfused[names.index("log_launch_frac")] > fused[names.index("log_launch_frac")]
