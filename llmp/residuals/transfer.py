@@ -1,0 +1,278 @@
+"""``CrossGpuModel``: residual factors for a GPU no one measured, chosen by how well they transfer.
+
+A tree fitted on a handful of GPUs learns them by name: its device features (peak, bandwidth,
+SMs, cache, clock) become a lookup, and a new GPU lands in whichever leaf its numbers fall into.
+Measured on the public data (benchmarks/fit_public.py, leave one GPU out), such a model was
+worse than the bare roofline for some families. So this model is built to be *safe to transfer*:
+
+* per operator (family, dtype, variant, pass) the median log factor over the GPUs that measured
+  it, each GPU weighted equally (``offsets``): what every GPU agrees on, e.g. that an unfused
+  RMSNorm runs at a fraction of the bandwidth its bytes would allow;
+* optionally an XGBoost tree on the *dimensionless* features only (arithmetic intensity over the
+  ridge point, launch cost over the roofline time, bytes over the cache, tile waves over the
+  SMs, alignment, pass, dtype, variant) on top of the offsets: how efficiency moves with the
+  shape relative to the machine, which carries over between GPUs where absolute sizes do not;
+* a shrinkage ``lam`` toward the roofline (log factor 0). Half-shrinkage is the safe choice when
+  only one GPU measured a family: in log space, ``0.5 * m`` is closer to the truth ``y`` than the
+  roofline whenever ``0 < m < 4 y`` (or the mirror for negative ``y``), i.e. whenever the other
+  GPU's factor has the right sign and is not four times too extreme.
+
+Which candidate a family gets is decided by leave-one-GPU-out over the GPUs that measured it
+(``fit``): a candidate that made any held-out GPU worse than the roofline loses to one that did
+not; among the rest, the lowest mean ratio of its error to the roofline's wins. The band
+half-width is the conformal quantile of the held-out GPUs' log errors, so it says how far off a
+GPU nobody measured tends to be, not how well the model fits GPUs it has seen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmp.analytic.collectives import Links
+from llmp.analytic.kernels import Collective, Kernel
+from llmp.errors import InputError, NotFittedError
+from llmp.hardware.spec import Device
+from llmp.residuals import features
+from llmp.residuals.model import DEFAULT_XGB, GroupPrediction, Observation
+
+_ABSOLUTE = frozenset({"log_flops", "log_bytes", "log_t_roof", "log_m", "log_n", "log_k", "log_batch", "log_tokens",
+                       "log_hidden", "log_elements", "log_rows", "log_cols", "log_vocab", "log_params", "log_seq_q",
+                       "log_seq_kv", "log_heads", *features.DEVICE_FEATURES})
+"""Features in absolute units (sizes, seconds, the device's own numbers): left out of the transfer tree."""
+
+SHRINK = (0.5, 1.0)
+"""Shrinkage levels tried for the offset and offset + tree candidates."""
+SINGLE_GPU_SHRINK = 0.5
+"""A family only one GPU measured: its offsets at half strength (see the module docstring)."""
+TREE_PARAMS: dict[str, object] = {**DEFAULT_XGB, "n_estimators": 80}
+
+
+def dimensionless(family: str) -> tuple[str, ...]:
+    """The features of ``family`` that mean the same on every GPU."""
+    return tuple(n for n in features.FEATURES[family] if n not in _ABSOLUTE)
+
+
+def operator_of(item: Kernel | Collective) -> str:
+    """``dtype/variant/pass`` of a kernel (collectives: their kind): the unit of the offsets."""
+    if isinstance(item, Kernel):
+        return f"{item.dtype}/{item.variant or '-'}/{item.pass_}"
+    return str(item.kind)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Candidate:
+    """One way to predict a family's log factor on an unmeasured GPU."""
+
+    kind: str
+    """``roofline`` (factor 1), ``offsets`` (operator medians) or ``offsets+tree``."""
+    lam: float
+    """Shrinkage toward the roofline: the prediction is ``lam * (offset + tree)``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FamilyFit:
+    """The transfer model of one family, as fitted (a ``CrossGpuModel`` holds one per family)."""
+
+    family: str
+    candidate: Candidate
+    offsets: dict[str, float]
+    """Operator -> median log factor over the GPUs that measured it (equal weight per GPU)."""
+    default_offset: float
+    """For an operator no GPU measured: the median of the family's operator offsets."""
+    columns: tuple[str, ...]
+    """Features the tree reads (empty without a tree)."""
+    booster: object | None
+    q: float
+    """Band half-width (log): conformal quantile of the held-out GPUs' log errors."""
+    gpus: tuple[str, ...]
+    """GPUs whose measurements the family was fitted on."""
+    logo: dict[str, dict[str, float]]
+    """Held-out GPU -> {"mape": chosen candidate, "roofline_mape": bare roofline, "n": rows}."""
+    n_samples: int
+
+    def predict(self, X: np.ndarray, names: tuple[str, ...], ops: Sequence[str]) -> np.ndarray:
+        if self.candidate.kind == "roofline":
+            return np.zeros(len(ops))
+        base = np.asarray([self.offsets.get(op, self.default_offset) for op in ops])
+        if self.booster is not None:
+            cols = [names.index(c) for c in self.columns]
+            base = base + np.asarray(self.booster.get_booster().inplace_predict(X[:, cols]), dtype=np.float64)
+        return self.candidate.lam * base
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    X: np.ndarray
+    y: np.ndarray
+    gpu: np.ndarray
+    op: np.ndarray
+
+    def take(self, mask: np.ndarray) -> _Rows:
+        return _Rows(self.X[mask], self.y[mask], self.gpu[mask], self.op[mask])
+
+
+def _ape(log_pred: np.ndarray, y: np.ndarray) -> float:
+    """Mean |predicted / measured - 1| given log factors."""
+    return float(np.mean(np.abs(np.exp(log_pred - y) - 1.0)))
+
+
+def _gpu_weights(gpu: np.ndarray) -> np.ndarray:
+    counts: dict[str, int] = defaultdict(int)
+    for g in gpu:
+        counts[str(g)] += 1
+    return np.asarray([1.0 / counts[str(g)] for g in gpu])
+
+
+def _offsets(rows: _Rows) -> tuple[dict[str, float], float]:
+    per_op: dict[str, list[float]] = defaultdict(list)
+    for op in sorted(set(rows.op.tolist())):
+        for g in sorted(set(rows.gpu.tolist())):
+            sel = (rows.op == op) & (rows.gpu == g)
+            if sel.any():
+                per_op[op].append(float(np.median(rows.y[sel])))
+    offsets = {op: float(np.median(v)) for op, v in per_op.items()}
+    return offsets, float(np.median(list(offsets.values()))) if offsets else 0.0
+
+
+def _fit_family(family: str, rows: _Rows, candidate: Candidate, seed: int) -> FamilyFit:
+    offsets, default = _offsets(rows)
+    columns: tuple[str, ...] = ()
+    booster = None
+    if candidate.kind == "offsets+tree":
+        import xgboost
+
+        names = features.FEATURES[family]
+        columns = dimensionless(family)
+        cols = [names.index(c) for c in columns]
+        mono = features.MONOTONE[family]
+        base = np.asarray([offsets[op] for op in rows.op])
+        booster = xgboost.XGBRegressor(**{**TREE_PARAMS, "random_state": seed,
+                                          "monotone_constraints": tuple(mono.get(c, 0) for c in columns)})
+        booster.fit(rows.X[:, cols], rows.y - base, sample_weight=_gpu_weights(rows.gpu))
+    return FamilyFit(family=family, candidate=candidate, offsets=offsets, default_offset=default, columns=columns,
+                     booster=booster, q=0.0, gpus=tuple(sorted(set(rows.gpu.tolist()))), logo={},
+                     n_samples=len(rows.y))
+
+
+def _candidates(n_gpus: int) -> list[Candidate]:
+    if n_gpus < 2:
+        return [Candidate(kind="offsets", lam=SINGLE_GPU_SHRINK)]
+    return [Candidate(kind="roofline", lam=0.0),
+            *(Candidate(kind=k, lam=lam) for k in ("offsets", "offsets+tree") for lam in SHRINK)]
+
+
+def _held_out(family: str, rows: _Rows, candidate: Candidate, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per GPU: (predicted log factors, measured log factors) of a fit on the other GPUs."""
+    out = {}
+    names = features.FEATURES[family]
+    for g in sorted(set(rows.gpu.tolist())):
+        test = rows.gpu == g
+        fit = _fit_family(family, rows.take(~test), candidate, seed)
+        out[g] = (fit.predict(rows.X[test], names, rows.op[test].tolist()), rows.y[test])
+    return out
+
+
+def _criterion(held: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[bool, float]:
+    """(worse than the roofline on some held-out GPU, mean error ratio to the roofline)."""
+    ratios = [_ape(p, y) / max(_ape(np.zeros_like(y), y), 1e-12) for p, y in held.values()]
+    return any(r > 1.0 for r in ratios), float(np.mean(ratios))
+
+
+class CrossGpuModel:
+    """Transfer residual models for unmeasured GPUs (see the module docstring).
+
+    sklearn conventions: ``__init__`` stores arguments, ``fit`` sets ``families_``.
+    """
+
+    def __init__(self, alpha: float = 0.1, random_state: int = 0, min_samples: int = 8) -> None:
+        self.alpha = alpha
+        self.random_state = random_state
+        self.min_samples = min_samples
+
+    def fit(self, observations: Sequence[Observation]) -> CrossGpuModel:
+        """Choose and fit one transfer model per family by leave-one-GPU-out."""
+        if not 0 < self.alpha < 1:
+            raise InputError(f"alpha must lie in (0, 1), got {self.alpha}")
+        grouped: dict[str, list[Observation]] = defaultdict(list)
+        for o in observations:
+            if isinstance(o.item, Kernel):
+                grouped[features.family_of(o.item)].append(o)
+        self.families_: dict[str, FamilyFit] = {}
+        for n, family in enumerate(sorted(grouped)):
+            rows = _matrix(grouped[family])
+            if len(rows.y) < self.min_samples:
+                continue
+            seed = self.random_state + 7919 * n
+            gpus = sorted(set(rows.gpu.tolist()))
+            scored = []
+            for cand in _candidates(len(gpus)):
+                held = _held_out(family, rows, cand, seed) if len(gpus) > 1 else {}
+                scored.append((_criterion(held) if held else (False, 1.0), cand, held))
+            crit, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
+            fit = _fit_family(family, rows, best, seed)
+            if held:
+                errors = np.concatenate([np.abs(p - y) for p, y in held.values()])
+                weights = np.concatenate([np.full(len(y), 1.0 / len(y)) for _, y in held.values()])
+                q = _weighted_quantile(errors, weights, 1 - self.alpha)
+                logo = {g: {"mape": _ape(p, y), "roofline_mape": _ape(np.zeros_like(y), y), "n": float(len(y))}
+                        for g, (p, y) in held.items()}
+            else:  # one GPU: no transfer evidence, so the band is as wide as that GPU's spread around the offsets
+                pred = fit.predict(rows.X, features.FEATURES[family], rows.op.tolist())
+                q = float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha)) + abs(SINGLE_GPU_SHRINK * fit.default_offset)
+                logo = {}
+            self.families_[family] = FamilyFit(
+                family=family, candidate=best, offsets=fit.offsets, default_offset=fit.default_offset,
+                columns=fit.columns, booster=fit.booster, q=float(q), gpus=fit.gpus, logo=logo,
+                n_samples=fit.n_samples)
+        if not self.families_:
+            raise InputError(f"no family has {self.min_samples}+ samples; nothing to fit")
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "families_"):
+            raise NotFittedError("this CrossGpuModel is not fitted yet; call fit(observations) first")
+
+    def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
+                blocks: dict[str, features.Block] | None = None) -> GroupPrediction:
+        """Log factors for ``items`` on any ``device`` (families without a fit: 0, uncovered).
+
+        ``in_domain`` is False everywhere: a cross-GPU answer is by construction outside every
+        GPU's sampled domain, and the provenance says so.
+        """
+        self._check_fitted()
+        n = len(items)
+        out = GroupPrediction(log_factor=np.zeros(n), q=np.zeros(n), has_model=np.zeros(n, dtype=bool),
+                              in_domain=np.zeros(n, dtype=bool), spread=np.zeros(n))
+        if blocks is None:
+            blocks, _ = features.blocks(items, device, links=links)
+        for family, block in blocks.items():
+            fit = self.families_.get(family)
+            if fit is None:
+                continue
+            ops = [operator_of(items[i]) for i in block.index]
+            out.log_factor[block.index] = fit.predict(block.X, block.names, ops)
+            out.q[block.index] = fit.q
+            out.has_model[block.index] = True
+        return out
+
+
+def _matrix(obs: Sequence[Observation]) -> _Rows:
+    X, y, gpu, op = [], [], [], []
+    for o in obs:
+        row, base = features.kernel_row(o.item, o.device)
+        X.append(row)
+        y.append(math.log(o.seconds / base))
+        gpu.append(o.device.id)
+        op.append(operator_of(o.item))
+    return _Rows(np.asarray(X, dtype=np.float64), np.asarray(y), np.asarray(gpu), np.asarray(op))
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order]) / weights.sum()
+    return float(values[order][min(int(np.searchsorted(cum, level)), len(values) - 1)])

@@ -1,0 +1,90 @@
+"""The cross-GPU model: it transfers what the GPUs agree on, and falls back to the roofline where
+they disagree, so a GPU nobody measured is never made worse than its bare roofline."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from residual_helpers import synthetic
+
+from llmp.errors import NotFittedError
+from llmp.residuals import dataset, features
+from llmp.residuals.model import Observation
+from llmp.residuals.transfer import SINGLE_GPU_SHRINK, CrossGpuModel, operator_of
+
+GPUS = ("a100_sxm4_80gb", "h100_sxm5_80gb", "b200", "mi300x")
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return {g: dataset.catalog_node(g).gpu for g in GPUS}
+
+
+def _shifted(obs: list[Observation], shift: float) -> list[Observation]:
+    return [Observation(item=o.item, device=o.device, seconds=o.seconds * math.exp(shift)) for o in obs]
+
+
+def _mape(model, obs: list[Observation]) -> tuple[float, float]:
+    device = obs[0].device
+    items = [o.item for o in obs]
+    pred = model.predict(items, device)
+    roof = np.asarray([features.roofline_seconds(it, device)[1] for it in items])
+    sec = np.asarray([o.seconds for o in obs])
+    return (float(np.mean(np.abs(roof * np.exp(pred.log_factor) / sec - 1))),
+            float(np.mean(np.abs(roof / sec - 1))))
+
+
+def test_what_every_gpu_agrees_on_transfers_to_a_gpu_never_measured(devices):
+    data = {g: synthetic(d, ("norm",), 40, seed=i) for i, (g, d) in enumerate(devices.items())}
+    model = CrossGpuModel().fit([o for g in GPUS[:3] for o in data[g]])
+    fit = model.families_["norm"]
+    assert fit.candidate.kind != "roofline"
+    err, roof = _mape(model, data["mi300x"])
+    assert err < 0.5 * roof
+
+
+def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
+    # Each GPU's factors are shifted so their operator medians disagree in sign: nothing transfers.
+    shifts = {"a100_sxm4_80gb": -2.5, "h100_sxm5_80gb": 1.5, "b200": -1.8, "mi300x": 0.0}
+    data = {g: _shifted(synthetic(d, ("elementwise",), 40, seed=i), shifts[g]) for i, (g, d) in enumerate(devices.items())}
+    model = CrossGpuModel().fit([o for g in GPUS[:3] for o in data[g]])
+    fit = model.families_["elementwise"]
+    assert fit.candidate.kind == "roofline"
+    for g, held in fit.logo.items():
+        assert held["mape"] == pytest.approx(held["roofline_mape"])
+    pred = model.predict([o.item for o in data["mi300x"]], devices["mi300x"])
+    assert np.all(pred.log_factor == 0) and np.all(pred.has_model)
+
+
+def test_a_family_measured_on_one_gpu_transfers_at_half_strength(devices):
+    obs = synthetic(devices["a100_sxm4_80gb"], ("softmax",), 30)
+    model = CrossGpuModel().fit(obs)
+    fit = model.families_["softmax"]
+    assert fit.candidate.lam == SINGLE_GPU_SHRINK and fit.logo == {}
+    op = operator_of(obs[0].item)
+    pred = model.predict([obs[0].item], devices["h100_sxm5_80gb"])
+    assert pred.log_factor[0] == pytest.approx(SINGLE_GPU_SHRINK * fit.offsets[op])
+    assert fit.q > 0
+
+
+def test_the_band_comes_from_held_out_gpus_and_covers_them(devices):
+    data = {g: synthetic(d, ("norm",), 40, seed=i, noise=0.1) for i, (g, d) in enumerate(devices.items())}
+    model = CrossGpuModel(alpha=0.2).fit([o for g in GPUS for o in data[g]])
+    fit = model.families_["norm"]
+    assert set(fit.logo) == set(GPUS)
+    assert fit.q > 0
+
+
+def test_predictions_are_never_in_domain_and_unknown_families_stay_uncovered(devices):
+    obs = synthetic(devices["a100_sxm4_80gb"], ("norm",), 20) + synthetic(devices["b200"], ("norm",), 20, seed=3)
+    model = CrossGpuModel().fit(obs)
+    other = synthetic(devices["h100_sxm5_80gb"], ("gemm",), 3)
+    pred = model.predict([o.item for o in other], devices["h100_sxm5_80gb"])
+    assert not pred.has_model.any() and not pred.in_domain.any()
+
+
+def test_unfitted_model_says_so(devices):
+    with pytest.raises(NotFittedError):
+        CrossGpuModel().predict([], devices["b200"])
