@@ -40,23 +40,17 @@ from llmp.residuals import adapt, dataset, features
 from llmp.residuals.model import Observation, ResidualModel
 from llmp.residuals.store import Residuals
 
-# NVIDIA A40 is not in the catalog. Numbers from the NVIDIA A40 datasheet (nvidia.com, "NVIDIA A40
-# Datasheet", PB-10216/1469711; recalled, not re-fetched): FP32 37.4 TFLOP/s, TF32 tensor 74.8,
-# BF16/FP16 tensor 149.7 dense (299.4 with sparsity), 48 GB GDDR6 at 696 GB/s, 10752 CUDA cores
-# = 84 SMs, boost 1740 MHz, 6 MB L2 (GA102), 300 W. Launch overhead as the catalog's CUDA GPUs.
-A40 = Device(id="a40", name="NVIDIA A40", vendor="NVIDIA",
-             peak_flops={Dtype.FP32: 37.4e12, Dtype.TF32: 74.8e12, Dtype.BF16: 149.7e12, Dtype.FP16: 149.7e12},
-             memory=48e9, mem_bandwidth=696e9, sms=84, clock=1.74e9, l2_cache=6 * 2**20, tdp=300.0,
-             launch_overhead=5e-6)
-CATALOG = {"a100": "a100_sxm4_80gb", "h100": "h100_sxm5_80gb"}
-"""Vidur's "a100"/"h100" are taken to be the 80 GB SXM parts (assumption: the profiles do not say)."""
+CATALOG = {"a100": "a100_sxm4_80gb", "h100": "h100_sxm5_80gb", "a40": "a40"}
+"""Vidur's GPUs as catalog devices. Vidur's "a100"/"h100" are taken to be the 80 GB SXM parts
+(assumption: the profiles do not say); its A40 is the catalog's ``a40`` (numbers and sources in
+llmp/hardware/catalog/a40.llmp)."""
 MATCHED_MODELS = ("microsoft/phi-2", "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b-hf", "Qwen/Qwen-72B",
                   "internlm/internlm-20b", "codellama/CodeLlama-34b-Instruct-hf")
 KS = (0, 5, 10, 30, "all")
 
 
 def device(gpu: str) -> Device:
-    return A40 if gpu == "a40" else dataset.catalog_node(CATALOG[gpu]).gpu
+    return dataset.catalog_node(CATALOG[gpu]).gpu
 
 
 def _gemm(m, n, k, batch=1, pass_=Pass.FWD):

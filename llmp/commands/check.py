@@ -21,7 +21,9 @@ from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
 from llmp.dsl.schema import Kind, Section
 from llmp.dsl.serialize import plain
 from llmp.dsl.spec import Spec
+from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.symbols import symbol_name
+from llmp.hardware.spec import Derivation, Device
 from llmp.units import BANDWIDTH, COUNT, TIME, format_count, format_flops, format_quantity
 
 
@@ -103,12 +105,28 @@ def _show(value: Any, path: str) -> str:
 
 
 def _rows(title: str, obj: Any, section: Section, prefix: str) -> list[str]:
+    derivation = obj.derivation if isinstance(obj, Device) else None
     lines = [title]
     for name, fdef in section.fields.items():
         if fdef.kind in (Kind.REF, Kind.LINK):
             continue
-        lines.append(f"  {name:<{_WIDTH}}{_show(getattr(obj, name), f'{prefix}.{name}')}")
+        shown = _show(getattr(obj, name), f'{prefix}.{name}')
+        if derivation is not None:
+            shown = _with_origin(shown, derivation, obj.id, name)
+        lines.append(f"  {name:<{_WIDTH}}{shown}")
     return lines
+
+
+def _with_origin(shown: str, derivation: Derivation | None, device: str, *names: str) -> str:
+    """A derived device's value tagged with where it came from: written in the derived block
+    (``overridden``), taken from a base (``from h100_sxm5_80gb``), ``--set`` or the default.
+    ``names`` are looked up in order (``flops.bf16`` for an override, then ``flops``)."""
+    if derivation is None:
+        return shown
+    source = next((derivation.origin[n] for n in names if n in derivation.origin), None)
+    tag = ("default" if source is None else "overridden" if source == device
+           else "--set" if source == SET_FILE else f"from {source}")
+    return f"{shown:<{_WIDTH - 1}} ({tag})"
 
 
 def render(spec: Spec) -> str:
@@ -132,13 +150,18 @@ def render(spec: Spec) -> str:
         if link.peer_bandwidth is not None:
             measured += f", {format_quantity(link.peer_bandwidth, BANDWIDTH)} per pair"
         out.append(f"  {label:<{_WIDTH}}{link.id}: {bandwidth}, latency {latency}{measured}")
-    out += ["", *_rows(f"gpu {gpu.id}", gpu, schema.GPU, "gpu")]
+    derivation = gpu.derivation
+    title = f"gpu {gpu.id}" + "".join(f" from {base}" for base in (derivation.chain if derivation else ()))
+    out += ["", *_rows(title, gpu, schema.GPU, "gpu")]
     for dtype, rate in gpu.peak_flops.items():
-        out.append(f"  {'flops.' + dtype.value:<{_WIDTH}}{format_flops(rate)}")
+        path = f"flops.{dtype.value}"
+        out.append(f"  {path:<{_WIDTH}}{_with_origin(format_flops(rate), derivation, gpu.id, path, 'flops')}")
     for block in ("achievable", "flash_attention"):
         facts = getattr(gpu, block)
         for dtype, rate in (facts.rates.items() if facts is not None else ()):
-            out.append(f"  {block + '.' + dtype.value:<{_WIDTH}}{format_flops(rate)} (measured)")
+            path = f"{block}.{dtype.value}"
+            shown = _with_origin(f"{format_flops(rate)} (measured)", derivation, gpu.id, path, block)
+            out.append(f"  {path:<{_WIDTH}}{shown}")
     out += ["", "derived"]
     for name, value in derived(spec).items():
         out.append(f"  {name:<{_WIDTH}}{_derived_text(name, value)}")

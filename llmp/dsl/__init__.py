@@ -4,10 +4,10 @@
     spec = llmp.dsl.loads(text, filename="inline.llmp")
 
 Pipeline (each stage its own module): ``grammar.parse`` (Lark tree) → ``transform`` (AST with
-spans) → ``includes`` (``use`` files, cycles) → ``blocks`` (ids, active sections, schema names)
-→ ``resolve`` (units, expressions, defaults, symbols, sweeps, ``--set``) → ``build`` (typed
-Spec) → ``checks`` (cross-field rules). Every failure is an :class:`~llmp.errors.LlmpError`
-with a span and the offending source line filled in.
+spans) → ``includes`` (``use`` files, cycles) → ``blocks`` (ids, active sections, schema names;
+``derive``: the bases of ``gpu NEW from BASE``) → ``resolve`` (units, expressions, defaults,
+symbols, sweeps, ``--set``) → ``build`` (typed Spec) → ``checks`` (cross-field rules). Every
+failure is an :class:`~llmp.errors.LlmpError` with a span and the offending source line filled in.
 """
 
 from __future__ import annotations

@@ -162,10 +162,12 @@ class SubBlock:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """A top-level block: ``model llama3_8b { ... }``, ``train { ... }``."""
+    """A top-level block: ``model llama3_8b { ... }``, ``train { ... }``,
+    ``gpu h100_96 from h100_sxm5_80gb { ... }`` (``base`` is the id after ``from``)."""
 
     kind: Ident
     name: Ident | None
+    base: Ident | None
     body: Body
     span: Span
 

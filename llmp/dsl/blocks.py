@@ -4,8 +4,9 @@ Hardware blocks (gpu/device, node, link) from any file are referenceable by id; 
 twice is an error showing both places. The model, cluster, train and parallel in effect are
 the ones in the root file; if the root file has none and exactly one exists among the included
 files, that one; otherwise an error that lists them. Every block's body is checked here against
-the schema (unknown or duplicate fields, misplaced sub-blocks), used or not, so a typo in a
-catalog file is caught the first time any spec includes it.
+the schema (unknown or duplicate fields, misplaced sub-blocks), and every derived gpu's chain of
+bases (``derive.py``), used or not, so a typo in a catalog file is caught the first time any
+spec includes it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from llmp.dsl import ast
+from llmp.dsl import ast, derive
 from llmp.dsl.includes import Program, describe
 from llmp.dsl.schema import KIND_SECTION, NAMED_KINDS, SECTIONS, Kind, Section
 from llmp.errors import SpecError, Span
@@ -47,6 +48,7 @@ def collect(program: Program) -> Definitions:
         for item in file.document.items:
             if isinstance(item, ast.Block):
                 _add(defs, item, file.is_root)
+    derive.check_all(defs.hardware)
     return defs
 
 
@@ -59,6 +61,10 @@ def _add(defs: Definitions, block: ast.Block, in_root: bool) -> None:
     if kind not in NAMED_KINDS and block.name is not None:
         raise SpecError(f"a {kind} block takes no id", block.name.span, label="unexpected id",
                         hint=f"write {kind} {{ ... }}")
+    if block.base is not None and section != "gpu":
+        raise SpecError(f"a {kind} block cannot be derived from another", block.base.span,
+                        label="unexpected base",
+                        hint=f"only gpu blocks take 'from BASE'; write the {kind} out in full")
     where = f"{kind} {block.name.text}" if block.name is not None else kind
     check_body(block.body, SECTIONS[section], where)
     if section in defs.hardware:

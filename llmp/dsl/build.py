@@ -63,7 +63,8 @@ def _device(resolver: Resolver) -> Device:
                         label="missing field",
                         hint="add flops { bf16 = ... TFLOP/s } with at least one dtype")
     return Device(id=frame.block_id, peak_flops=peak, achievable=_attainable(resolver, "gpu.achievable"),
-                  flash_attention=_attainable(resolver, "gpu.flash_attention"), **values)
+                  flash_attention=_attainable(resolver, "gpu.flash_attention"),
+                  derivation=frame.derivation, **values)
 
 
 def _cluster(resolver: Resolver) -> Cluster:

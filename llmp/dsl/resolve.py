@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmp.dsl import ast
+from llmp.dsl import ast, derive
 from llmp.dsl.blocks import Definitions, active
+from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.schema import BLOCK_ID, SECTIONS, TOP_LEVEL, FieldDef, Kind, Section
 from llmp.dsl.spec import Sweep
 from llmp.dsl.symbols import symbol_for
@@ -28,6 +29,8 @@ from llmp.dsl.transform import parse_value
 from llmp.dsl.values import (Flag, Num, Text, Val, Word, arith, negate, number, to_bool,
                              to_count, to_enum, to_real, to_string)
 from llmp.errors import SpecError, Span
+from llmp.hardware import catalog
+from llmp.hardware.spec import Derivation
 from llmp.units import COUNT, UNITS
 
 DEFAULT_FILE = "<default>"
@@ -55,6 +58,8 @@ class Frame:
     """Written fields, with ``--set`` overrides already substituted."""
     subs: dict[str, ast.Body]
     parent: Frame | None = None
+    derivation: Derivation | None = None
+    """For a derived gpu: its bases and which block wrote each entry (``derive.py``)."""
     vals: dict[str, Val | None] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
 
@@ -105,7 +110,10 @@ class Resolver:
         if path in ("node", "gpu"):
             owner, name = ("cluster", "node") if path == "node" else ("node", "gpu")
             block_id = self.get(self.frame(owner), name)
-            return self._block_frame(path, self.defs.hardware[path][block_id])
+            block = self.defs.hardware[path][block_id]
+            if block.base is not None:
+                return self._derived_frame(path, block)
+            return self._block_frame(path, block)
         parent_path, _, name = path.rpartition(".")
         parent = self.frame(parent_path)
         if name in parent.section.fields:  # a link field: node.intra, cluster.inter
@@ -139,11 +147,32 @@ class Resolver:
         block_id = block.name.text if block.name is not None else block.kind.text
         return self._frame(path, SECTIONS[path], block_id, block.span, block.body, None)
 
+    def _derived_frame(self, path: str, block: ast.Block) -> Frame:
+        """A derived gpu: its entries over its bases' (``derive.py``), ``--set`` on top."""
+        assert block.name is not None
+        flat = derive.flatten(block, self.defs.hardware)
+        frame = self._frame_from(path, SECTIONS[path], block.name.text, block.span,
+                                 dict(flat.fields), dict(flat.subs), None)
+        origin = dict(flat.origin)
+        for opath in self.overrides:
+            parent_path, _, name = opath.rpartition(".")
+            if parent_path == path:
+                origin[name] = SET_FILE
+            elif parent_path.startswith(f"{path}.") and parent_path.count(".") == 1:
+                origin[parent_path.partition(".")[2] + "." + name] = SET_FILE
+        frame.derivation = Derivation(chain=flat.chain, origin=origin)
+        return frame
+
     def _frame(self, path: str, section: Section, block_id: str, span: Span,
                body: ast.Body | None, parent: Frame | None) -> Frame:
         entries = body.entries if body is not None else ()
         fields = {e.name.text: e for e in entries if isinstance(e, ast.Field)}
         subs = {e.name.text: e.body for e in entries if isinstance(e, ast.SubBlock)}
+        return self._frame_from(path, section, block_id, span, fields, subs, parent)
+
+    def _frame_from(self, path: str, section: Section, block_id: str, span: Span,
+                    fields: dict[str, ast.Field], subs: dict[str, ast.Body],
+                    parent: Frame | None) -> Frame:
         for opath, ofield in self.overrides.items():
             if opath.rpartition(".")[0] == path:
                 fields[ofield.name.text] = ofield
@@ -281,18 +310,25 @@ class Resolver:
         return val, convert(val, fdef, path, span)
 
     def _ref(self, fdef: FieldDef, val: Val, path: str, span: Span) -> str:
+        """The id a REF field names: as written, or its canonical catalog id when it is a
+        catalog alias (``gpu = gh200`` means ``gh200_96gb``)."""
         table = self.defs.hardware[fdef.target]
         if not isinstance(val, Word):
             raise SpecError(f"{path} expects the id of a {fdef.target} block, got "
                             f"{val.describe()}", span, label="wrong type")
-        if val.text not in table:
-            close = difflib.get_close_matches(val.text, list(table), n=1, cutoff=0.6)
-            known = ", ".join(sorted(table)) or "none"
-            raise SpecError(f"{path} = '{val.text}': no {fdef.target} has this id", span,
-                            label="unknown reference",
-                            hint=f"did you mean '{close[0]}'?" if close else
-                            f"{fdef.target} ids defined: {known} (use a catalog file to get more)")
-        return val.text
+        if val.text in table:
+            return val.text
+        if catalog.canonical(val.text) in table:
+            return catalog.canonical(val.text)
+        close = difflib.get_close_matches(val.text, list(table), n=1, cutoff=0.6)
+        known = ", ".join(sorted(table)) or "none"
+        found = catalog.entry(val.text)
+        raise SpecError(f"{path} = '{val.text}': no {fdef.target} has this id", span,
+                        label="unknown reference",
+                        hint=f"did you mean '{close[0]}'?" if close else
+                        f'it is in the catalog: add use "{found[1].stem}"'
+                        if found is not None and found[0] == fdef.target else
+                        f"{fdef.target} ids defined: {known} (use a catalog file to get more)")
 
     def _link(self, frame: Frame, fdef: FieldDef, expr: ast.Expr, path: str) -> LinkTarget:
         if isinstance(expr, ast.Ref) and len(expr.parts) == 1:

@@ -2,7 +2,8 @@
 
 Every GPU, node and cluster id lives in a file of the same name (``dgx_h100.llmp`` defines
 ``node dgx_h100``), so ``use "dgx_h100"`` finds it; links live together in ``links.llmp``.
-:func:`find` also accepts any id defined in a catalog file, so ``use "nvlink4"`` works too.
+:func:`find` also accepts any id defined in a catalog file, so ``use "nvlink4"`` works too,
+and the retired short ids of :data:`ALIASES` (``gh200``), which name their canonical entry.
 
 The index is built by a light scan of block headers (``gpu h100_sxm5_80gb {``), not by the DSL
 parser: the resolver calls :func:`find` while resolving ``use``, so this module must not
@@ -14,16 +15,27 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
+from types import MappingProxyType
 
 from llmp.errors import SpecError
 
 SUFFIX = ".llmp"
 
-# `device` is the grammar's alias of `gpu`; both are reported as kind "gpu".
-_HEADER = re.compile(r"^[ \t]*(gpu|device|link|node|cluster)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\{", re.MULTILINE)
+# `device` is the grammar's alias of `gpu`; both are reported as kind "gpu". A derived gpu
+# (`gpu b300_1000w from b300 {`) is indexed under its own id.
+_HEADER = re.compile(r"^[ \t]*(gpu|device|link|node|cluster)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
+                     r"(?:[ \t]+from[ \t]+[A-Za-z_][A-Za-z0-9_]*)?[ \t]*\{", re.MULTILINE)
 _KINDS = ("gpu", "link", "node", "cluster")
+
+ALIASES: Mapping[str, str] = MappingProxyType({
+    "gh200": "gh200_96gb",  # the 96 GB HBM3 GH200 was `gh200` until the 144 GB HBM3e part joined
+})
+"""Retired or short catalog ids -> the canonical id. The one table every lookup goes through:
+``use "gh200"`` (:func:`find`), ``node.gpu = gh200`` and ``gpu x from gh200`` (the resolver,
+through :func:`canonical`). A spec resolves to the canonical id, which ``llmp check`` shows."""
 
 
 def catalog_dir() -> Path:
@@ -57,19 +69,31 @@ def catalog_ids() -> dict[str, list[str]]:
     return {kind: sorted(names) for kind, names in ids.items()}
 
 
+def canonical(ident: str) -> str:
+    """The canonical catalog id for ``ident`` (itself unless :data:`ALIASES` renames it)."""
+    return ALIASES.get(ident, ident)
+
+
+def entry(ident: str) -> tuple[str, Path] | None:
+    """(kind, file) of the catalog block with id ``ident`` (an alias names its target), or None."""
+    wanted = canonical(ident)
+    return next(((kind, path) for kind, found, path in _index() if found == wanted), None)
+
+
 def find(name: str) -> Path:
-    """The catalog file for ``name``: a file stem (``".llmp"`` optional) or an id defined in a file.
+    """The catalog file for ``name``: a file stem (``".llmp"`` optional), an id defined in a
+    file, or an alias of either (:data:`ALIASES`).
 
     Raises :class:`SpecError` with a did-you-mean hint when nothing matches.
     """
-    stem = name.removesuffix(SUFFIX)
+    stem = canonical(name.removesuffix(SUFFIX))
     candidate = catalog_dir() / f"{stem}{SUFFIX}"
     if "/" not in stem and "\\" not in stem and candidate.is_file():
         return candidate
     by_id = {ident: path for _, ident, path in _index()}
     if stem in by_id:
         return by_id[stem]
-    known = sorted({path.stem for path in catalog_dir().glob(f"*{SUFFIX}")} | set(by_id))
+    known = sorted({path.stem for path in catalog_dir().glob(f"*{SUFFIX}")} | set(by_id) | set(ALIASES))
     close = difflib.get_close_matches(stem, known, n=1, cutoff=0.6)
     hint = (f"did you mean '{close[0]}'?" if close
             else "catalog entries: " + ", ".join(known))

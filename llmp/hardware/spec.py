@@ -47,6 +47,24 @@ class Attainable:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Derivation:
+    """Where a derived device's values come from (``gpu h100_96 from h100_sxm5_80gb { ... }``),
+    so ``llmp check`` can show which values were inherited and which were written."""
+
+    chain: tuple[str, ...]
+    """The device's bases, nearest first: ``("h100_sxm5_80gb",)``, or longer when a base is
+    itself derived."""
+    origin: dict[str, str]
+    """Field or sub-block name (``memory``, ``flops``) -> the id of the block in the chain that
+    wrote it, or ``"--set"`` for a command-line override. A name not listed has its default."""
+
+    @property
+    def base(self) -> str:
+        """The device this one was derived from."""
+        return self.chain[0]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Device:
     """One accelerator (or a CPU socket used as one), as on its datasheet."""
 
@@ -79,6 +97,8 @@ class Device:
     flash_attention: Attainable | None = None
     """Best measured fused-attention rates (``flash_attention { }``) in the FlashAttention FLOP
     convention: the compute ceiling of flash attention kernels. None: no facts."""
+    derivation: Derivation | None = None
+    """How a derived device got its values; None for a device written out in full."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

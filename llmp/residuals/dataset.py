@@ -17,6 +17,7 @@ from pathlib import Path
 from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
 from llmp.errors import InputError, LlmpError
+from llmp.hardware.catalog import canonical
 from llmp.hardware.spec import Device, Dtype, Node
 from llmp.residuals import samplefile
 from llmp.residuals.design import DIMS
@@ -51,9 +52,11 @@ def _catalog_spec_text(device_id: str, node_id: str | None) -> str:
 
 @functools.cache
 def catalog_node(device_id: str, node_id: str | None = None) -> Node:
-    """The catalog's device (in a one-device probe node), or the catalog node ``node_id``."""
+    """The catalog's device (in a one-device probe node), or the catalog node ``node_id``. A
+    retired id (``gh200``, in sample files taken before the rename) names its canonical device."""
     from llmp import dsl
 
+    device_id = canonical(device_id)
     try:
         spec = dsl.loads(_catalog_spec_text(device_id, node_id), filename=f"<catalog {node_id or device_id}>")
     except LlmpError as err:

@@ -59,7 +59,7 @@ def test_unknown_symbol_name_suggests() -> None:
 @pytest.mark.parametrize("section,cls,extra", [
     ("model", ModelSpec, {"name", "moe"}), ("moe", MoeSpec, set()),
     ("train", TrainSpec, set()), ("parallel", ParallelSpec, set()),
-    ("link", Link, {"id"}), ("gpu", Device, {"id", "peak_flops", "achievable", "flash_attention"}),
+    ("link", Link, {"id"}), ("gpu", Device, {"id", "peak_flops", "achievable", "flash_attention", "derivation"}),
 ])
 def test_schema_fields_are_the_dataclass_fields(section: str, cls: type, extra: set[str]) -> None:
     names = {f.name for f in dataclasses.fields(cls)}

@@ -16,14 +16,18 @@ from llmp.hardware import catalog
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-# gpu_id values of data/published (README "Two normalised columns"), minus those the catalog
-# leaves out because data/hardware has no facts for them (see the catalog report):
-# h100_sxm_96gb_hbm2e_500w, b300, gb300.
+# gpu_id values of data/published (README "Two normalised columns") and of data/kernels (README
+# "gpu_id values and the catalog") that name one part: each must be a catalog GPU of that id.
 PUBLISHED_GPU_IDS = {"v100_sxm3_32gb", "a100_sxm4_40gb", "a100_sxm4_80gb", "h100_sxm5_80gb",
-                     "h200_sxm_141gb", "b200", "gb200"}
-OTHER_GPU_IDS = {"gh200", "mi300x", "cpu"}
-NODE_IDS = {"dgx_a100", "dgx_a100_40gb", "dgx_h100", "dgx_b200", "gb200_nvl72", "perlmutter_gpu",
-            "perlmutter_gpu_80gb", "vista_gh200", "dgx2_v100", "hgx_h200", "cpu_host"}
+                     "h100_sxm_96gb_hbm2e_500w", "h200_sxm_141gb", "b200", "b300", "gb200", "gb300"}
+KERNELS_GPU_IDS = {"h100_sxm5_80gb", "h200_sxm_141gb", "b200", "gb200", "gb300", "mi300x", "mi355x",
+                   "a100_sxm4_40gb", "a100_pcie_80gb", "h800_sxm5_80gb"}
+OTHER_GPU_IDS = {"gh200_96gb", "gh200_144gb", "mi325x", "mi350x", "a40", "cpu"}
+NODE_IDS = {"dgx_a100", "dgx_a100_40gb", "dgx_h100", "dgx_b200", "dgx_b300", "gb200_nvl72", "gb200_nvl72_tray",
+            "gb300_nvl72", "gb300_nvl72_tray", "perlmutter_gpu", "perlmutter_gpu_80gb", "vista_gh200",
+            "alps_gh200", "dgx2_v100", "hgx_h200", "hgx_h800", "azure_ndv4", "grand_teton_h100_96gb",
+            "mi300x_platform", "mi325x_platform", "mi355x_platform", "cpu_host"}
+HEADER = re.compile(r"^\s*(gpu|device|node|cluster|link)\s+(\w+)(?:\s+from\s+\w+)?\s*\{", re.MULTILINE)
 
 
 def test_catalog_dir_holds_llmp_files() -> None:
@@ -35,11 +39,11 @@ def test_catalog_dir_holds_llmp_files() -> None:
 def test_ids_by_kind_cover_the_required_hardware() -> None:
     ids = catalog.catalog_ids()
     assert set(ids) == {"gpu", "link", "node", "cluster"}
-    assert PUBLISHED_GPU_IDS | OTHER_GPU_IDS <= set(ids["gpu"])
+    assert PUBLISHED_GPU_IDS | KERNELS_GPU_IDS | OTHER_GPU_IDS <= set(ids["gpu"])
     assert NODE_IDS <= set(ids["node"])
     assert {"nvlink2", "nvlink3", "nvlink4", "nvlink5", "hdr_ib", "ndr_ib", "slingshot11",
             "roce_1600g"} <= set(ids["link"])
-    assert {"perlmutter", "vista"} <= set(ids["cluster"])
+    assert {"perlmutter", "vista", "alps"} <= set(ids["cluster"])
 
 
 def test_ids_are_unique_across_kinds_and_files() -> None:
@@ -53,8 +57,7 @@ def test_each_gpu_node_and_cluster_has_a_file_of_its_own_name(kind: str) -> None
     for ident in catalog.catalog_ids()[kind]:
         path = catalog.catalog_dir() / f"{ident}.llmp"
         assert path.is_file(), ident
-        headers = re.findall(r"^\s*(gpu|device|node|cluster|link)\s+(\w+)\s*\{", path.read_text(), re.MULTILINE)
-        assert headers == [(kind, ident)], path.name
+        assert HEADER.findall(path.read_text()) == [(kind, ident)], path.name
 
 
 def test_find_by_file_name_with_or_without_suffix() -> None:
@@ -122,3 +125,26 @@ def test_no_example_is_named_like_a_catalog_entry() -> None:
     """`use "x"` looks next to the including file first: an example named x.llmp would include itself."""
     catalog_names = {p.stem for p in catalog.catalog_dir().glob("*.llmp")}
     assert not catalog_names & {p.stem for p in EXAMPLES.glob("*.llmp")}
+
+
+# ---- aliases ----------------------------------------------------------------------------------
+
+def test_find_follows_an_alias_to_its_canonical_file() -> None:
+    assert catalog.find("gh200") == catalog.catalog_dir() / "gh200_96gb.llmp"
+    assert catalog.find("gh200.llmp") == catalog.find("gh200_96gb")
+    assert catalog.canonical("gh200") == "gh200_96gb" and catalog.canonical("b200") == "b200"
+    assert catalog.entry("gh200") == ("gpu", catalog.catalog_dir() / "gh200_96gb.llmp")
+
+
+@pytest.mark.parametrize(("alias", "target"), sorted(catalog.ALIASES.items()))
+def test_every_alias_names_an_existing_entry_and_shadows_none(alias: str, target: str) -> None:
+    ids = {i for kind in catalog.catalog_ids().values() for i in kind}
+    stems = {p.stem for p in catalog.catalog_dir().glob("*.llmp")}
+    assert target in ids and alias not in ids | stems
+    assert target not in catalog.ALIASES  # one hop: an alias never names another alias
+
+
+def test_a_typo_of_an_alias_is_suggested() -> None:
+    with pytest.raises(SpecError) as info:
+        catalog.find("gh20")
+    assert info.value.hint is not None and "gh200" in info.value.hint

@@ -11,7 +11,8 @@ import pytest
 import llmp.dsl
 from llmp.dsl.spec import Spec
 from llmp.hardware import catalog
-from llmp.hardware.spec import Device, Dtype
+from llmp.hardware.published import catalog_devices
+from llmp.hardware.spec import Device, Dtype, Link
 
 GiB = 2**30
 MINIMAL = """use "{entry}"
@@ -29,8 +30,18 @@ def resolve_cluster(cluster: str) -> Spec:
     return llmp.dsl.loads(MINIMAL.format(entry=cluster, cluster=""))
 
 
+def resolve_link(link: str) -> Link:
+    """A catalog link as a spec gets it: the intra link of a probe node."""
+    probe = ("gpu g { memory = 1 GiB  mem_bandwidth = 1 TB/s  sms = 1  clock = 1 GHz  l2_cache = 1 MiB  tdp = 1 W\n"
+             "        launch_overhead = 1 us  flops { fp32 = 1 TFLOP/s } }\n"
+             f"node n {{ gpu = g  gpus_per_node = 2  intra = {link}  inter = {link} }}\ncluster c {{ node = n }}")
+    return llmp.dsl.loads(MINIMAL.format(entry="links", cluster=probe)).cluster.node.intra
+
+
 NODES = catalog.catalog_ids()["node"]
 CLUSTERS = catalog.catalog_ids()["cluster"]
+GPUS = catalog.catalog_ids()["gpu"]
+LINKS = catalog.catalog_ids()["link"]
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +49,9 @@ def node_specs() -> dict[str, Spec]:
     return {node: resolve_node(node) for node in NODES}
 
 
-def test_every_gpu_is_used_by_some_node(node_specs: dict[str, Spec]) -> None:
-    """So the per-node checks below see every GPU of the catalog."""
-    assert {s.cluster.gpu.id for s in node_specs.values()} == set(catalog.catalog_ids()["gpu"])
-
-
-@pytest.mark.parametrize("node", NODES)
-def test_device_numbers_are_physical(node: str, node_specs: dict[str, Spec]) -> None:
-    gpu: Device = node_specs[node].cluster.gpu
+@pytest.mark.parametrize("gpu_id", GPUS)
+def test_device_numbers_are_physical(gpu_id: str) -> None:
+    gpu: Device = catalog_devices()[gpu_id]
     assert gpu.peak_flops and all(rate > 0 for rate in gpu.peak_flops.values())
     assert gpu.memory >= 1 * GiB and gpu.mem_bandwidth > 1e9 and gpu.l2_cache >= 2**20
     assert gpu.sms >= 1 and 1e9 <= gpu.clock <= 5e9 and gpu.tdp > 0
@@ -60,6 +66,20 @@ def test_device_numbers_are_physical(node: str, node_specs: dict[str, Spec]) -> 
         assert flops[Dtype.FP8] >= flops[Dtype.BF16]
     if Dtype.FP64 in flops:
         assert flops[Dtype.FP64] <= flops[Dtype.FP32]
+
+
+@pytest.mark.parametrize("link_id", LINKS)
+def test_link_numbers_are_physical(link_id: str) -> None:
+    link = resolve_link(link_id)
+    assert link.id == link_id and link.bandwidth > 0 and 0 < link.latency < 1e-3
+    assert 0 < link.efficiency <= 1
+    assert link.peer_bandwidth is None or 0 < link.peer_bandwidth <= link.bandwidth
+
+
+def test_every_gpu_is_in_a_node_unless_no_public_system_describes_one(node_specs: dict[str, Spec]) -> None:
+    """Nodes exist where the public data describe a system; these GPUs have none yet."""
+    without_node = set(GPUS) - {s.cluster.gpu.id for s in node_specs.values()}
+    assert without_node == {"a40", "a100_pcie_80gb", "gh200_144gb", "mi350x"}
 
 
 @pytest.mark.parametrize("node", NODES)
@@ -100,6 +120,21 @@ def test_every_cluster_resolves(cluster: str) -> None:
     ("dgx_b200", "node.intra.bandwidth", 900e9),
     ("hgx_h200", "gpu.memory", 141 * GiB),
     ("cpu_host", "gpu.peak_flops.fp32", 320e9),  # 2 cores x 2.5 GHz x 2 FMA x 16 lanes x 2
+    ("dgx_b300", "gpu.peak_flops.bf16", 2250e12),
+    ("dgx_b300", "node.inter.bandwidth", 800e9),  # 8 x 800 Gb/s XDR
+    ("gb300_nvl72_tray", "node.gpus_per_node", 4),
+    ("gb300_nvl72", "gpu.tdp", 1400.0),
+    ("gb200_nvl72_tray", "node.inter.bandwidth", 200e9),  # 4 x 400 Gb/s
+    ("hgx_h800", "node.intra.bandwidth", 200e9),  # 400 GB/s bidirectional NVLink
+    ("hgx_h800", "gpu.peak_flops.fp64", 1e12),
+    ("grand_teton_h100_96gb", "gpu.memory", 96 * GiB),
+    ("grand_teton_h100_96gb", "gpu.mem_bandwidth", 2.4e12),
+    ("grand_teton_h100_96gb", "gpu.tdp", 500.0),
+    ("azure_ndv4", "node.inter.bandwidth", 200e9),  # 8 x 200 Gb/s HDR
+    ("alps_gh200", "node.intra.peer_bandwidth", 150e9),
+    ("mi325x_platform", "gpu.memory", 256 * GiB),
+    ("mi355x_platform", "gpu.peak_flops.bf16", 2516.6e12),
+    ("mi355x_platform", "gpu.l2_cache", 256 * 2**20),  # the Infinity Cache, AMD's last-level cache
 ])
 def test_datasheet_spot_checks(node: str, path: str, expected: float) -> None:
     cluster = resolve_node(node).cluster

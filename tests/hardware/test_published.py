@@ -61,6 +61,32 @@ def test_known_values_and_transfers(derived: dict[str, Ceilings]):
 
 
 def test_parts_that_were_not_measured_keep_the_datasheet(derived: dict[str, Ceilings]):
-    for gpu in ("gh200", "v100_sxm3_32gb", "cpu"):  # GH200: MAMF measured another memory/power version
-        assert not derived[gpu].achievable and not derived[gpu].flash_attention
+    # gh200_96gb: MAMF measured the 144 GB HBM3e 900 W version; mi350x: the 1400 W MI355X; the 500 W
+    # 96 GB H100: only the 700 W part; gb300, a40: nothing published.
+    for gpu in ("gh200_96gb", "v100_sxm3_32gb", "cpu", "mi350x", "h100_sxm_96gb_hbm2e_500w", "gb300", "a40"):
+        assert not derived[gpu].achievable and not derived[gpu].flash_attention, gpu
     assert not derived["b200"].flash_attention and Dtype.TF32 not in derived["h100_sxm5_80gb"].achievable
+
+
+@pytest.mark.parametrize(("gpu", "bf16", "fp8"), [
+    ("gh200_144gb", 828.6, 1535.0),  # the row's "900W 141GiB HBM3e version"
+    ("b300", 1769.0, 3353.3),
+    ("mi325x", 784.9, None),
+    ("mi355x", 1565.0, None),
+    ("a100_pcie_80gb", 252.9, None),
+])
+def test_newly_catalogued_measured_parts_take_their_own_rows(gpu: str, bf16: float, fp8: float | None,
+                                                             derived: dict[str, Ceilings]):
+    table = derived[gpu].achievable
+    assert table[Dtype.BF16].rate == pytest.approx(bf16 * TERA) and "measured on" not in table[Dtype.BF16].how
+    assert (Dtype.FP8 in table) == (fp8 is not None)
+    if fp8 is not None:
+        assert table[Dtype.FP8].rate == pytest.approx(fp8 * TERA)
+    assert not derived[gpu].flash_attention  # the FlashAttention figures are A100/H100 SXM only
+
+
+def test_h800_takes_the_h100_ceilings_as_the_same_silicon(derived: dict[str, Ceilings]):
+    h800, h100 = derived["h800_sxm5_80gb"], derived["h100_sxm5_80gb"]
+    assert {d: f.rate for d, f in h800.achievable.items()} == {d: f.rate for d, f in h100.achievable.items()}
+    assert "measured on h100_sxm5_80gb" in h800.achievable[Dtype.BF16].how
+    assert h800.flash_attention[Dtype.BF16].rate == h100.flash_attention[Dtype.BF16].rate

@@ -22,8 +22,8 @@ What is derived (:func:`derive`), per catalog GPU:
   are FP16; BF16 takes the rate when the peaks are equal. The FlashAttention-3 figure is forward
   only and sets no training ceiling.
 * A GPU that is not a measured part takes a measured part's rate only when it has the same SM
-  count, clock, board power and dtype peak (A100 SXM4 40GB from the 80GB part; H200 from H100,
-  as the MAMF source itself says). Every other GPU keeps its datasheet peak.
+  count, clock, board power and dtype peak (A100 SXM4 40GB from the 80GB part; H200 and H800 from
+  H100, as the MAMF source itself says of H200). Every other GPU keeps its datasheet peak.
 
 ``python -m llmp.hardware.published`` prints the derivation, which is what the catalog's
 ``achievable`` and ``flash_attention`` lines hold (a test checks they agree).
@@ -48,17 +48,22 @@ FLASH_SOURCE = ("best FlashAttention forward+backward rate of the published figu
 
 MEASURED_PART: dict[str, str] = {
     "NVIDIA A100 SXM": "a100_sxm4_80gb",
+    "NVIDIA A100 PCIe": "a100_pcie_80gb",
     "NVIDIA H100 SXM": "h100_sxm5_80gb",
     "NVIDIA H200 SXM": "h200_sxm_141gb",
+    "NVIDIA GH200 SXM": "gh200_144gb",  # the row's note: "900W 141GiB HBM3e version"
     "NVIDIA B200 SXM": "b200",
+    "NVIDIA B300 SXM": "b300",
     "NVIDIA GB200 SXM": "gb200",
     "AMD MI300X": "mi300x",
+    "AMD MI325X": "mi325x",
+    "AMD MI355X": "mi355x",
     "A100 80GB SXM4": "a100_sxm4_80gb",
     "H100 80GB SXM5": "h100_sxm5_80gb",
 }
-"""Device names in the benchmark files → the catalog GPU that is that part. Not listed: parts the
-catalog lacks (A100 PCIe, B300, MI325X, MI355X, Gaudi 2/3) and GH200, whose MAMF row is the
-141 GiB HBM3e 900 W version while the catalog's ``gh200`` is the 96 GB HBM3 part."""
+"""Device names in the benchmark files → the catalog GPU that is that part. Not listed: Intel
+Gaudi 2/3, which the catalog lacks. The GH200 row is the 141 GiB HBM3e 900 W version, i.e.
+``gh200_144gb``, not the 96 GB HBM3 ``gh200_96gb``."""
 
 MAMF_DTYPES = {"bf16": Dtype.BF16, "fp8_e4m3fn": Dtype.FP8}
 FLASH_DTYPES = {"fp16": Dtype.FP16}
@@ -157,14 +162,14 @@ def derive(devices: Mapping[str, Device]) -> dict[str, Ceilings]:
 
 @functools.cache
 def catalog_devices() -> dict[str, Device]:
-    """Every catalog GPU, resolved through the language (via the first catalog node that uses it)."""
+    """Every catalog GPU, resolved through the language (in a one-GPU probe node, so a GPU that no
+    catalog node uses resolves too)."""
     from llmp import dsl
     from llmp.hardware.catalog import catalog_ids
 
-    probe = ('use "{node}"\nmodel p {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}\n'
-             "cluster p {{ node = {node} }}\ntrain {{ precision = fp32  global_batch = node.gpus_per_node }}\n")
-    found: dict[str, Device] = {}
-    for node in catalog_ids()["node"]:
-        gpu = dsl.loads(probe.format(node=node), filename=f"<catalog node {node}>").cluster.gpu
-        found.setdefault(gpu.id, gpu)
-    return found
+    probe = ('use "{gpu}"\nmodel p {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}\n'
+             "node p {{ gpu = {gpu}  gpus_per_node = 1  intra = link {{ bandwidth = 1 GB/s  latency = 1 us }}\n"
+             "         inter = link {{ bandwidth = 1 GB/s  latency = 1 us }} }}\n"
+             "cluster p {{ node = p }}\ntrain {{ precision = fp32  global_batch = 1 }}\n")
+    return {gpu: dsl.loads(probe.format(gpu=gpu), filename=f"<catalog gpu {gpu}>").cluster.gpu
+            for gpu in catalog_ids()["gpu"]}
