@@ -64,6 +64,8 @@ class Unscale(StrEnum):
     CHECK_AND_UNSCALE = "check_and_unscale"
     """One read-write pass (``torch._amp_foreach_non_finite_check_and_unscale_``) and an all-reduce
     of the found-inf flag (Megatron, torch GradScaler)."""
+    NONE = "none"
+    """No loss-scaling work (llmp's generic profile)."""
     CHECK_THEN_CLIP_PASS = "check_then_clip_pass"
     """A read pass for the inf check and its all-reduce; the unscale is folded into the clip
     scale pass (DeepSpeed ``has_overflow`` then ``unscale_and_clip_grads``)."""
