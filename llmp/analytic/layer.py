@@ -459,7 +459,7 @@ def layer_ops(ctx: Context) -> list[Op]:
         _tp_out(blk, "mlp", fc2)
         _dropout_add(blk, "mlp")
     local = shard.layer(m, ctx.spec.parallel).total
-    grad_accumulate(blk, "layer", local)
+    grad_accumulate(blk, local)
     gather, scatter = zero3(blk, local, "layer") or (None, None)
     ops = blk.ops()
     fwd = [op for op in ops if op.part is Part.FORWARD]
@@ -476,7 +476,7 @@ def layer_ops(ctx: Context) -> list[Op]:
     return fwd + head + _recomputed(redo) + bwd + tail
 
 
-def grad_accumulate(blk: Block, name: str, params: Any) -> None:
+def grad_accumulate(blk: Block, params: Any) -> None:
     """Without gradient-accumulation fusion, each microbatch's weight gradients are added into
     the gradient buffer by a kernel of their own (Megatron without ``gradient_accumulation_fusion``:
     ``main_grad.add_(grad)``; DeepSpeed/FSDP: autograd's ``AccumulateGrad``), over the GPU's
@@ -489,5 +489,5 @@ def grad_accumulate(blk: Block, name: str, params: Any) -> None:
     sharded = zero in (ZeroStage.Z2, ZeroStage.Z3, ZeroStage.FSDP) and ctx.st.active("dp")
     local = params / ctx.groups["dp"].size if sharded else params
     dtype = Dtype.FP32 if grad_bytes(ctx) == 4 else ctx.act
-    blk.last_in_backward(f"{name}.grad_accumulate",
+    blk.last_in_backward("grad_accumulate",
                          Kernel.make(Family.ELEMENTWISE, dtype, Pass.BWD, Elementwise.ADD, elements=local))

@@ -49,7 +49,7 @@ def embedding_ops(ctx: Context) -> list[Op]:
         blk.comm("tp_combine", kind, ctx.tokens * m.hidden * ctx.e, "tp", Axis.TP)
     if ctx.st.dropout:
         blk.kernel("dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
-    grad_accumulate(blk, "embedding", shard.embedding(m, p, ctx.vocab))
+    grad_accumulate(blk, shard.embedding(m, p, ctx.vocab))
     gather = zero3(blk, shard.embedding(m, p, ctx.vocab), "embedding")
     ops = blk.ops()
     return [*ops[:len(blk.fwd)], *gather[:1], *ops[len(blk.fwd):], *gather[1:]]
@@ -68,7 +68,7 @@ def head_ops(ctx: Context) -> list[Op]:
     if ctx.profile.loss_sync.value is LossSync.PER_MICROBATCH and ctx.st.active("dp"):
         # Megatron-LM's loss_func averages the loss over dp after every microbatch (blocking).
         blk.comm("loss_all_reduce", CollectiveKind.ALL_REDUCE, 4, "dp", Axis.DP)
-    grad_accumulate(blk, "head", shard.head(m, p, ctx.st.pp, ctx.vocab))
+    grad_accumulate(blk, shard.head(m, p, ctx.st.pp, ctx.vocab))
     gather = zero3(blk, shard.head(m, p, ctx.st.pp, ctx.vocab), "head")
     ops = blk.ops()
     return [*ops[:len(blk.fwd)], *gather[:1], *ops[len(blk.fwd):], *gather[1:]]

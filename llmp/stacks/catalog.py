@@ -329,7 +329,7 @@ COMPOSER = Profile(
     fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/sharded_grad_scaler.py"),
     fsdp=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py"),
     userbuffers=_no("no TransformerEngine", _FOUNDRY),
-    pipeline_zero_max=Item(ZeroStage.NONE, _FOUNDRY, "no pipeline parallelism"),
+    pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not restricted"),
 )
 
 TORCHTITAN = Profile(
