@@ -39,9 +39,10 @@ def padded_vocab(spec: Spec) -> Any:
     """Rows of the embedding and the output head: ``model.vocab`` rounded up to
     ``train.vocab_divisible_by`` (times ``tp`` where the stack pads per tensor-parallel rank, as
     Megatron's and GPT-NeoX's ``_vocab_size_with_padding`` do). A multiple of 1 leaves the vocab as
-    written, whatever it holds."""
+    written, whatever it holds. A symbolic multiple (sensitivity's closed forms) leaves it too:
+    rounding is a step function, flat almost everywhere, and a closed form needs it smooth."""
     m, t, p = spec.model, spec.train, spec.parallel
     multiple = t.vocab_divisible_by * (p.tp if profile(t.stack).vocab_pad_tp.value else 1)
-    if isinstance(multiple, int) and multiple == 1:
+    if (isinstance(multiple, int) and multiple == 1) or (isinstance(multiple, sp.Basic) and multiple.free_symbols):
         return m.vocab
     return _ceil_to(m.vocab, multiple)
