@@ -85,6 +85,9 @@ class Overlap(StrEnum):
     """ZeRO-3/FSDP per-layer gather/scatter, prefetched one layer ahead."""
     BUCKETED = "bucketed"
     """Gradient buckets reduced while the last backward still runs."""
+    NEXT_FORWARD = "next_forward"
+    """The distributed optimizer's parameter all-gather, hidden behind the next step's first
+    forward (Megatron-Core ``overlap_param_gather``): only its excess over that forward is exposed."""
 
 
 COMPUTE_FAMILIES: tuple[str, ...] = tuple(f.value for f in Family if f is not Family.OPTIMIZER)

@@ -21,16 +21,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from llmp.analytic import layout, shard
 from llmp.analytic.graph import Op, Overlap, Part, Phase, Scope
-from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Kernel, Pass
+from llmp.analytic.kernels import (Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
+                                   SoftmaxKind)
 from llmp.analytic.layout import Axis
 from llmp.analytic.structure import Structure
-from llmp.dsl.spec import Activation, Norm, Position, Precision, Recompute, Spec, ZeroStage
+from llmp.dsl.spec import Activation, Attention, Norm, Position, Precision, Recompute, Spec, ZeroStage
 from llmp.hardware.spec import Dtype
+from llmp.stacks import Profile, profile
 
 _ACTIVATION = {Activation.GELU: Elementwise.GELU, Activation.RELU: Elementwise.RELU,
-               Activation.SWIGLU: Elementwise.SWIGLU}
+               Activation.SWIGLU: Elementwise.SWIGLU, Activation.SQUARED_RELU: Elementwise.SQUARED_RELU}
+
+
+def at_most(x: Any, bound: float) -> bool:
+    """``x <= bound`` for a number; for a sweep's array, for every value; a free symbol counts as
+    within the bound (the graph's shape must not depend on a symbol)."""
+    try:
+        return bool(np.all(np.asarray(x, dtype=float) <= bound))
+    except TypeError:
+        return True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,6 +65,10 @@ class Context:
     attn: Dtype
     """Dtype of the attention core (FP8 training keeps attention in BF16)."""
     groups: dict[str, layout.Group]
+    vocab: Any
+    """Rows of the embedding and head: the vocab padded as the stack pads it."""
+    profile: Profile
+    """The stack's profile (facts with no spec field)."""
 
     @classmethod
     def of(cls, spec: Spec, st: Structure) -> Context:
@@ -64,7 +81,8 @@ class Context:
                    q_width=m.heads * m.head_dim / p.tp,
                    kv_width=shard.kv_heads_local(m, p) * m.head_dim,
                    act=act, gemm=prec.compute_dtype,
-                   attn=Dtype.BF16 if prec is Precision.FP8 else prec.compute_dtype, groups=groups)
+                   attn=Dtype.BF16 if prec is Precision.FP8 else prec.compute_dtype, groups=groups,
+                   vocab=spec.padded_vocab, profile=profile(spec.train.stack))
 
     @property
     def e(self) -> int:
@@ -124,6 +142,10 @@ class Block:
             self.fwd.append(op)
         return op
 
+    def last_in_backward(self, name: str, kernel: Kernel) -> None:
+        """A backward-only kernel that runs after every other op of the block's backward."""
+        self._bwd.insert(0, [self._op(name, kernel, Phase.BWD_W, Part.BACKWARD)])
+
     def bwd_comm(self, *ops: Op) -> None:
         """Backward collectives that run where the block's backward reaches this point."""
         self._bwd.append(list(ops))
@@ -133,9 +155,12 @@ class Block:
 
 
 def norm(blk: Block, name: str) -> None:
+    """A norm: one fused kernel, or for RMSNorm without fusion eager PyTorch's chain
+    (``Fusion.UNFUSED``; a LayerNorm is one kernel in Apex and in torch alike)."""
     ctx = blk.ctx
-    blk.kernel(name, Family.NORM, tokens=ctx.sp_tokens, hidden=ctx.spec.model.hidden,
-               rms=ctx.spec.model.norm is Norm.RMSNORM)
+    rms = ctx.spec.model.norm is Norm.RMSNORM
+    variant = Fusion.UNFUSED if rms and not ctx.spec.train.fused_norm else Fusion.FUSED
+    blk.kernel(name, Family.NORM, variant=variant, tokens=ctx.sp_tokens, hidden=ctx.spec.model.hidden, rms=rms)
 
 
 def tp_in(blk: Block, name: str, gemm: str) -> tuple[Op, ...]:
@@ -180,48 +205,103 @@ def _tp_out(blk: Block, name: str, gemm: str) -> None:
                  overlap=Overlap.TP, partner=gemm)
 
 
-def _dropout_add(blk: Block, name: str) -> None:
+def _bias(blk: Block, name: str, elements: Any) -> None:
+    """A broadcast bias add as its own kernel (a stack that does not fuse it into the next op).
+    It moves the bytes of a copy (read the activation, write it; the bias vector is negligible),
+    so it is priced as one."""
+    if blk.ctx.spec.model.bias:
+        blk.kernel(f"{name}.bias", Family.COPY, elements=elements)
+
+
+def _dropout_add(blk: Block, name: str, *, residual: bool = True) -> None:
+    """After a row-parallel GEMM: bias, dropout and the residual add.
+
+    Fused (Megatron ``bias_dropout_add_fused_train``): the bias is inside, dropout (when the
+    model has it) and the add are the kernels llmp has always counted. Unfused (GPT-NeoX
+    ``get_bias_dropout_add``): the bias add is a kernel of its own. ``residual = false`` is the
+    attention branch of a parallel residual, which adds no residual (``residual=None``).
+    """
     ctx = blk.ctx
     n = ctx.sp_tokens * ctx.spec.model.hidden
+    if not ctx.spec.train.fused_bias_dropout_add:
+        _bias(blk, name, n)
     if ctx.st.dropout:
         blk.kernel(f"{name}.dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=n)
-    blk.kernel(f"{name}.residual", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=n)
+    if residual:
+        blk.kernel(f"{name}.residual", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=n)
 
 
-def _attention(blk: Block) -> list[str]:
-    """Norm, QKV, rotary, the attention core, proj. Returns the names of the core's ops."""
+def _rotary(blk: Block) -> None:
+    """Rotary embedding of q and k on the rotated part of each head (``rotary_pct``).
+
+    Fused (TE/Apex fused RoPE): one kernel. Unfused: eager ``t * cos + rotate_half(t) * sin``
+    (``Elementwise.ROTARY_UNFUSED``). A partial rotary (GPT-NeoX ``rotary_ndims``) slices the
+    rotated dims off q and k and joins them back with ``torch.cat``: one copy of q and of k
+    (EleutherAI/gpt-neox megatron/model/transformer.py, ParallelSelfAttention.forward).
+    """
+    ctx = blk.ctx
+    m = ctx.spec.model
+    variant = Elementwise.ROTARY if ctx.spec.train.fused_rope else Elementwise.ROTARY_UNFUSED
+    qk = ctx.tokens * (ctx.q_width + ctx.kv_width)
+    blk.kernel("attn.rotary", Family.ELEMENTWISE, variant=variant, elements=qk * m.rotary_pct)
+    if not at_most(-m.rotary_pct, -1):  # rotary_pct < 1
+        blk.kernel("attn.rotary_cat", Family.COPY, elements=qk)
+
+
+def _core(blk: Block) -> str:
+    """The attention core as the stack launches it; returns the name of its last op.
+
+    Fused kernels (flash2, flash3, cudnn, sdpa): one kernel, causal with the full key length (a
+    load-balanced CP rank does 1/cp of the causal work). Unfused (Megatron ``ParallelAttention``,
+    GPT-NeoX ``ParallelSelfAttention.attention``): ``baddbmm`` scores over (batch x heads), the
+    full s x s matrix (a dense GEMM computes the masked half too), then either Megatron's fused
+    scale + causal mask + softmax kernel, or ``masked_fill_`` of the mask and a plain softmax
+    (also where the sequence is longer than the fused kernel accepts), dropout on the
+    probabilities, ``bmm`` with V.
+    """
+    ctx = blk.ctx
+    m, p, t = ctx.spec.model, ctx.spec.parallel, ctx.spec.train
+    heads = m.heads / p.tp
+    seq_q = m.seq_len / p.cp
+    batch = t.micro_batch
+    if t.attention.fused:
+        blk.kernel("attn.core", Family.ATTENTION, dtype=ctx.attn, batch=batch, heads=heads,
+                   kv_heads=ctx.kv_width / m.head_dim, seq_q=seq_q, seq_kv=m.seq_len,
+                   head_dim=m.head_dim, causal=True, flash=True)
+        return "attn.core"
+    bh = batch * heads
+    scores = bh * seq_q * m.seq_len
+    blk.gemm("attn.scores", seq_q, m.seq_len, m.head_dim, batch=bh, weights=False, dtype=ctx.attn)
+    fused = (t.attention is Attention.UNFUSED_FUSED_SOFTMAX
+             and at_most(m.seq_len, ctx.profile.fused_softmax_max_seq.value))
+    if fused:
+        blk.kernel("attn.softmax", Family.SOFTMAX, variant=SoftmaxKind.CAUSAL_FUSED, rows=bh * seq_q, cols=m.seq_len)
+    else:
+        blk.kernel("attn.mask", Family.ELEMENTWISE, variant=Elementwise.MASKED_FILL, elements=scores)
+        blk.kernel("attn.softmax", Family.SOFTMAX, rows=bh * seq_q, cols=m.seq_len)
+    if ctx.st.dropout:
+        blk.kernel("attn.prob_dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=scores)
+    blk.gemm("attn.context", seq_q, m.head_dim, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
+    return "attn.context"
+
+
+def _attention(blk: Block, *, reduce: bool = True) -> list[str]:
+    """Norm, QKV, rotary, the attention core, proj. Returns the names of the core's ops (what
+    ``recompute = selective`` recomputes). ``reduce = false``: a parallel-residual branch, whose
+    proj output is summed with the MLP's before one TP reduction."""
     ctx = blk.ctx
     m, p = ctx.spec.model, ctx.spec.parallel
     norm(blk, "attn.norm")
     bwd = tp_in(blk, "attn", "attn.qkv")
     blk.gemm("attn.qkv", ctx.tokens, ctx.q_width + 2 * ctx.kv_width, m.hidden, bwd_comm=bwd)
     if m.position is Position.ROTARY:
-        blk.kernel("attn.rotary", Family.ELEMENTWISE, variant=Elementwise.ROTARY,
-                   elements=ctx.tokens * (ctx.q_width + ctx.kv_width))
+        _rotary(blk)
     start = len(blk.fwd)
-    heads = m.heads / p.tp
-    seq_q = m.seq_len / p.cp
-    batch = ctx.spec.train.micro_batch
-    if ctx.spec.train.flash_attention:
-        # Causal with the full key length: a load-balanced CP rank does 1/cp of the causal work.
-        blk.kernel("attn.core", Family.ATTENTION, dtype=ctx.attn, batch=batch, heads=heads,
-                   kv_heads=ctx.kv_width / m.head_dim, seq_q=seq_q, seq_kv=m.seq_len,
-                   head_dim=m.head_dim, causal=True, flash=True)
-        core = "attn.core"
-    else:
-        # Unfused: S = Q K^T and O = P V as batched GEMMs over (batch x heads), full s x s scores
-        # (a dense kernel computes the masked half too), softmax and dropout on the scores.
-        bh = batch * heads
-        blk.gemm("attn.scores", seq_q, m.seq_len, m.head_dim, batch=bh, weights=False, dtype=ctx.attn)
-        blk.kernel("attn.softmax", Family.SOFTMAX, rows=bh * seq_q, cols=m.seq_len)
-        if ctx.st.dropout:
-            blk.kernel("attn.prob_dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT,
-                       elements=bh * seq_q * m.seq_len)
-        blk.gemm("attn.context", seq_q, m.head_dim, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
-        core = "attn.context"
+    core = _core(blk)
     if ctx.st.active("cp"):
         # Ring attention (Liu et al. 2023; Megatron CP): cp - 1 exchanges of the local K and V
         # block, overlapped with the attention of the block in hand; backward also returns dK, dV.
+        seq_q, batch = m.seq_len / p.cp, ctx.spec.train.micro_batch
         kv_block = 2 * batch * seq_q * ctx.kv_width * ctx.e
         blk.comm("attn.cp_ring", CollectiveKind.SEND_RECV, kv_block, "cp", Axis.CP,
                  overlap=Overlap.PARTNER, partner=core, count=p.cp - 1)
@@ -231,20 +311,39 @@ def _attention(blk: Block) -> list[str]:
                               count=p.cp - 1))
     core_ops = [op.name for op in blk.fwd[start:]]
     blk.gemm("attn.proj", ctx.tokens, m.hidden, ctx.q_width)
-    _tp_out(blk, "attn", "attn.proj")
-    _dropout_add(blk, "attn")
+    if reduce:
+        _tp_out(blk, "attn", "attn.proj")
+        _dropout_add(blk, "attn")
+    else:
+        _dropout_add(blk, "attn", residual=False)
     return core_ops
 
 
 def _mlp(blk: Block, tag: str, width: Any, *, rows: Any, batch: Any = 1,
          bwd_comm: tuple[Op, ...] = ()) -> None:
-    """fc1 (fused gate+up for SwiGLU), activation, fc2 on ``rows`` tokens, ``width / tp`` wide."""
+    """fc1 (fused gate+up for SwiGLU), activation, fc2 on ``rows`` tokens, ``width / tp`` wide.
+
+    The activation with its bias is one kernel when the stack fuses them (Megatron bias-GELU,
+    bias-SwiGLU, Liger SwiGLU). Unfused: the bias add is its own kernel (GPT-NeoX
+    ``activation_func(intermediate + bias)``) and SwiGLU is eager ``silu(a) * b`` (torchtitan
+    ``FeedForward``): a silu kernel, priced as the one-input GELU kernel (same traffic, one
+    launch), and a two-input multiply, priced as an add.
+    """
     ctx = blk.ctx
     m, tp = ctx.spec.model, ctx.spec.parallel.tp
     act = _ACTIVATION[m.activation]
     fc1 = 2 * width / tp if act is Elementwise.SWIGLU else width / tp
+    out = batch * rows * width / tp
     blk.gemm(f"{tag}.fc1", rows, fc1, m.hidden, batch=batch, bwd_comm=bwd_comm)
-    blk.kernel(f"{tag}.act", Family.ELEMENTWISE, variant=act, elements=batch * rows * width / tp)
+    if ctx.spec.train.fused_bias_act:
+        blk.kernel(f"{tag}.act", Family.ELEMENTWISE, variant=act, elements=out)
+    else:
+        _bias(blk, f"{tag}.fc1", batch * rows * fc1)
+        if act is Elementwise.SWIGLU:
+            blk.kernel(f"{tag}.act.silu", Family.ELEMENTWISE, variant=Elementwise.GELU, elements=out)
+            blk.kernel(f"{tag}.act.mul", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=out)
+        else:
+            blk.kernel(f"{tag}.act", Family.ELEMENTWISE, variant=act, elements=out)
     blk.gemm(f"{tag}.fc2", rows, m.hidden, width / tp, batch=batch)
 
 
@@ -316,19 +415,52 @@ def grad_bytes(ctx: Context) -> int:
 
 
 def layer_ops(ctx: Context) -> list[Op]:
-    """One transformer layer's ops (scope ``layer``): forward, then recompute, then backward."""
+    """One transformer layer's ops (scope ``layer``): forward, then recompute, then backward.
+
+    Sequential residual: ``x = x + attn(norm1(x)); x = x + mlp(norm2(x))``, a TP reduction after
+    each branch. Parallel residual (GPT-NeoX ``gpt_j_residual``, GPT-J, PaLM): both branches read
+    ``x`` through their own norm (one shared norm with ``shared_norm``), their outputs are summed
+    (the attention output's bias-dropout without residual, then the MLP's bias-dropout-add onto
+    it), reduced over TP once, and added to ``x`` once.
+
+    ``recompute = selective`` re-runs the attention core (Korthikanti et al. 2022 §5; Megatron-Core
+    ``--recompute-granularity selective`` with its default ``--recompute-modules core_attn``):
+    the scores, mask, softmax, dropout and the product with V, or the fused kernel, and the
+    context-parallel ring exchanges that feed it. ``recompute = full`` re-runs each layer's whole
+    forward (norms, GEMMs, TP collectives, everything but FSDP's prefetched gathers) before its
+    backward (Megatron ``--recompute-granularity full --recompute-method uniform
+    --recompute-num-layers 1``; GPT-NeoX/DeepSpeed ``checkpoint_activations`` with
+    ``checkpoint_num_layers = 1``); the embedding and the head are never recomputed.
+    """
+    m = ctx.spec.model
     blk = Block(ctx, Scope.LAYER, "layer")
-    core = _attention(blk)
-    norm(blk, "mlp.norm")
-    if ctx.spec.model.moe is None:
-        _mlp(blk, "mlp", ctx.spec.model.ffn_hidden, rows=ctx.tokens, bwd_comm=tp_in(blk, "mlp", "mlp.fc1"))
+    if m.parallel_residual:
+        core = _attention(blk, reduce=False)
+        if not m.shared_norm:
+            norm(blk, "mlp.norm")
+    else:
+        core = _attention(blk)
+        norm(blk, "mlp.norm")
+    if m.moe is None:
+        _mlp(blk, "mlp", m.ffn_hidden, rows=ctx.tokens, bwd_comm=tp_in(blk, "mlp", "mlp.fc1"))
         fc2 = "mlp.fc2"
     else:
         _moe(blk, tp_in(blk, "mlp", "moe.router"))
         fc2 = "moe.experts.fc2"
-    _tp_out(blk, "mlp", fc2)
-    _dropout_add(blk, "mlp")
-    gather, scatter = zero3(blk, shard.layer(ctx.spec.model, ctx.spec.parallel).total, "layer") or (None, None)
+    if m.parallel_residual:
+        if not ctx.spec.train.fused_bias_dropout_add:
+            _bias(blk, "mlp", ctx.sp_tokens * m.hidden)
+        if ctx.st.dropout:
+            blk.kernel("mlp.dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
+        blk.kernel("mlp.branch_sum", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.sp_tokens * m.hidden)
+        _tp_out(blk, "mlp", fc2)
+        blk.kernel("mlp.residual", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.sp_tokens * m.hidden)
+    else:
+        _tp_out(blk, "mlp", fc2)
+        _dropout_add(blk, "mlp")
+    local = shard.layer(m, ctx.spec.parallel).total
+    grad_accumulate(blk, local)
+    gather, scatter = zero3(blk, local, "layer") or (None, None)
     ops = blk.ops()
     fwd = [op for op in ops if op.part is Part.FORWARD]
     bwd = [op for op in ops if op.part is Part.BACKWARD]
@@ -342,3 +474,20 @@ def layer_ops(ctx: Context) -> list[Op]:
     head = [gather] if gather else []
     tail = [scatter] if scatter else []
     return fwd + head + _recomputed(redo) + bwd + tail
+
+
+def grad_accumulate(blk: Block, params: Any) -> None:
+    """Without gradient-accumulation fusion, each microbatch's weight gradients are added into
+    the gradient buffer by a kernel of their own (Megatron without ``gradient_accumulation_fusion``:
+    ``main_grad.add_(grad)``; DeepSpeed/FSDP: autograd's ``AccumulateGrad``), over the GPU's
+    gradients of the block (its shard under ZeRO-2/3 and FSDP). Counted every microbatch (the
+    first one's is an assignment in autograd: one add too many per step)."""
+    ctx = blk.ctx
+    if ctx.spec.train.grad_accum_fusion:
+        return
+    zero = ctx.spec.parallel.zero
+    sharded = zero in (ZeroStage.Z2, ZeroStage.Z3, ZeroStage.FSDP) and ctx.st.active("dp")
+    local = params / ctx.groups["dp"].size if sharded else params
+    dtype = Dtype.FP32 if grad_bytes(ctx) == 4 else ctx.act
+    blk.last_in_backward("grad_accumulate",
+                         Kernel.make(Family.ELEMENTWISE, dtype, Pass.BWD, Elementwise.ADD, elements=local))

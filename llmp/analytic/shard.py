@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.algebra import vmax
-from llmp.dsl.spec import Activation, ModelSpec, Norm, ParallelSpec, Position
+from llmp.dsl.spec import ModelSpec, Norm, ParallelSpec, Position
 
 
 def mlp_matrices(m: ModelSpec) -> int:
-    """Weight matrices of one MLP: gate, up, down for SwiGLU; in and out otherwise."""
-    return 3 if m.activation is Activation.SWIGLU else 2
+    """Weight matrices of one MLP: gate, up, down for a gated MLP (SwiGLU); in and out otherwise
+    (GELU, ReLU, squared ReLU)."""
+    return 3 if m.activation.gated else 2
 
 
 def kv_heads_local(m: ModelSpec, p: ParallelSpec) -> Any:
@@ -55,7 +56,7 @@ def layer(m: ModelSpec, p: ParallelSpec) -> LocalParams:
     q = m.heads * m.head_dim / p.tp
     kv = kv_heads_local(m, p) * m.head_dim
     attn = m.hidden * (2 * q + 2 * kv) + ((q + 2 * kv + m.hidden) if m.bias else 0)
-    norms = 2 * (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
+    norms = norms_per_layer(m) * (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
     if m.moe is None:
         return LocalParams(dense=attn + norms + _mlp(m, p.tp, m.ffn_hidden), expert=0)
     e = m.moe
@@ -65,22 +66,31 @@ def layer(m: ModelSpec, p: ParallelSpec) -> LocalParams:
     return LocalParams(dense=attn + norms + router + shared, expert=experts)
 
 
-def embedding(m: ModelSpec, p: ParallelSpec) -> Any:
-    """Word embedding (vocab-parallel) and learned positions: the first pipeline rank."""
+def norms_per_layer(m: ModelSpec) -> int:
+    """Norms in one layer: two, or one where a parallel residual shares it (GPT-J, PaLM)."""
+    return 1 if (m.parallel_residual and m.shared_norm) else 2
+
+
+def embedding(m: ModelSpec, p: ParallelSpec, vocab: Any = None) -> Any:
+    """Word embedding (vocab-parallel) and learned positions: the first pipeline rank.
+    ``vocab``: the embedding's rows (the padded vocab, :attr:`Spec.padded_vocab`); default ``m.vocab``."""
+    rows = m.vocab if vocab is None else vocab
     positions = m.seq_len * m.hidden if m.position is Position.LEARNED else 0
-    return m.vocab * m.hidden / p.tp + positions
+    return rows * m.hidden / p.tp + positions
 
 
-def head(m: ModelSpec, p: ParallelSpec, pp: int) -> Any:
+def head(m: ModelSpec, p: ParallelSpec, pp: int, vocab: Any = None) -> Any:
     """Final norm and output head: the last pipeline rank (the head is shared when tied and pp = 1)."""
+    rows = m.vocab if vocab is None else vocab
     norm = (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
     own_head = (not m.tied_embeddings) or pp > 1
-    return norm + (m.vocab * m.hidden / p.tp if own_head else 0)
+    return norm + (rows * m.hidden / p.tp if own_head else 0)
 
 
-def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, first: bool, last: bool) -> LocalParams:
+def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, first: bool, last: bool, vocab: Any = None) -> LocalParams:
     """Everything one GPU of a pipeline rank holds (``first``/``last``: it is the first/last rank)."""
     lay = layer(m, p)
     per_rank = m.layers / p.pp
-    dense = per_rank * lay.dense + (embedding(m, p) if first else 0) + (head(m, p, pp) if last else 0)
+    dense = (per_rank * lay.dense + (embedding(m, p, vocab) if first else 0)
+             + (head(m, p, pp, vocab) if last else 0))
     return LocalParams(dense=dense, expert=per_rank * lay.expert)

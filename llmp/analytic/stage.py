@@ -11,6 +11,11 @@
 * Per rank and step: gradient reduction over the data-parallel replicas, bucketed; the tied
   embedding's all-reduce between first and last stage (pp > 1); the optimizer over the local
   shard; with ZeRO-1/2 the parameter all-gather after the update.
+* The fixed work the training stack does every step (its profile, :mod:`llmp.stacks`):
+  clearing the gradients, fp16 loss scaling (the inf/nan check, its all-reduce and the
+  unscale), gradient clipping (the global norm: a pass over the gradients and an all-reduce; the
+  scale pass) and the loss all-reduce for reporting. Dynamic loss scaling's skipped steps are
+  ignored: every step is taken to update.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from typing import Any
 from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
 from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_kinds
-from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Kernel, Tier
-from llmp.analytic.layer import Block, Context, grad_bytes, norm, tp_in, zero3
+from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, Tier
+from llmp.analytic.layer import Block, Context, grad_accumulate, grad_bytes, norm, tp_in, zero3
 from llmp.analytic.layout import Axis
-from llmp.dsl.spec import Optimizer, Position, ZeroStage
+from llmp.analytic.params import tensors
+from llmp.dsl.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
+from llmp.hardware.spec import Dtype
+from llmp.stacks import ClipScale, LossSync, Unscale, ZeroGrad
 
 
 def embedding_ops(ctx: Context) -> list[Op]:
@@ -31,7 +39,7 @@ def embedding_ops(ctx: Context) -> list[Op]:
     m, p = ctx.spec.model, ctx.spec.parallel
     blk = Block(ctx, Scope.FIRST, "embedding")
     blk.kernel("lookup", Family.EMBEDDING, bwd_phase=Phase.BWD_W, tokens=ctx.tokens, hidden=m.hidden,
-               vocab=m.vocab / p.tp)
+               vocab=ctx.vocab / p.tp)
     if m.position is Position.LEARNED:
         blk.kernel("positions", Family.EMBEDDING, bwd_phase=Phase.BWD_W, tokens=ctx.tokens, hidden=m.hidden,
                    vocab=m.seq_len)
@@ -41,7 +49,8 @@ def embedding_ops(ctx: Context) -> list[Op]:
         blk.comm("tp_combine", kind, ctx.tokens * m.hidden * ctx.e, "tp", Axis.TP)
     if ctx.st.dropout:
         blk.kernel("dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
-    gather = zero3(blk, shard.embedding(m, p), "embedding")
+    grad_accumulate(blk, shard.embedding(m, p, ctx.vocab))
+    gather = zero3(blk, shard.embedding(m, p, ctx.vocab), "embedding")
     ops = blk.ops()
     return [*ops[:len(blk.fwd)], *gather[:1], *ops[len(blk.fwd):], *gather[1:]]
 
@@ -51,11 +60,16 @@ def head_ops(ctx: Context) -> list[Op]:
     m, p = ctx.spec.model, ctx.spec.parallel
     blk = Block(ctx, Scope.LAST, "head")
     norm(blk, "norm")
-    blk.gemm("logits", ctx.tokens, m.vocab / p.tp, m.hidden, bwd_comm=tp_in(blk, "logits", "logits"))
-    blk.kernel("cross_entropy", Family.CROSS_ENTROPY, tokens=ctx.tokens, vocab=m.vocab / p.tp)
+    blk.gemm("logits", ctx.tokens, ctx.vocab / p.tp, m.hidden, bwd_comm=tp_in(blk, "logits", "logits"))
+    variant = Fusion.FUSED if ctx.spec.train.fused_cross_entropy else Fusion.UNFUSED
+    blk.kernel("cross_entropy", Family.CROSS_ENTROPY, variant=variant, tokens=ctx.tokens, vocab=ctx.vocab / p.tp)
     if ctx.st.active("tp"):
         blk.comm("ce_all_reduce", CollectiveKind.ALL_REDUCE, 4 * ctx.tokens, "tp", Axis.TP, count=3)
-    gather = zero3(blk, shard.head(m, p, ctx.st.pp), "head")
+    if ctx.profile.loss_sync.value is LossSync.PER_MICROBATCH and ctx.st.active("dp"):
+        # Megatron-LM's loss_func averages the loss over dp after every microbatch (blocking).
+        blk.comm("loss_all_reduce", CollectiveKind.ALL_REDUCE, 4, "dp", Axis.DP)
+    grad_accumulate(blk, shard.head(m, p, ctx.st.pp, ctx.vocab))
+    gather = zero3(blk, shard.head(m, p, ctx.st.pp, ctx.vocab), "head")
     ops = blk.ops()
     return [*ops[:len(blk.fwd)], *gather[:1], *ops[len(blk.fwd):], *gather[1:]]
 
@@ -98,27 +112,140 @@ def _tied_sync(ctx: Context, kind: RankKind) -> list[Op]:
     if not (m.tied_embeddings and ctx.st.pp > 1 and kind in (RankKind.FIRST, RankKind.LAST)):
         return []
     tier = ctx.groups["pp"].tier
-    work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=m.vocab * m.hidden / p.tp * grad_bytes(ctx),
+    work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=ctx.vocab * m.hidden / p.tp * grad_bytes(ctx),
                       group=2, ranks_per_node=2 if tier is Tier.INTRA else 1, tier=tier)
     return [Op(name="step.tied_embedding_all_reduce", work=work, phase=Phase.COMM, part=Part.GRAD_SYNC,
                scope=Scope.RANK, rank_kind=kind, axis=Axis.PP)]
 
 
-def _update(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[Op]:
-    """The optimizer over this GPU's shard; ZeRO-1/2 then all-gather the updated parameters."""
-    p, t = ctx.spec.parallel, ctx.spec.train
-    dense_shard = ctx.groups["dp"].size if _sharded(ctx) else 1
-    expert_shard = ctx.groups["expert_dp"].size if _sharded(ctx) else 1
-    local = params.dense / dense_shard + params.expert / expert_shard
+# The elementwise steps of torch's Adam(W) without fusion (pytorch/pytorch@v2.4.0
+# torch/optim/adamw.py, _multi_tensor_adamw and _single_tensor_adamw): decoupled weight decay
+# (param.mul_), exp_avg.lerp_(grad), exp_avg_sq.mul_, exp_avg_sq.addcmul_(grad, grad), sqrt,
+# div_ by the bias correction, add_ eps, param.addcdiv_(exp_avg, denom). One-input in-place steps
+# move the bytes of a copy; steps with more inputs are priced as a two-input add (addcdiv reads
+# three tensors: one pass short). SGD with momentum: buf.mul_().add_(grad), param.add_(buf).
+_ADAM_STEPS: tuple[tuple[str, Family], ...] = (
+    ("weight_decay", Family.COPY), ("exp_avg", Family.ELEMENTWISE), ("exp_avg_sq_scale", Family.COPY),
+    ("exp_avg_sq", Family.ELEMENTWISE), ("sqrt", Family.COPY), ("bias_correction", Family.COPY),
+    ("eps", Family.COPY), ("update", Family.ELEMENTWISE))
+_SGD_STEPS: tuple[tuple[str, Family], ...] = (
+    ("momentum_scale", Family.COPY), ("momentum", Family.ELEMENTWISE), ("update", Family.ELEMENTWISE))
+
+
+def _optimizer_ops(ctx: Context, kind: RankKind, local: Any, first: bool, last: bool) -> list[Op]:
+    """The update over ``local`` parameters as the stack launches it: one fused multi-tensor
+    kernel, or torch's elementwise steps (``foreach``: one multi-tensor launch each;
+    ``per_tensor``: one launch per parameter tensor each) on FP32 states."""
+    t = ctx.spec.train
     variant = "sgd" if t.optimizer is Optimizer.SGD else "adam"
-    ops = [Op(name="step.optimizer", work=Kernel.make(Family.OPTIMIZER, ctx.act, variant=variant, params=local),
-              phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind)]
+    if t.optimizer_kernel is OptimizerKernel.FUSED:
+        return [Op(name="step.optimizer", work=Kernel.make(Family.OPTIMIZER, ctx.act, variant=variant, params=local),
+                   phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind)]
+    steps = _SGD_STEPS if t.optimizer is Optimizer.SGD else _ADAM_STEPS
+    if t.optimizer is Optimizer.ADAM:
+        steps = steps[1:]  # Adam adds L2 decay to the gradient inside exp_avg: no decay pass
+    count: Any = 1
+    if t.optimizer_kernel is OptimizerKernel.PER_TENSOR:
+        per_layer, outside = tensors(ctx.spec.model)
+        count = ctx.spec.model.layers / ctx.spec.parallel.pp * per_layer + (outside if (first or last) else 0)
+    ops = []
+    for name, family in steps:
+        dims = {"elements": local / count}
+        work = (Kernel.make(family, Dtype.FP32, **dims) if family is Family.COPY
+                else Kernel.make(family, Dtype.FP32, variant=Elementwise.ADD, **dims))
+        ops.append(Op(name=f"step.optimizer.{name}", work=work, phase=Phase.OPTIM, part=Part.UPDATE,
+                      scope=Scope.RANK, rank_kind=kind, count=count))
+    return ops
+
+
+def _update(ctx: Context, kind: RankKind, params: shard.LocalParams, first: bool, last: bool) -> list[Op]:
+    """The optimizer over this GPU's shard; ZeRO-1/2 then all-gather the updated parameters
+    (hidden behind the next step's first forward with ``param_gather_overlap``)."""
+    p = ctx.spec.parallel
+    local = _local(ctx, params)
+    ops = _optimizer_ops(ctx, kind, local, first, last)
     if p.zero in (ZeroStage.Z1, ZeroStage.Z2):
+        overlap = Overlap.NEXT_FORWARD if p.param_gather_overlap else Overlap.NONE
         for label, n, group in (("dense", params.dense, "dp"), ("expert", params.expert, "expert_dp")):
             if ctx.st.active(group) and (label == "dense" or ctx.spec.model.moe is not None):
                 ops.append(Op(name=f"step.{label}_param_all_gather",
                               work=ctx.collective(CollectiveKind.ALL_GATHER, n * ctx.e, group),
-                              phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP))
+                              phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP,
+                              overlap=overlap))
+    return ops
+
+
+def _local(ctx: Context, params: shard.LocalParams) -> Any:
+    """Parameters whose optimizer state (and, from ZeRO-1 on, gradients to clip) this GPU owns."""
+    dense_shard = ctx.groups["dp"].size if _sharded(ctx) else 1
+    expert_shard = ctx.groups["expert_dp"].size if _sharded(ctx) else 1
+    return params.dense / dense_shard + params.expert / expert_shard
+
+
+def _model_parallel(ctx: Context, *, with_dp: bool) -> Collective:
+    """A tiny all-reduce over the ranks that hold different gradients: tp x pp (Megatron's
+    model-parallel group), and dp too when the gradients are sharded over it."""
+    tp, pp, dp = ctx.groups["tp"], ctx.groups["pp"], ctx.groups["dp"]
+    members = [tp, pp] + ([dp] if with_dp else [])
+    size: Any = 1
+    per_node: Any = 1
+    for g in members:
+        size, per_node = size * g.size, per_node * g.ranks_per_node
+    tier = Tier.INTER if any(g.tier is Tier.INTER and ctx.st.group_size(n) > 1
+                             for g, n in zip(members, ("tp", "pp", "dp"))) else Tier.INTRA
+    return Collective(kind=CollectiveKind.ALL_REDUCE, bytes=4, group=size, ranks_per_node=per_node, tier=tier)
+
+
+def _step_work(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[Op]:
+    """The stack's fixed per-step work on one kind of rank (module docstring), before the update.
+
+    Passes over gradients run on the gradients the GPU holds: all of its replica's with no
+    ZeRO, its shard with ZeRO-2/3 and FSDP. With ZeRO-1 the optimizer (and so the check, the
+    norm and the scale) works on the GPU's shard of the reduced gradients. A read-only pass
+    (the norm, the inf check) moves the bytes of a copy of half the elements; a memset (zeroing)
+    likewise; a read-write pass moves those of a copy.
+    """
+    prof, t = ctx.profile, ctx.spec.train
+    sharded = _sharded(ctx) and ctx.st.active("dp")
+    grads = _local(ctx, params) if sharded else params.total
+    gdt = Dtype.FP32 if grad_bytes(ctx) == 4 else ctx.act
+    ops: list[Op] = []
+
+    def kernel(name: str, elements: Any) -> None:
+        ops.append(Op(name=f"step.{name}", work=Kernel.make(Family.COPY, gdt, Pass.FWD, elements=elements),
+                      phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind))
+
+    def reduce(name: str) -> None:
+        ops.append(Op(name=f"step.{name}", work=_model_parallel(ctx, with_dp=sharded), phase=Phase.COMM,
+                      part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP if sharded else Axis.PP))
+
+    if prof.zero_grad.value is ZeroGrad.MEMSET:
+        # The whole gradient buffer is cleared: sharded only from ZeRO-2 on.
+        partitioned = ctx.spec.parallel.zero in (ZeroStage.Z2, ZeroStage.Z3, ZeroStage.FSDP) and sharded
+        kernel("zero_grad", (grads if partitioned else params.total) / 2)
+    scale_pass = False
+    if t.precision is Precision.FP16 and prof.fp16_unscale.value is not Unscale.NONE:
+        if prof.fp16_unscale.value is Unscale.CHECK_AND_UNSCALE:
+            kernel("unscale_check", grads)
+        else:
+            kernel("inf_check", grads / 2)
+            scale_pass = True
+        reduce("found_inf_all_reduce")
+    if t.grad_clip:
+        kernel("grad_norm", grads / 2)
+        reduce("grad_norm_all_reduce")
+        scale_pass = scale_pass or prof.clip_scale.value in (ClipScale.ALWAYS, ClipScale.WITH_UNSCALE)
+    if scale_pass:
+        kernel("grad_scale", grads)
+    last = kind in (RankKind.ONLY, RankKind.LAST)
+    sync = prof.loss_sync.value
+    if last and sync in (LossSync.PER_STEP, LossSync.PIPELINE_BROADCAST) and ctx.st.active("dp"):
+        ops.append(Op(name="step.loss_all_reduce", work=ctx.collective(CollectiveKind.ALL_REDUCE, 4, "dp"),
+                      phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP))
+    if sync is LossSync.PIPELINE_BROADCAST and ctx.st.active("pp"):
+        # dist.broadcast from the last stage to the pipeline group: priced as an all-reduce of 4 bytes.
+        ops.append(Op(name="step.loss_broadcast", work=ctx.collective(CollectiveKind.ALL_REDUCE, 4, "pp"),
+                      phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.PP))
     return ops
 
 
@@ -129,10 +256,11 @@ def rank_ops(ctx: Context) -> list[Op]:
     for kind in rank_kinds(pp):
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, first=first, last=last)
+        params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, first=first, last=last, vocab=ctx.vocab)
         ops += _tied_sync(ctx, kind)
         ops += _grad_sync(ctx, kind, params.dense, "dp", "dense")
         if ctx.spec.model.moe is not None:
             ops += _grad_sync(ctx, kind, params.expert, "expert_dp", "expert")
-        ops += _update(ctx, kind, params)
+        ops += _step_work(ctx, kind, params)
+        ops += _update(ctx, kind, params, first, last)
     return ops

@@ -16,6 +16,7 @@ from typing import Any
 
 import sympy as sp
 
+from llmp import stacks
 from llmp.analytic import params
 from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
 from llmp.dsl.schema import Kind, Section
@@ -58,12 +59,13 @@ def derived(spec: Spec) -> dict[str, Any]:
         "gpus": cl.world_size,
         "microbatches": _ratio(spec.train.global_batch, spec.train.micro_batch * p.dp),
         "tokens_per_step": spec.tokens_per_step,
-        "params": sp.expand(params.count(m)),
+        "padded_vocab": spec.padded_vocab,
+        "params": sp.expand(params.count(m, spec.padded_vocab)),
         "layers_per_stage": _ratio(m.layers, p.pp),
         "layers_per_chunk": _ratio(m.layers, p.pp * p.vp),
     }
     if m.moe is not None:
-        out["active_params"] = sp.expand(params.active(m))
+        out["active_params"] = sp.expand(params.active(m, spec.padded_vocab))
     dtype = spec.train.precision.compute_dtype
     peak = cl.gpu.peak_flops.get(dtype)
     if peak is not None:
@@ -75,7 +77,25 @@ def to_json(spec: Spec) -> dict[str, Any]:
     """``llmp check --json``: the spec as a dict plus ``derived``."""
     data = spec_to_dict(spec)
     data["derived"] = {k: _json_number(v) for k, v in derived(spec).items()}
+    data["stack_profile"] = stack_rows(spec)
     return data
+
+
+def stack_rows(spec: Spec) -> list[dict[str, Any]]:
+    """Every item of the spec's stack profile: its value in effect and where that comes from
+    (the spec, when it set the field; else the profile item's citation)."""
+    prof = stacks.profile(spec.train.stack)
+    sections = {name: sec for sec, names in stacks.DEFAULT_FIELDS.items() for name in names}
+    rows = []
+    for name, item in prof.items():
+        sec = sections.get(name)
+        if sec is not None and f"{sec}.{name}" in spec.stack_set:
+            value, source = getattr(getattr(spec, sec), name), "spec"
+        else:
+            value, source = (getattr(getattr(spec, sec), name) if sec else item.value), item.source
+        rows.append({"item": name, "field": f"{sec}.{name}" if sec else None, "value": plain(value),
+                     "source": source, "note": item.note})
+    return rows
 
 
 def _json_number(value: Any) -> Any:
@@ -162,6 +182,18 @@ def render(spec: Spec) -> str:
             path = f"{block}.{dtype.value}"
             shown = _with_origin(f"{format_flops(rate)} (measured)", derivation, gpu.id, path, block)
             out.append(f"  {path:<{_WIDTH}}{shown}")
+    prof = stacks.profile(spec.train.stack)
+    out += ["", f"stack {prof.stack.value}: {prof.title} ({prof.versions})"]
+    for row in stack_rows(spec):
+        value = row["value"]
+        if isinstance(value, list):
+            shown = ", ".join(map(str, value))
+        elif isinstance(value, str):
+            shown = value
+        else:
+            shown = _show(value, row["field"] or "")
+        origin = "set in the spec" if row["source"] == "spec" else row["source"]
+        out.append(f"  {row['item']:<{_WIDTH}}{shown}  [{origin}]")
     out += ["", "derived"]
     for name, value in derived(spec).items():
         out.append(f"  {name:<{_WIDTH}}{_derived_text(name, value)}")

@@ -20,7 +20,7 @@ parallelism (else ``T``), per-GPU widths ``q = heads d / tp``, ``kv = max(kv_hea
   gate, up and the product); MoE experts the same on ``T top_k capacity`` rows, plus the
   permuted expert inputs ``e T top_k capacity h``;
 * dropout masks, 1 byte per element: ``2 Tsp h`` (after attention and after the MLP);
-* unfused attention without selective recompute: the scores ``e b heads/tp (s/cp) s`` for
+* unfused attention (`attention = unfused*`) without selective recompute: the scores ``e b heads/tp (s/cp) s`` for
   softmax's output, and with dropout its mask and output ``(1 + e)`` as much again (the
   ``5 a s / h`` term); flash attention keeps only the FP32 log-sum-exp per row.
 
@@ -96,7 +96,7 @@ def layer_activation_bytes(ctx: Context) -> Any:
                    + tokens * inner * mo.shared_experts * mo.expert_ffn_hidden / p.tp)
     masks = 2 * tsp * h if ctx.st.dropout else 0
     heads, seq_q = m.heads / p.tp, m.seq_len / p.cp
-    if t.flash_attention:
+    if t.attention.fused:
         scores = 4 * t.micro_batch * heads * seq_q
     elif t.recompute is Recompute.NONE:
         per = e + ((1 + e) if ctx.st.dropout else 0)

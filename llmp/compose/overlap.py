@@ -17,6 +17,9 @@ Per op (``Op.overlap``), with ``t`` the collective's time and ``p`` its partner 
   is ``max(t_b, nb * t_b - W * (1 - 1/nb))``: at least the last bucket, and whatever of the whole
   reduction outlasts the backward after the first bucket fills. Off (``dp_overlap = false``):
   all of it.
+* ``next_forward`` (the distributed optimizer's parameter all-gather with ``param_gather_overlap``):
+  it runs while the next step's first microbatch goes forward through the rank's chunks, so only
+  ``max(0, t - F)`` is exposed, ``F`` being that forward's compute.
 
 Pipeline sends block the sending stage (Megatron's batched isend/irecv waits), so they add to
 the chunk's task time and delay the receiver. The optimizer runs after the gradient sync.
@@ -133,15 +136,19 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
     return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD])
 
 
-def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, kind: RankKind, window: Any) -> RankTail:
+def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, kind: RankKind, window: Any,
+              forward: Any = 0) -> RankTail:
     """Gradient sync and update of one kind of pipeline rank; ``window`` is the compute time of
-    its last microbatch's backward, behind which bucketed reductions hide."""
+    its last microbatch's backward, behind which bucketed reductions hide; ``forward`` that of
+    one microbatch's forward, behind which ``next_forward`` gathers hide."""
     sync: dict[str, Any] = defaultdict(int)
     update: dict[str, Any] = defaultdict(int)
     bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
     for i in graph.indices(Scope.RANK, kind):
         op, t = graph.ops[i], times[i]
-        if op.part is Part.UPDATE:
+        if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
+            update[op.category] += positive_part(op.count * t - forward)
+        elif op.part is Part.UPDATE:
             update[op.category] += op.count * t
         elif op.overlap is Overlap.BUCKETED and rules.dp_overlap:
             bucketed.append((op.count, t))

@@ -87,6 +87,8 @@ class Provenance:
     (with its source) or the datasheet peak; per link crossed, its measured efficiency or line
     rate (``llmp.compose.calibration``)."""
     mfu_convention: str = MFU_CONVENTION
+    stack: str = "generic"
+    """The training stack whose profile decided the kernels, overlaps and per-step work."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in

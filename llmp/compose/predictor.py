@@ -124,8 +124,8 @@ def predict(spec: Spec, residuals: Residuals | None = None) -> Prediction:
     derived = {
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
-        "layers_per_chunk": float(graph.layers_per_chunk), "parameters": float(params.count(spec.model)),
-        "active_parameters": float(params.active(spec.model)), "model_flops_per_step": model_flops,
+        "layers_per_chunk": float(graph.layers_per_chunk), "parameters": float(params.count(spec.model, spec.padded_vocab)),
+        "active_parameters": float(params.active(spec.model, spec.padded_vocab)), "model_flops_per_step": model_flops,
         "peak_flops": peak, "critical_rank": int(step.critical_rank),
     }
     return Prediction(
@@ -138,7 +138,8 @@ def predict(spec: Spec, residuals: Residuals | None = None) -> Prediction:
                             oom=bool(mem.oom), rank=int(mem.rank)),
         band=band, ops=_rows(graph, prices, corr, hw),
         provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
-                              uncorrected=tuple(uncovered), calibration=calibration.notes(graph, spec)),
+                              uncorrected=tuple(uncovered), calibration=calibration.notes(graph, spec),
+                              stack=spec.train.stack.value),
         derived=derived, step=step)
 
 

@@ -89,7 +89,8 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     for r in range(pp):
         mine = [works[g] for g in range(r, chunks, pp)]
         busy.append(merge(*(w.fwd.by_category for w in mine), *(w.bwd.by_category for w in mine), scale=m))
-        tail = rank_tail(graph, times, rules, rank_kind_of(r, pp), sum(w.bwd.compute for w in mine))
+        tail = rank_tail(graph, times, rules, rank_kind_of(r, pp), sum(w.bwd.compute for w in mine),
+                         sum(w.fwd.compute for w in mine))
         tails.append(tail)
         syncs.append(tl.rank_end[r] + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))

@@ -81,6 +81,13 @@ def _add(defs: Definitions, block: ast.Block, in_root: bool) -> None:
         defs.blocks[section].append(Located(block, in_root))
 
 
+RENAMED: dict[tuple[str, str], str] = {
+    ("train", "flash_attention"): "flash_attention is now attention = flash2 | flash3 | cudnn | sdpa | unfused | "
+                                  "unfused_fused_softmax (true was flash2, false unfused)",
+}
+"""Fields that were renamed: (section, old name) → the hint that says what to write instead."""
+
+
 def check_body(body: ast.Body, section: Section, where: str) -> None:
     """Unknown, duplicate or misplaced entries of a block body (and its sub-blocks)."""
     seen: dict[str, Span] = {}
@@ -117,6 +124,8 @@ def _unknown(name: str, section: Section, where: str, span: Span, what: str) -> 
     known = [*section.fields, *section.subs]
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"did you mean '{close[0]}'?" if close else f"{where.split()[0]} has: {', '.join(known)}"
+    if (section.name, name) in RENAMED:
+        hint = RENAMED[(section.name, name)]
     return SpecError(f"'{name}' in {where}", span, label=f"unknown {what}",
                      hint=hint)
 

@@ -23,9 +23,11 @@ def build(resolver: Resolver, source: str) -> Spec:
     train = TrainSpec(**_values(resolver, resolver.frame("train")))
     parallel = ParallelSpec(**_values(resolver, resolver.frame("parallel")))
     order = {path: i for i, path in enumerate(schema.paths())}
+    stack_paths = [p for p, f in schema.paths().items() if f.default == schema.STACK]
     spec = Spec(model=model, train=train, parallel=parallel, cluster=cluster,
                 sweeps=tuple(sorted(resolver.sweeps, key=lambda s: order[s.path])),
-                symbols=tuple(sorted(resolver.symbols, key=order.__getitem__)), source=source)
+                symbols=tuple(sorted(resolver.symbols, key=order.__getitem__)), source=source,
+                stack_set=tuple(p for p in stack_paths if resolver.written(p)))
     check(spec, resolver.span_of)
     return spec
 

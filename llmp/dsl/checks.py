@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.dsl.spec import Schedule, Spec
+from llmp.dsl.spec import Position, Schedule, Spec, ZeroStage
 from llmp.errors import SpecError, Span
 
 SpanOf = Callable[[str], Span | None]
@@ -76,6 +76,8 @@ def check(spec: Spec, span_of: SpanOf) -> None:
     _experts(c)
     _ceilings(c)
     _links(c)
+    _model_shape(c)
+    _stack(c)
 
 
 def _layout(c: _Checker) -> None:
@@ -206,3 +208,46 @@ def _links(c: _Checker) -> None:
 def _rate(value: Any, scale: float, unit: str) -> str:
     """``value`` (SI) in ``unit`` for a message; a symbolic value as its expression."""
     return f"{float(value) / scale:g} {unit}" if isinstance(value, int | float) else str(value)
+
+
+def _model_shape(c: _Checker) -> None:
+    """Fields that only mean something together with another."""
+    m = c.spec.model
+    if m.position is not Position.ROTARY and _compare(m.rotary_pct, 1) == -1:
+        c.fail(f"model.rotary_pct({m.rotary_pct}) < 1 but position = {m.position.value}: only rotary "
+               "embedding rotates a part of each head", ("model.rotary_pct",), "contradictory fields",
+               "set position = rotary, or remove rotary_pct")
+    if m.shared_norm and not m.parallel_residual:
+        c.fail("model.shared_norm = true needs parallel_residual = true (one norm feeding both parallel branches)",
+               ("model.shared_norm",), "contradictory fields", "set parallel_residual = true, or remove shared_norm")
+
+
+def _stack(c: _Checker) -> None:
+    """A field the spec set that the chosen stack cannot do (each rule cites the profile item)."""
+    from llmp.stacks import profile  # stacks imports the spec types
+
+    t, p = c.spec.train, c.spec.parallel
+    prof = profile(t.stack)
+    name = t.stack.value
+    if t.attention not in prof.attentions.value:
+        known = ", ".join(a.value for a in prof.attentions.value)
+        c.fail(f"train.attention = {t.attention.value} but stack {name} launches only {known} "
+               f"({prof.attentions.source})", ("train.attention", "train.stack"), "contradictory fields",
+               f"pick one of {known}, or another stack")
+    if t.attention.value == "unfused_fused_softmax" and t.precision.value not in ("fp16", "bf16"):
+        c.fail(f"train.attention = unfused_fused_softmax needs fp16 or bf16 scores (precision = {t.precision.value}): "
+               "the fused masked softmax kernel takes 16-bit inputs only", ("train.attention", "train.precision"),
+               "contradictory fields", "use attention = unfused, or precision = bf16")
+    if p.tp_comm_overlap and not prof.userbuffers.value:
+        c.fail(f"parallel.tp_comm_overlap = true but stack {name} has no userbuffers overlap of TP "
+               f"communication ({prof.userbuffers.source})", ("parallel.tp_comm_overlap", "train.stack"),
+               "contradictory fields", "set tp_comm_overlap = false, or use stack = megatron_core or nemo")
+    if p.zero in (ZeroStage.Z3, ZeroStage.FSDP) and not prof.fsdp.value:
+        c.fail(f"parallel.zero = {p.zero.value} but stack {name} does not shard parameters ({prof.fsdp.source})",
+               ("parallel.zero", "train.stack"), "contradictory fields", "use zero = 1, or an FSDP stack")
+    order = list(ZeroStage)
+    if _compare(p.pp, 1) == 1 and order.index(p.zero) > order.index(prof.pipeline_zero_max.value):
+        c.fail(f"parallel.zero = {p.zero.value} with pp({p.pp}) > 1: stack {name} runs at most ZeRO "
+               f"{prof.pipeline_zero_max.value.value} with pipeline parallelism ({prof.pipeline_zero_max.source})",
+               ("parallel.zero", "parallel.pp"), "contradictory fields",
+               f"use zero = {prof.pipeline_zero_max.value.value} or less, or pp = 1")

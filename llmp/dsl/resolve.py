@@ -22,7 +22,7 @@ from typing import Any
 from llmp.dsl import ast, derive
 from llmp.dsl.blocks import Definitions, active
 from llmp.dsl.overrides import SET_FILE
-from llmp.dsl.schema import BLOCK_ID, SECTIONS, TOP_LEVEL, FieldDef, Kind, Section
+from llmp.dsl.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, FieldDef, Kind, Section
 from llmp.dsl.spec import Sweep
 from llmp.dsl.symbols import symbol_for
 from llmp.dsl.transform import parse_value
@@ -233,6 +233,8 @@ class Resolver:
                                 hint=f"add {fdef.name} = ... to the {frame.section.name} block")
         elif default == BLOCK_ID:
             return Text(frame.block_id), frame.block_id
+        elif default == STACK:
+            text = self.stack_profile().default_text(fdef.name)
         elif default is None:
             if fdef.required:
                 raise SpecError(f"{_where(frame)} is missing the required field '{fdef.name}'",
@@ -251,6 +253,18 @@ class Resolver:
                                 frame.span, label=err.label,
                                 hint=err.hint or f"set {fdef.name} explicitly") from None
             raise
+
+    def stack_profile(self) -> Any:
+        """The profile of the spec's ``train.stack`` (:mod:`llmp.stacks`), whose items are the
+        defaults of the fields marked ``STACK`` in the schema."""
+        from llmp.stacks import profile  # stacks imports the spec types, not the resolver
+
+        return profile(self.get(self.frame("train"), "stack"))
+
+    def written(self, path: str) -> bool:
+        """Whether ``path`` was given in the spec or by ``--set`` (not defaulted)."""
+        parent, _, name = path.rpartition(".")
+        return self.has_frame(parent) and name in self.frame(parent).fields
 
     def _check_dp_derivable(self, frame: Frame) -> None:
         """dp = world / (tp * pp * cp) must be whole; say so with the numbers filled in."""

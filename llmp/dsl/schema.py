@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Norm, Optimizer, Position, Precision, Recompute,
-                           Schedule, ZeroStage)
+from llmp.dsl.spec import (Activation, Arch, Attention, Norm, Optimizer, OptimizerKernel, Position,
+                           Precision, Recompute, Schedule, Stack, ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
@@ -47,6 +47,8 @@ class Bound(StrEnum):
 
 BLOCK_ID = "<block id>"
 """Default marker: the id written after the block keyword (``gpu h100 { }`` → ``"h100"``)."""
+STACK = "<stack>"
+"""Default marker: the value the ``train.stack`` profile gives (:mod:`llmp.stacks`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +198,12 @@ MODEL = _section("model", "A decoder-only transformer.", [
           {"gpt": "true", "llama": "false"}),
     _bool("bias", "Linear layers carry biases.", {"gpt": "true", "llama": "false"}),
     _real("dropout", COUNT, "Dropout probability.", default="0", bound=Bound.FRACTION),
+    _real("rotary_pct", COUNT, "Fraction of each head's dims that rotary embedding rotates "
+          "(GPT-NeoX-20B: 0.25).", default="1", bound=Bound.EFFICIENCY),
+    _bool("parallel_residual", "x + attn(norm(x)) + mlp(norm(x)): both branches read x, one "
+          "residual add (GPT-J, GPT-NeoX, PaLM).", "false"),
+    _bool("shared_norm", "With parallel_residual: one norm feeds both branches (GPT-J, PaLM); "
+          "false keeps two (GPT-NeoX-20B).", "false"),
 ], subs={"moe": "moe"})
 MOE = _section("moe", "Mixture-of-experts MLP in every layer (absent: dense).", [
     _count("experts", "Routed experts per MoE layer.", required=True),
@@ -212,9 +220,23 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _enum("optimizer", Optimizer, "Optimizer.", default="adamw"),
     _count("global_batch", "Sequences per optimizer step.", required=True),
     _count("micro_batch", "Sequences per microbatch per data-parallel replica.", default="1"),
-    _enum("recompute", Recompute, "Activation recomputation.", default="none"),
-    _bool("flash_attention", "Fused (flash) attention kernels.", "true"),
+    _enum("recompute", Recompute, "Activation recomputation: selective = the attention core, "
+          "full = every layer's forward.", default="none"),
     _bool("master_weights", "Mixed precision keeps an FP32 copy of the weights.", "true"),
+    _enum("stack", Stack, "Training stack; its profile gives the defaults marked 'stack'.",
+          default="generic"),
+    _enum("attention", Attention, "Attention-core kernels.", default=STACK),
+    _bool("fused_norm", "Norms as one fused kernel (false: eager RMSNorm).", STACK),
+    _bool("fused_bias_act", "Bias and activation in one kernel.", STACK),
+    _bool("fused_bias_dropout_add", "Bias, dropout and residual add in one kernel.", STACK),
+    _bool("fused_rope", "Rotary embedding as one kernel.", STACK),
+    _bool("fused_cross_entropy", "Cross-entropy as one kernel (false: eager vocab-parallel).", STACK),
+    _bool("grad_accum_fusion", "wgrad GEMMs accumulate into the gradient buffer (false: an add "
+          "per microbatch).", STACK),
+    _enum("optimizer_kernel", OptimizerKernel, "How the optimizer update launches.", default=STACK),
+    _bool("grad_clip", "Clip gradients by their global norm every step.", STACK),
+    _count("vocab_divisible_by", "Pad the vocab to a multiple of this (times tp where the stack "
+           "does).", default=STACK),
 ], subs={"parallel": "parallel"})
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "
@@ -229,11 +251,14 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
            default="1"),
     _bool("sequence_parallel", "Megatron sequence parallelism alongside tp.", "false"),
     _enum("zero", ZeroStage, "Optimizer/gradient/parameter sharding over dp: none, 0, 1, 2, 3 "
-          "or fsdp.", default="none"),
+          "or fsdp.", default=STACK),
     _enum("schedule", Schedule, "Pipeline schedule.", default="1f1b"),
-    _bool("tp_comm_overlap", "TP collectives overlapped with GEMMs.", "false"),
-    _bool("dp_overlap", "DP gradient reduction overlapped with backward.", "true"),
-    _real("dp_bucket_size", SIZE, "Gradient bucket size.", default="100 MB"),
+    _bool("tp_comm_overlap", "TP collectives overlapped with GEMMs.", STACK),
+    _bool("dp_overlap", "DP gradient reduction overlapped with backward.", STACK),
+    _real("dp_bucket_size", SIZE, "Gradient bucket size.", default=STACK),
+    _bool("param_gather_overlap", "ZeRO-1/2 parameter all-gather overlapped with the next "
+          "step's forward.", STACK),
+    _bool("fsdp_prefetch", "ZeRO-3/FSDP gathers prefetched one layer ahead.", STACK),
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (

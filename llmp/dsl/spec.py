@@ -35,7 +35,15 @@ class Norm(StrEnum):
 class Activation(StrEnum):
     GELU = "gelu"
     SWIGLU = "swiglu"
+    """silu(x W_gate) * (x W_up): three matrices."""
     RELU = "relu"
+    SQUARED_RELU = "squared_relu"
+    """relu(x)^2 without a gate (Primer, So et al. 2021; Nemotron-4): two matrices."""
+
+    @property
+    def gated(self) -> bool:
+        """A gated MLP has a third (gate) matrix."""
+        return self is Activation.SWIGLU
 
 
 class Position(StrEnum):
@@ -69,6 +77,53 @@ class ZeroStage(StrEnum):
     """Optimizer states, gradients and parameters sharded (ZeRO-3)."""
     FSDP = "fsdp"
     """PyTorch FSDP FULL_SHARD: same traffic and memory as ZeRO-3."""
+
+
+class Stack(StrEnum):
+    """The training stack that ran the step (profiles in :mod:`llmp.stacks`)."""
+
+    GENERIC = "generic"
+    MEGATRON_LM = "megatron_lm"
+    MEGATRON_CORE = "megatron_core"
+    NEMO = "nemo"
+    MEGATRON_DEEPSPEED = "megatron_deepspeed"
+    GPT_NEOX = "gpt_neox"
+    COMPOSER = "composer"
+    TORCHTITAN = "torchtitan"
+    NEMO_AUTOMODEL = "nemo_automodel"
+
+
+class Attention(StrEnum):
+    """The attention-core kernels a stack launches."""
+
+    FLASH2 = "flash2"
+    """FlashAttention-2 (Dao 2023): one fused kernel forward, one backward."""
+    FLASH3 = "flash3"
+    """FlashAttention-3 (Shah et al. 2024, Hopper)."""
+    CUDNN = "cudnn"
+    """cuDNN fused attention (TransformerEngine's FusedAttention backend)."""
+    SDPA = "sdpa"
+    """torch.nn.functional.scaled_dot_product_attention (dispatches to a fused flash/cuDNN kernel)."""
+    UNFUSED = "unfused"
+    """baddbmm scores, masked_fill_ of the causal mask, softmax, dropout, bmm (eager PyTorch)."""
+    UNFUSED_FUSED_SOFTMAX = "unfused_fused_softmax"
+    """baddbmm scores, Megatron's fused scale + causal mask + softmax kernel, dropout, bmm."""
+
+    @property
+    def fused(self) -> bool:
+        """One fused kernel (the s x s scores never reach memory)."""
+        return self not in (Attention.UNFUSED, Attention.UNFUSED_FUSED_SOFTMAX)
+
+
+class OptimizerKernel(StrEnum):
+    """How the optimizer update is launched."""
+
+    FUSED = "fused"
+    """One multi-tensor kernel over every parameter (Apex/TE/DeepSpeed FusedAdam, torch fused=True)."""
+    FOREACH = "foreach"
+    """torch ``_foreach_*`` ops: one multi-tensor launch per elementwise step of the update."""
+    PER_TENSOR = "per_tensor"
+    """A Python loop over parameters: every elementwise step launched once per tensor."""
 
 
 class Optimizer(StrEnum):
@@ -135,6 +190,13 @@ class ModelSpec:
     bias: bool
     """Linear layers carry biases (GPT) or not (Llama)."""
     dropout: Real = 0.0
+    rotary_pct: Real = 1.0
+    """Fraction of each head's dims that rotary embedding rotates (GPT-NeoX-20B: 0.25)."""
+    parallel_residual: bool = False
+    """x + attn(norm(x)) + mlp(norm(x)): both branches read x, one residual add (GPT-J, NeoX, PaLM)."""
+    shared_norm: bool = False
+    """With parallel_residual: one input norm feeds both branches (GPT-J, PaLM); false keeps two
+    (GPT-NeoX's untied pair, ``gpt_j_tied = false``)."""
     moe: MoeSpec | None = None
 
     @property
@@ -164,6 +226,11 @@ class ParallelSpec:
     """DP gradient reduction overlapped with backward, bucket by bucket."""
     dp_bucket_size: Real = 25e6 * 4
     """Bytes per gradient bucket (PyTorch DDP default 25 MB)."""
+    param_gather_overlap: bool = False
+    """ZeRO-1/2 (distributed optimizer) parameter all-gather overlapped with the next step's
+    forward (Megatron-Core ``overlap_param_gather``); exposed after the update otherwise."""
+    fsdp_prefetch: bool = True
+    """ZeRO-3/FSDP gathers prefetched one layer ahead; exposed per layer otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -177,9 +244,28 @@ class TrainSpec:
     micro_batch: Count = 1
     """Sequences per microbatch per data-parallel replica."""
     recompute: Recompute = Recompute.NONE
-    flash_attention: bool = True
     master_weights: bool = True
     """Mixed precision keeps an FP32 copy of the weights in the optimizer."""
+    stack: Stack = Stack.GENERIC
+    """The training stack; its profile gives the defaults of the fields below."""
+    attention: Attention = Attention.FLASH2
+    fused_norm: bool = True
+    """Norms run as one fused kernel (Apex/TE/torch LayerNorm); false: RMSNorm as eager PyTorch ops."""
+    fused_bias_act: bool = True
+    """Bias and activation in one kernel (bias-GELU, bias-SwiGLU); false: separate kernels."""
+    fused_bias_dropout_add: bool = True
+    """Bias, dropout and residual add in one kernel; false: separate kernels."""
+    fused_rope: bool = True
+    """Rotary embedding as one kernel; false: eager PyTorch ops."""
+    fused_cross_entropy: bool = True
+    """Cross-entropy as one kernel pass; false: Megatron's eager vocab-parallel chain."""
+    grad_accum_fusion: bool = True
+    """Weight-gradient GEMMs accumulate into the gradient buffer; false: an add kernel per microbatch."""
+    optimizer_kernel: OptimizerKernel = OptimizerKernel.FUSED
+    grad_clip: bool = False
+    """Clip gradients by their global norm every step (a pass over the gradients and an all-reduce)."""
+    vocab_divisible_by: Count = 1
+    """The embedding's rows are padded to a multiple of this (times tp where the stack does so)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -205,6 +291,9 @@ class Spec:
     """Paths of fields left free (``= symbol``) for sensitivity analysis."""
     source: str = "<spec>"
     """File the spec came from (for provenance and messages)."""
+    stack_set: tuple[str, ...] = ()
+    """Paths of stack-provided fields that the spec (or ``--set``) gave explicitly; the rest came
+    from the stack's profile."""
 
     # Derived quantities: computed, never typed in.
     @property
@@ -220,6 +309,14 @@ class Spec:
     @property
     def tokens_per_step(self) -> Count:
         return self.train.global_batch * self.model.seq_len
+
+    @property
+    def padded_vocab(self) -> Count:
+        """Rows of the embedding and output head: ``vocab`` padded up to the stack's multiple
+        (Megatron and GPT-NeoX: ``make_vocab_size_divisible_by * tp``; see :mod:`llmp.stacks`)."""
+        from llmp.stacks import padded_vocab  # stacks imports this module
+
+        return padded_vocab(self)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (SI numbers, enum spellings, free symbols as text)."""

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from llmp.dsl.spec import (
     Activation,
     Arch,
+    Attention,
     ModelSpec,
     MoeSpec,
     Norm,
@@ -88,7 +89,8 @@ def make_spec(model: ModelSpec | None = None, *, nodes: int = 1, gpus_per_node: 
         parallel.setdefault("schedule", Schedule.INTERLEAVED)
     return Spec(model=model,
                 train=TrainSpec(precision=precision, global_batch=global_batch, micro_batch=micro_batch,
-                                recompute=recompute, flash_attention=flash),
+                                recompute=recompute,
+                                attention=Attention.FLASH2 if flash else Attention.UNFUSED),
                 parallel=ParallelSpec(**parallel),
                 cluster=cluster(nodes, gpus_per_node, device, **(cluster_kw or {})))
 

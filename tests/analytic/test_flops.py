@@ -12,7 +12,7 @@ from llmp.analytic.graph import Part, Scope, decompose
 from llmp.analytic.kernels import Family, Kernel
 from llmp.analytic.pricing import price
 from llmp.compose.predictor import gpu_flops
-from llmp.dsl.spec import Recompute
+from llmp.dsl.spec import Attention, Recompute
 
 
 def _op(graph, name):
@@ -70,7 +70,7 @@ def test_causal_attention_is_halved_only_in_fused_kernels():
     core = dict(zip((op.name for op in g.ops), price(g, spec).flops))
     assert core["layer.attn.core"] == pytest.approx(full / 2)          # flash skips the masked half
     assert core["layer.attn.core.bwd"] == pytest.approx(2.5 * full / 2)
-    unfused = with_train(spec, flash_attention=False)
+    unfused = with_train(spec, attention=Attention.UNFUSED)
     g2 = decompose(unfused)
     f2 = dict(zip((op.name for op in g2.ops), price(g2, unfused).flops))
     assert f2["layer.attn.scores"] + f2["layer.attn.context"] == pytest.approx(full)  # dense GEMMs do not

@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from llmp.dsl import loads
-from llmp.dsl.spec import (Activation, Arch, Norm, Position, Recompute, Schedule, Spec, Sweep,
+from llmp.dsl.spec import (Activation, Arch, Attention, Norm, Position, Recompute, Schedule, Spec, Sweep,
                            ZeroStage)
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
@@ -212,10 +212,10 @@ def test_every_sweep_value_is_validated() -> None:
 
 def test_strings_bools_and_enums() -> None:
     spec = debug(('name = "Toy GPU"', 'name = "Toy \\"GPU\\"\\tv2"'),
-                 ("micro_batch = 2", "micro_batch = 2  recompute = full  flash_attention = false"),
+                 ("micro_batch = 2", "micro_batch = 2  recompute = full  attention = unfused"),
                  ("    pp = 2", "    pp = 2  schedule = gpipe  sequence_parallel = true"))
     assert spec.cluster.gpu.name == 'Toy "GPU"\tv2'
-    assert spec.train.recompute is Recompute.FULL and spec.train.flash_attention is False
+    assert spec.train.recompute is Recompute.FULL and spec.train.attention is Attention.UNFUSED
     assert spec.parallel.schedule is Schedule.GPIPE and spec.parallel.sequence_parallel
 
 

@@ -1,0 +1,48 @@
+"""Training stacks as data: which kernels run, what overlaps and the fixed work of each step.
+
+``profile(stack)`` is the one place a stack's behaviour is looked up; the resolver fills the
+spec fields a stack decides (``train.attention``, ``parallel.dp_overlap``, ...) from it, and the
+operator graph reads the facts that have no spec field (how gradients are cleared, clipped and
+unscaled, how the loss is reported, how the vocab is padded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from llmp.dsl.spec import Spec, Stack
+from llmp.stacks.catalog import PROFILES
+from llmp.stacks.profile import DEFAULT_FIELDS, ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+
+__all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "Unscale", "ZeroGrad",
+           "padded_vocab", "profile"]
+
+
+def profile(stack: Stack) -> Profile:
+    """The profile of ``stack``."""
+    return PROFILES[stack]
+
+
+def _ceil_to(x: Any, multiple: Any) -> Any:
+    """``x`` rounded up to a multiple of ``multiple`` (ints, numpy arrays or SymPy)."""
+    if isinstance(x, int) and isinstance(multiple, int):
+        return -(-x // multiple) * multiple
+    if isinstance(x, np.ndarray) or isinstance(multiple, np.ndarray):
+        return np.ceil(np.asarray(x, float) / multiple) * multiple
+    return sp.ceiling(sp.sympify(x) / multiple) * multiple
+
+
+def padded_vocab(spec: Spec) -> Any:
+    """Rows of the embedding and the output head: ``model.vocab`` rounded up to
+    ``train.vocab_divisible_by`` (times ``tp`` where the stack pads per tensor-parallel rank, as
+    Megatron's and GPT-NeoX's ``_vocab_size_with_padding`` do). A multiple of 1 leaves the vocab as
+    written, whatever it holds. A symbolic multiple (sensitivity's closed forms) leaves it too:
+    rounding is a step function, flat almost everywhere, and a closed form needs it smooth."""
+    m, t, p = spec.model, spec.train, spec.parallel
+    multiple = t.vocab_divisible_by * (p.tp if profile(t.stack).vocab_pad_tp.value else 1)
+    if (isinstance(multiple, int) and multiple == 1) or (isinstance(multiple, sp.Basic) and multiple.free_symbols):
+        return m.vocab
+    return _ceil_to(m.vocab, multiple)

@@ -1,0 +1,408 @@
+"""The stack profiles: one :class:`~llmp.stacks.profile.Profile` per training stack in the
+published data, each item citing the stack's code or documentation.
+
+Citations read ``owner/repo@ref:path (symbol)``; ``ref`` is a release tag or the commit the
+reference was read at. Items repeated across stacks cite each stack's own code (Megatron-DeepSpeed
+and GPT-NeoX carry their own copies of Megatron's kernels).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from llmp.dsl.spec import Attention as A
+from llmp.dsl.spec import OptimizerKernel, Stack, ZeroStage
+from llmp.stacks.profile import ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+
+FLASH_LIKE = (A.FLASH2, A.FLASH3, A.CUDNN, A.SDPA)
+
+# ---- shared sources -------------------------------------------------------------------------
+
+_MLM_ARGS = "NVIDIA/Megatron-LM@v2.6:megatron/arguments.py"
+_MC_CONFIG = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_config.py"
+_MC_ARGS = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/training/arguments.py"
+_MC_DDP = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/distributed_data_parallel.py"
+_MC_DDP_CONFIG = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/distributed_data_parallel_config.py"
+_MC_CLIP = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/optimizer/clip_grads.py (clip_grad_norm_fp32)"
+_MC_OPT = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/optimizer/optimizer.py"
+_TE_ATTN = ("NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/attention.py (get_attention_backend: "
+            "FlashAttention-2 or cuDNN FusedAttention, else UnfusedDotProductAttention)")
+_NEOX = "EleutherAI/gpt-neox@e897c23:megatron/neox_arguments/neox_args.py"
+_NEOX_20B = "EleutherAI/gpt-neox@252ddc5:configs/20B.yml"
+_NEOX_TF = "EleutherAI/gpt-neox@ce9bee3:megatron/model/transformer.py"
+_DS_PIPE = "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/pipe/engine.py"
+_DS_ZERO = "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/zero/stage_1_and_2.py"
+_DS_CONFIG = "https://www.deepspeed.ai/docs/config-json/#zero-optimizations-for-fp16-training"
+_TORCH_CLIP = "pytorch/pytorch@v2.4.0:torch/nn/utils/clip_grad.py (clip_grad_norm_: foreach norm, then _foreach_mul_)"
+_TORCH_ZERO = "pytorch/pytorch@v2.4.0:torch/optim/optimizer.py (zero_grad(set_to_none=True))"
+_TITAN = "pytorch/torchtitan@v0.1.0:torchtitan/config_manager.py"
+_FOUNDRY = "mosaicml/llm-foundry@v0.10.0"
+_COMPOSER = "mosaicml/composer@v0.24.0"
+_AUTOMODEL = "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/_transformers/auto_model.py"
+_NEMO = "NVIDIA/NeMo@v2.0.0:nemo/collections/llm"
+_ALL_DEEPSPEED_ZERO = ("DeepSpeed runs ZeRO-1 with its pipeline engine only; stages 2 and 3 partition gradients, which "
+                       f"the pipeline engine rejects ({_DS_PIPE} (PipelineEngine.__init__: assert "
+                       "zero_optimization_stage() < ZeroStageEnum.gradients))")
+
+
+def _no(what: str, source: str) -> Item:
+    return Item(False, source, what)
+
+
+GENERIC = Profile(
+    stack=Stack.GENERIC, title="generic (llmp's defaults before stacks)",
+    versions="no particular stack: fused kernels everywhere, no fixed per-step work beyond the optimizer",
+    attention=Item(A.FLASH2, "llmp default", "a fused flash kernel"),
+    fused_norm=Item(True, "llmp default"),
+    fused_bias_act=Item(True, "llmp default"),
+    fused_bias_dropout_add=Item(True, "llmp default"),
+    fused_rope=Item(True, "llmp default"),
+    fused_cross_entropy=Item(True, "llmp default"),
+    grad_accum_fusion=Item(True, "llmp default"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, "llmp default"),
+    grad_clip=Item(False, "llmp default", "no per-step clipping work"),
+    vocab_divisible_by=Item(1, "llmp default", "the vocab as given"),
+    zero=Item(ZeroStage.NONE, "llmp default"),
+    tp_comm_overlap=Item(False, "llmp default"),
+    dp_overlap=Item(True, "llmp default"),
+    dp_bucket_size=Item(100e6, "llmp default", "100 MB buckets"),
+    param_gather_overlap=Item(False, "llmp default"),
+    fsdp_prefetch=Item(True, "llmp default"),
+    attentions=Item(tuple(A), "llmp default"),
+    fused_softmax_max_seq=Item(16384, "llmp default"),
+    vocab_pad_tp=Item(False, "llmp default"),
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, "llmp default", "no kernel"),
+    clip_scale=Item(ClipScale.ALWAYS, "llmp default"),
+    loss_sync=Item(LossSync.NONE, "llmp default"),
+    fp16_unscale=Item(Unscale.NONE, "llmp default", "fp16 loss scaling not modelled"),
+    fsdp=Item(True, "llmp default"),
+    userbuffers=Item(True, "llmp default"),
+    pipeline_zero_max=Item(ZeroStage.FSDP, "llmp default"),
+)
+
+MEGATRON_LM = Profile(
+    stack=Stack.MEGATRON_LM, title="Megatron-LM (legacy, 2020-2022)",
+    versions="Megatron-LM v2.x-v3.0: the SC21 paper runs (Narayanan et al. 2021) and the 2020 README tables",
+    attention=Item(A.UNFUSED_FUSED_SOFTMAX, f"{_MLM_ARGS} (--no-masked-softmax-fusion: masked_softmax_fusion on "
+                   "by default); NVIDIA/Megatron-LM@v2.6:megatron/model/transformer.py (ParallelAttention: baddbmm, "
+                   "FusedScaleMaskSoftmax, attention dropout, bmm)",
+                   "no flash attention before Megatron-Core (--use-flash-attn arrived in 2023)"),
+    fused_norm=Item(True, "NVIDIA/Megatron-LM@v2.6:megatron/model/fused_layer_norm.py (MixedFusedLayerNorm, Apex kernel)"),
+    fused_bias_act=Item(True, f"{_MLM_ARGS} (--no-bias-gelu-fusion); megatron/model/fused_bias_gelu.py"),
+    fused_bias_dropout_add=Item(True, f"{_MLM_ARGS} (--no-bias-dropout-fusion); megatron/model/transformer.py "
+                                "(bias_dropout_add_fused_train)"),
+    fused_rope=Item(False, "NVIDIA/Megatron-LM@v2.6:megatron/model/language_model.py (learned positions only)",
+                    "GPT models of this era use learned positions; no RoPE kernel"),
+    fused_cross_entropy=_no("eager vocab-parallel cross-entropy",
+                            "NVIDIA/Megatron-LM@v2.6:megatron/mpu/cross_entropy.py (_VocabParallelCrossEntropy)"),
+    grad_accum_fusion=Item(True, f"{_MLM_ARGS} (--no-gradient-accumulation-fusion; fused_weight_gradient_mlp_cuda)",
+                           "added in v2.5 (2021); the 2020 runs accumulated with an add per microbatch"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, "NVIDIA/Megatron-LM@v2.6:megatron/optimizer/__init__.py "
+                          "(from apex.optimizers import FusedAdam as Adam)"),
+    grad_clip=Item(True, f"{_MLM_ARGS} (--clip-grad, default 1.0); megatron/optimizer/clip_grads.py (clip_grad_norm_fp32)"),
+    vocab_divisible_by=Item(128, f"{_MLM_ARGS} (--make-vocab-size-divisible-by, default 128)"),
+    zero=Item(ZeroStage.NONE, f"{_MLM_ARGS} (--use-distributed-optimizer arrived in v3.0, off by default)"),
+    tp_comm_overlap=_no("no userbuffers before Megatron-Core + TransformerEngine", _MLM_ARGS),
+    dp_overlap=_no("the local DDP all-reduces the contiguous gradient buffer after the last backward",
+                   "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py (DistributedDataParallel.allreduce_gradients); "
+                   f"{_MLM_ARGS} (--DDP-impl, default local)"),
+    dp_bucket_size=Item(1e15, "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py (one all-reduce per "
+                        "contiguous buffer)", "one bucket: the whole buffer"),
+    param_gather_overlap=_no("no distributed optimizer", _MLM_ARGS),
+    fsdp_prefetch=Item(False, _MLM_ARGS, "no FSDP"),
+    attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX), f"{_MLM_ARGS} (--no-masked-softmax-fusion)"),
+    fused_softmax_max_seq=Item(2048, "NVIDIA/Megatron-LM@v2.6:megatron/model/fused_softmax.py "
+                               "(FusedScaleMaskSoftmax.is_kernel_available: 16 < sk <= 2048)"),
+    vocab_pad_tp=Item(True, "NVIDIA/Megatron-LM@v2.6:megatron/tokenizer/tokenizer.py (_vocab_size_with_padding: "
+                      "multiple = make_vocab_size_divisible_by * tensor_model_parallel_size)"),
+    zero_grad=Item(ZeroGrad.MEMSET, "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py (zero_grad_buffer)"),
+    clip_scale=Item(ClipScale.CONDITIONAL, "NVIDIA/Megatron-LM@v2.6:megatron/optimizer/clip_grads.py "
+                    "(multi_tensor_scale only if clip_coeff < 1.0)"),
+    loss_sync=Item(LossSync.PER_MICROBATCH, "NVIDIA/Megatron-LM@v2.6:pretrain_gpt.py (loss_func: "
+                   "average_losses_across_data_parallel_group)"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "NVIDIA/Megatron-LM@v2.6:megatron/optimizer/optimizer.py "
+                      "(_unscale_main_grads_and_check_for_nan; all-reduce MAX over the model-parallel group)"),
+    fsdp=_no("no FSDP", _MLM_ARGS),
+    userbuffers=_no("no TransformerEngine", _MLM_ARGS),
+    pipeline_zero_max=Item(ZeroStage.Z1, f"{_MLM_ARGS} (distributed optimizer = ZeRO-1)"),
+)
+
+MEGATRON_CORE = Profile(
+    stack=Stack.MEGATRON_CORE, title="Megatron-Core with TransformerEngine (2023+)",
+    versions="Megatron-LM core_r0.5-0.9+ with --transformer-impl transformer_engine, as in its examples/ scripts",
+    attention=Item(A.CUDNN, f"{_MC_ARGS} (--attention-backend auto); {_TE_ATTN}",
+                   "TE picks cuDNN fused attention or FlashAttention-2 by GPU and version; both are one fused kernel"),
+    fused_norm=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/extensions/transformer_engine.py "
+                    "(TELayerNormColumnParallelLinear: TE LayerNormLinear runs the norm as TE's fused kernel)"),
+    fused_bias_act=Item(True, f"{_MC_CONFIG} (bias_activation_fusion; --no-bias-gelu-fusion / --no-bias-swiglu-fusion)"),
+    fused_bias_dropout_add=Item(True, f"{_MC_CONFIG} (bias_dropout_fusion)"),
+    fused_rope=Item(True, f"{_MC_CONFIG} (apply_rope_fusion; --no-rope-fusion)"),
+    fused_cross_entropy=_no("cross_entropy_loss_fusion defaults to False: Megatron's eager vocab-parallel CE",
+                            f"{_MC_CONFIG} (cross_entropy_loss_fusion = False); "
+                            "megatron/core/tensor_parallel/cross_entropy.py (_VocabParallelCrossEntropy)"),
+    grad_accum_fusion=Item(True, f"{_MC_CONFIG} (gradient_accumulation_fusion; --no-gradient-accumulation-fusion)"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/optimizer/__init__.py "
+                          "(TE/Apex FusedAdam)"),
+    grad_clip=Item(True, f"{_MC_ARGS} (--clip-grad, default 1.0); {_MC_CLIP}"),
+    vocab_divisible_by=Item(128, f"{_MC_ARGS} (--make-vocab-size-divisible-by, default 128)"),
+    zero=Item(ZeroStage.Z1, f"{_MC_ARGS} (--use-distributed-optimizer, set by the examples/gpt3 and llama scripts)"),
+    tp_comm_overlap=_no("opt-in: --tp-comm-overlap needs userbuffers bootstrapping", f"{_MC_ARGS} (--tp-comm-overlap)"),
+    dp_overlap=Item(True, f"{_MC_DDP_CONFIG} (overlap_grad_reduce; --overlap-grad-reduce in the examples scripts)"),
+    dp_bucket_size=Item(160e6, f"{_MC_DDP} (bucket_size = max(40000000, 1000000 * dp_size) parameters)",
+                        "40 M fp32 main grads = 160 MB; Megatron grows it to 1 M x dp parameters past dp = 40"),
+    param_gather_overlap=Item(True, f"{_MC_DDP_CONFIG} (overlap_param_gather; --overlap-param-gather)"),
+    fsdp_prefetch=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
+    attentions=Item(tuple(A), f"{_MC_ARGS} (--attention-backend flash|fused|unfused|local); {_TE_ATTN}"),
+    fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py "
+                               "(is_kernel_available: 16 < sk <= 16384)"),
+    vocab_pad_tp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/training/tokenizer/tokenizer.py "
+                      "(_vocab_size_with_padding: make_vocab_size_divisible_by * tensor_model_parallel_size)"),
+    zero_grad=Item(ZeroGrad.MEMSET, f"{_MC_DDP} (zero_grad_buffer: grad_data.zero_())"),
+    clip_scale=Item(ClipScale.CONDITIONAL, f"{_MC_CLIP} (multi_tensor_scale only if clip_coeff < 1.0)"),
+    loss_sync=Item(LossSync.PER_STEP, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/training/training.py (train_step: "
+                   "losses all-reduced over the data-parallel group once per step)"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, f"{_MC_OPT} (_unscale_main_grads_and_check_for_nan)"),
+    fsdp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
+    userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
+    pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
+)
+
+NEMO = Profile(
+    stack=Stack.NEMO, title="NeMo 2.0 / Megatron-Bridge performance recipes (incl. DGX Cloud benchmarking)",
+    versions="NeMo 24.07+ performance recipes and NVIDIA DGX Cloud benchmarking recipes (Megatron-Core + TE underneath)",
+    attention=Item(A.CUDNN, f"{_NEMO}/gpt/model/base.py (GPTConfig: TE spec); {_TE_ATTN}"),
+    fused_norm=Item(True, f"{_NEMO}/gpt/model/base.py (transformer_layer_spec: TE LayerNormLinear)"),
+    fused_bias_act=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.bias_activation_fusion = True)"),
+    fused_bias_dropout_add=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.bias_dropout_fusion = True)"),
+    fused_rope=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.apply_rope_fusion = True)"),
+    fused_cross_entropy=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.cross_entropy_loss_fusion = True)"),
+    grad_accum_fusion=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.gradient_accumulation_fusion)"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_NEMO}/recipes/optim/adam.py (distributed_fused_adam_with_cosine_annealing)"),
+    grad_clip=Item(True, f"{_NEMO}/recipes/optim/adam.py (clip_grad = 1.0)"),
+    vocab_divisible_by=Item(128, f"{_NEMO}/gpt/model/base.py (GPTConfig.make_vocab_size_divisible_by = 128)"),
+    zero=Item(ZeroStage.Z1, f"{_NEMO}/recipes/optim/adam.py (use_distributed_optimizer = True)"),
+    tp_comm_overlap=Item(True, f"{_NEMO}/recipes/tp_overlap_configs/userbuffers.py; "
+                         "nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py (MegatronCommOverlapCallback)",
+                         "the performance recipes turn it on for tp > 1"),
+    dp_overlap=Item(True, f"{_NEMO}/recipes/llama3_8b.py (DistributedDataParallelConfig(overlap_grad_reduce=True))"),
+    dp_bucket_size=Item(160e6, f"{_MC_DDP} (bucket_size = max(40000000, 1000000 * dp_size) parameters)",
+                        "40 M fp32 main grads = 160 MB"),
+    param_gather_overlap=Item(True, f"{_NEMO}/recipes/llama3_8b.py (DistributedDataParallelConfig(overlap_param_gather=True))"),
+    fsdp_prefetch=Item(True, f"{_MC_DDP_CONFIG}"),
+    attentions=Item(tuple(A), _TE_ATTN),
+    fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py"),
+    vocab_pad_tp=Item(True, "NVIDIA/NeMo@v2.0.0:nemo/collections/llm/gpt/model/base.py (get_vocab_size: "
+                      "make_vocab_size_divisible_by * tensor_model_parallel_size)"),
+    zero_grad=Item(ZeroGrad.MEMSET, f"{_MC_DDP} (zero_grad_buffer)"),
+    clip_scale=Item(ClipScale.CONDITIONAL, _MC_CLIP),
+    loss_sync=Item(LossSync.PER_STEP, "NVIDIA/NeMo@v2.0.0:nemo/lightning/megatron_parallel.py (MaskedTokenLossReduction)"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, _MC_OPT),
+    fsdp=Item(True, f"{_MC_DDP_CONFIG}"),
+    userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
+    pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
+)
+
+_MDS = "microsoft/Megatron-DeepSpeed@main:megatron"
+MEGATRON_DEEPSPEED = Profile(
+    stack=Stack.MEGATRON_DEEPSPEED, title="Megatron-DeepSpeed (BLOOM, MT-NLG)",
+    versions="microsoft/Megatron-DeepSpeed and bigscience-workshop/Megatron-DeepSpeed 2021-2022, DeepSpeed pipeline engine",
+    attention=Item(A.UNFUSED_FUSED_SOFTMAX, f"{_MDS}/arguments.py (masked_softmax_fusion on by default); "
+                   f"{_MDS}/model/transformer.py (CoreAttention: baddbmm, FusedScaleMaskSoftmax, bmm)"),
+    fused_norm=Item(True, f"{_MDS}/model/fused_layer_norm.py (MixedFusedLayerNorm)"),
+    fused_bias_act=Item(True, f"{_MDS}/arguments.py (--no-bias-gelu-fusion)"),
+    fused_bias_dropout_add=Item(True, f"{_MDS}/arguments.py (--no-bias-dropout-fusion)"),
+    fused_rope=_no("GPT models with learned positions or ALiBi (BLOOM)", f"{_MDS}/model/language_model.py"),
+    fused_cross_entropy=_no("eager vocab-parallel cross-entropy", f"{_MDS}/mpu/cross_entropy.py (_VocabParallelCrossEntropy)"),
+    grad_accum_fusion=_no("DeepSpeed owns the gradients: autograd accumulates .grad and the engine copies them",
+                          f"{_DS_ZERO} (gradients accumulated into the partition buffers)"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_MDS}/optimizer/__init__.py (apex FusedAdam); "
+                          "microsoft/DeepSpeed@v0.9.5:deepspeed/ops/adam/fused_adam.py"),
+    grad_clip=Item(True, f"{_DS_CONFIG} (gradient_clipping); {_DS_ZERO} (get_grad_norm_direct)"),
+    vocab_divisible_by=Item(128, f"{_MDS}/arguments.py (--make-vocab-size-divisible-by, default 128)"),
+    zero=Item(ZeroStage.NONE, f"{_DS_CONFIG} (zero_optimization.stage default 0)",
+              "BLOOM-176B ran DeepSpeed's bf16 optimizer, which shards like ZeRO-1: set zero = 1 there"),
+    tp_comm_overlap=_no("no userbuffers", _MDS),
+    dp_overlap=_no("the pipeline engine reduces gradients in its ReduceGrads instruction, after the last backward",
+                   f"{_DS_PIPE} (PipelineEngine._exec_reduce_grads)"),
+    dp_bucket_size=Item(1e9, f"{_DS_CONFIG} (reduce_bucket_size default 5e8 elements)", "5e8 16-bit gradients = 1 GB"),
+    param_gather_overlap=_no("ZeRO-1 all-gathers the updated parameters after the step", f"{_DS_ZERO} (step: all_gather_dp_groups)"),
+    fsdp_prefetch=Item(False, _DS_PIPE, "no ZeRO-3 with the pipeline engine"),
+    attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX, A.FLASH2), f"{_MDS}/arguments.py (--use-flash-attn-v2)"),
+    fused_softmax_max_seq=Item(2048, f"{_MDS}/model/fused_softmax.py (is_kernel_available: 16 < sk <= 2048)"),
+    vocab_pad_tp=Item(True, f"{_MDS}/tokenizer/tokenizer.py (_vocab_size_with_padding)"),
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, f"{_DS_ZERO} (zero_grad(set_to_none=True))"),
+    clip_scale=Item(ClipScale.WITH_UNSCALE, f"{_DS_ZERO} (unscale_and_clip_grads)"),
+    loss_sync=Item(LossSync.PIPELINE_BROADCAST, f"{_DS_PIPE} (PipelineEngine._aggregate_total_loss)"),
+    fp16_unscale=Item(Unscale.CHECK_THEN_CLIP_PASS, f"{_DS_ZERO} (has_overflow, then unscale_and_clip_grads)"),
+    fsdp=_no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
+    userbuffers=_no("no TransformerEngine", _MDS),
+    pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+)
+
+GPT_NEOX = Profile(
+    stack=Stack.GPT_NEOX, title="GPT-NeoX (EleutherAI, on DeepSpeed/DeeperSpeed)",
+    versions="GPT-NeoX v1.0-v2.0 (GPT-NeoX-20B, 2022; the seed paper's Perlmutter and Vista runs)",
+    attention=Item(A.UNFUSED, f"{_NEOX} (attention_config default [[['global'], n_layers]]); {_NEOX_TF} "
+                   "(ParallelSelfAttention.attention: baddbmm, FusedScaleMaskSoftmax, attention_dropout, bmm)",
+                   "scaled_upper_triang_masked_softmax_fusion defaults to False: masked_fill_ then torch softmax; "
+                   "configs/20B.yml turns the fused softmax on; attention_config 'flash' selects FlashAttention-2 (v2.0)"),
+    fused_norm=_no("RMSNorm is eager PyTorch (x.norm, div, mul); LayerNorm is one kernel (Apex or torch) either way",
+                   "EleutherAI/gpt-neox@058f7d2:megatron/model/norms.py (RMSNorm.forward); "
+                   f"{_NEOX} (rmsnorm_fusion = False, layernorm_fusion = False)"),
+    fused_bias_act=_no("bias add, then GELU", f"{_NEOX} (bias_gelu_fusion = False); {_NEOX_TF} (ParallelMLP.forward)"),
+    fused_bias_dropout_add=_no("bias add, dropout and residual add as separate kernels",
+                               f"{_NEOX} (bias_dropout_fusion = False); {_NEOX_TF} (get_bias_dropout_add)"),
+    fused_rope=_no("t * cos + rotate_half(t) * sin in eager PyTorch", f"{_NEOX} (rope_fusion = False); "
+                   "EleutherAI/gpt-neox@b0b561f:megatron/model/positional_embeddings.py (apply_rotary_pos_emb)"),
+    fused_cross_entropy=_no("Megatron's eager vocab-parallel cross-entropy",
+                            "EleutherAI/gpt-neox@557751f:megatron/model/gpt2_model.py (cross_entropy: "
+                            "mpu.vocab_parallel_cross_entropy)"),
+    grad_accum_fusion=_no("autograd accumulates the fp16 .grad of every parameter each microbatch",
+                          f"{_DS_ZERO} (ZeRO-1: gradients reduced only at the accumulation boundary)"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, "EleutherAI/gpt-neox@9c645dd:megatron/training.py (get_optimizer: "
+                          "adam -> apex/DeepSpeed FusedAdam)"),
+    grad_clip=Item(True, f"{_NEOX} (clip_grad = 1.0); {_NEOX_20B} (gradient_clipping: 1.0)"),
+    vocab_divisible_by=Item(128, f"{_NEOX} (make_vocab_size_divisible_by = 128)"),
+    zero=Item(ZeroStage.Z1, f"{_NEOX_20B} (zero_optimization.stage: 1, as in the repository's configs)"),
+    tp_comm_overlap=_no("no userbuffers", _NEOX),
+    dp_overlap=_no("every NeoX model is a DeepSpeed PipelineModule (pipe_parallel_size >= 1): gradients are "
+                   "reduced in the ReduceGrads instruction after the last backward",
+                   f"{_DS_PIPE} (PipelineEngine._exec_reduce_grads); {_NEOX} (is_pipe_parallel)"),
+    dp_bucket_size=Item(2.52e9, f"{_NEOX_20B} (reduce_bucket_size: 1260000000 fp16 elements)", "1.26e9 x 2 bytes"),
+    param_gather_overlap=_no("ZeRO-1 all-gathers the updated fp16 parameters after the step",
+                             f"{_DS_ZERO} (step: all_gather_dp_groups; {_NEOX_20B} allgather_bucket_size)"),
+    fsdp_prefetch=Item(False, _DS_PIPE, "no ZeRO-3 with the pipeline engine"),
+    attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX, A.FLASH2),
+                    f"{_NEOX_TF} (ParallelSelfAttention.__init__: global -> FusedScaleMaskSoftmax, flash -> "
+                    "flash_attn_unpadded_qkvpacked_func_cuda)"),
+    fused_softmax_max_seq=Item(2048, "EleutherAI/gpt-neox@0885768:megatron/model/fused_softmax.py "
+                               "(is_kernel_available: 16 < sq <= 2048)"),
+    vocab_pad_tp=Item(True, "EleutherAI/gpt-neox:megatron/tokenizer/tokenizer.py (_vocab_size_with_padding: "
+                      "multiple = make_vocab_size_divisible_by * model_parallel_size)"),
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, f"{_DS_ZERO} (zero_grad(set_to_none=True))"),
+    clip_scale=Item(ClipScale.WITH_UNSCALE, f"{_DS_ZERO} (unscale_and_clip_grads: combined_scale)"),
+    loss_sync=Item(LossSync.PIPELINE_BROADCAST, f"{_DS_PIPE} (PipelineEngine._aggregate_total_loss)"),
+    fp16_unscale=Item(Unscale.CHECK_THEN_CLIP_PASS, f"{_DS_ZERO} (has_overflow, then unscale_and_clip_grads)"),
+    fsdp=_no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
+    userbuffers=_no("no TransformerEngine in the runs modelled", _NEOX),
+    pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+)
+
+COMPOSER = Profile(
+    stack=Stack.COMPOSER, title="Composer / llm-foundry (PyTorch FSDP)",
+    versions="llm-foundry v0.4-v0.10 MPT training (the llm-foundry throughput tables)",
+    attention=Item(A.FLASH2, f"{_FOUNDRY}:llmfoundry/models/mpt/configuration_mpt.py (attn_config_defaults "
+                   "attn_impl = 'flash')", "older releases used 'triton' or 'torch'"),
+    fused_norm=Item(True, f"{_FOUNDRY}:llmfoundry/models/layers/norm.py (LPLayerNorm: torch layer_norm, one kernel)"),
+    fused_bias_act=Item(True, f"{_FOUNDRY}:llmfoundry/models/layers/ffn.py (MPTMLP: no bias, one GELU kernel)"),
+    fused_bias_dropout_add=Item(True, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py (no_bias, dropout 0: "
+                                "one residual add)"),
+    fused_rope=_no("MPT uses ALiBi; Llama-style models rotate in eager PyTorch",
+                   f"{_FOUNDRY}:llmfoundry/models/layers/attention.py (apply_rotary_pos_emb from HF)"),
+    fused_cross_entropy=Item(True, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py (loss_fn 'fused_crossentropy': "
+                             "flash_attn.losses.cross_entropy)"),
+    grad_accum_fusion=_no("FSDP adds each microbatch's reduce-scattered gradient shard into .grad",
+                          "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_runtime_utils.py (_post_backward_hook)"),
+    optimizer_kernel=Item(OptimizerKernel.PER_TENSOR, f"{_COMPOSER}:composer/optim/decoupled_weight_decay.py "
+                          "(DecoupledAdamW.adamw: a loop over params)"),
+    grad_clip=Item(True, f"{_FOUNDRY}:scripts/train/yamls/pretrain/mpt-7b.yaml (algorithms.gradient_clipping: "
+                   f"clipping_type norm, threshold 1.0); {_COMPOSER}:composer/algorithms/gradient_clipping"),
+    vocab_divisible_by=Item(1, f"{_FOUNDRY}:llmfoundry/models/mpt/configuration_mpt.py (vocab_size 50368, given "
+                            "already padded)"),
+    zero=Item(ZeroStage.FSDP, f"{_FOUNDRY}:scripts/train/yamls/pretrain/mpt-7b.yaml (fsdp_config.sharding_strategy: "
+              "FULL_SHARD)"),
+    tp_comm_overlap=_no("no tensor parallelism in these runs", _FOUNDRY),
+    dp_overlap=Item(True, "pytorch/pytorch@v2.3.0:torch/distributed/fsdp (reduce-scatter per wrapped block)",
+                    "FSDP reduces per layer; no DDP buckets"),
+    dp_bucket_size=Item(100e6, "unused with FSDP", "FSDP reduce-scatters per wrapped block"),
+    param_gather_overlap=_no("FSDP gathers per layer instead", _FOUNDRY),
+    fsdp_prefetch=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py (backward_prefetch BACKWARD_PRE, "
+                       "limit_all_gathers)"),
+    attentions=Item((A.FLASH2, A.SDPA, A.UNFUSED), f"{_FOUNDRY}:llmfoundry/models/layers/attention.py "
+                    "(attn_impl flash | torch)"),
+    fused_softmax_max_seq=Item(0, _FOUNDRY, "no fused masked softmax kernel"),
+    vocab_pad_tp=_no("no tensor parallelism", _FOUNDRY),
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, _TORCH_ZERO),
+    clip_scale=Item(ClipScale.ALWAYS, _TORCH_CLIP),
+    loss_sync=Item(LossSync.NONE, f"{_COMPOSER}:composer/trainer/trainer.py (train loss logged without a per-step "
+                   "all-reduce)"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/sharded_grad_scaler.py"),
+    fsdp=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py"),
+    userbuffers=_no("no TransformerEngine", _FOUNDRY),
+    pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not restricted"),
+)
+
+TORCHTITAN = Profile(
+    stack=Stack.TORCHTITAN, title="torchtitan (PyTorch FSDP2)",
+    versions="torchtitan v0.1 (2024-2025), eager mode (training.compile = false)",
+    attention=Item(A.SDPA, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (Attention.forward: "
+                   "F.scaled_dot_product_attention(is_causal=True))"),
+    fused_norm=_no("nn.RMSNorm in eager mode is a chain of kernels", f"{_TITAN} (model.norm_type = 'rmsnorm'); "
+                   "pytorch/torchtitan@v0.1.0:torchtitan/models/norms.py"),
+    fused_bias_act=_no("F.silu(w1(x)) * w3(x): two kernels", "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py "
+                       "(FeedForward.forward)"),
+    fused_bias_dropout_add=Item(True, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (no bias, no dropout: "
+                                "one residual add)"),
+    fused_rope=_no("apply_rotary_emb: complex multiply in eager PyTorch",
+                   "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (apply_rotary_emb)"),
+    fused_cross_entropy=_no("F.cross_entropy on float logits (log_softmax + nll_loss)",
+                            "pytorch/torchtitan@v0.1.0:torchtitan/train.py (loss_fn)"),
+    grad_accum_fusion=_no("FSDP2 adds each microbatch's gradient shard", "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_TITAN} (optimizer.implementation = 'fused')"),
+    grad_clip=Item(True, f"{_TITAN} (training.max_norm = 1.0); {_TORCH_CLIP}"),
+    vocab_divisible_by=Item(1, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/__init__.py (vocab from the tokenizer)"),
+    zero=Item(ZeroStage.FSDP, f"{_TITAN} (training.data_parallel_shard_degree = -1: FSDP2 over every GPU)"),
+    tp_comm_overlap=_no("async TP is opt-in", f"{_TITAN} (experimental.enable_async_tensor_parallel = False)"),
+    dp_overlap=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp (reduce-scatter per block)"),
+    dp_bucket_size=Item(100e6, "unused with FSDP", "FSDP2 reduce-scatters per block"),
+    param_gather_overlap=_no("FSDP2 gathers per block instead", _TITAN),
+    fsdp_prefetch=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/fully_shard.py "
+                       "(implicit forward and backward prefetching)"),
+    attentions=Item((A.SDPA, A.FLASH2, A.CUDNN), f"{_TITAN} (model.use_flex_attn = False: SDPA)"),
+    fused_softmax_max_seq=Item(0, _TITAN, "no fused masked softmax kernel"),
+    vocab_pad_tp=_no("DTensor shards the embedding unevenly", _TITAN),
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, _TORCH_ZERO),
+    clip_scale=Item(ClipScale.ALWAYS, _TORCH_CLIP),
+    loss_sync=Item(LossSync.NONE, f"{_TITAN} (metrics.log_freq = 10: the loss is all-reduced only on log steps)"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "pytorch/pytorch@v2.5.0:torch/amp/grad_scaler.py"),
+    fsdp=Item(True, _TITAN),
+    userbuffers=_no("no TransformerEngine", _TITAN),
+    pipeline_zero_max=Item(ZeroStage.FSDP, "pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/pipeline_llama.py (PP with FSDP2)"),
+)
+
+NEMO_AUTOMODEL = Profile(
+    stack=Stack.NEMO_AUTOMODEL, title="NeMo AutoModel (Hugging Face models on FSDP2)",
+    versions="NVIDIA-NeMo/Automodel 0.1-0.2 (the AutoModel performance summary)",
+    attention=Item(A.SDPA, f"{_AUTOMODEL} (_patch_attention: attn_implementation 'sdpa')"),
+    fused_norm=Item(True, f"{_AUTOMODEL} (_patch_liger_kernel: Liger fused RMSNorm)"),
+    fused_bias_act=Item(True, f"{_AUTOMODEL} (_patch_liger_kernel: Liger SwiGLU)"),
+    fused_bias_dropout_add=Item(True, "HF Llama-style blocks: no bias, no dropout, one residual add"),
+    fused_rope=Item(True, f"{_AUTOMODEL} (_patch_liger_kernel: Liger RoPE)"),
+    fused_cross_entropy=Item(True, f"{_AUTOMODEL} (_patch_liger_kernel: Liger fused linear cross-entropy)"),
+    grad_accum_fusion=_no("FSDP2 adds each microbatch's gradient shard", "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp"),
+    optimizer_kernel=Item(OptimizerKernel.FOREACH, "pytorch/pytorch@v2.5.0:torch/optim/adamw.py (foreach is the "
+                          "default on CUDA when fused is not requested)"),
+    grad_clip=Item(True, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/recipes/llm/train_ft.py (max_grad_norm)"),
+    vocab_divisible_by=Item(1, "the Hugging Face config's vocab_size"),
+    zero=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/fsdp2.py"),
+    tp_comm_overlap=_no("no userbuffers", _AUTOMODEL),
+    dp_overlap=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp (reduce-scatter per block)"),
+    dp_bucket_size=Item(100e6, "unused with FSDP", "FSDP2 reduce-scatters per block"),
+    param_gather_overlap=_no("FSDP2 gathers per block instead", _AUTOMODEL),
+    fsdp_prefetch=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/fully_shard.py"),
+    attentions=Item(FLASH_LIKE + (A.UNFUSED,), f"{_AUTOMODEL} (attn_implementation sdpa | flash_attention_2 | eager)"),
+    fused_softmax_max_seq=Item(0, _AUTOMODEL, "no fused masked softmax kernel"),
+    vocab_pad_tp=_no("DTensor shards the embedding unevenly", _AUTOMODEL),
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, _TORCH_ZERO),
+    clip_scale=Item(ClipScale.ALWAYS, _TORCH_CLIP),
+    loss_sync=Item(LossSync.PER_STEP, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/recipes/llm/train_ft.py "
+                   "(the step's loss all-reduced over dp for logging)"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "pytorch/pytorch@v2.5.0:torch/amp/grad_scaler.py"),
+    fsdp=Item(True, _AUTOMODEL),
+    userbuffers=_no("no TransformerEngine", _AUTOMODEL),
+    pipeline_zero_max=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0 (PP with FSDP2)"),
+)
+
+PROFILES = MappingProxyType({p.stack: p for p in (
+    GENERIC, MEGATRON_LM, MEGATRON_CORE, NEMO, MEGATRON_DEEPSPEED, GPT_NEOX, COMPOSER, TORCHTITAN, NEMO_AUTOMODEL)})
+"""Every stack's profile, keyed by :class:`~llmp.dsl.spec.Stack`."""
