@@ -30,6 +30,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -276,3 +277,65 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) ->
     order = np.argsort(values)
     cum = np.cumsum(weights[order]) / weights.sum()
     return float(values[order][min(int(np.searchsorted(cum, level)), len(values) - 1)])
+
+
+# -- persistence (called by ``store.save`` / ``store.load`` for a manifest of kind ``cross_gpu``) --
+def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]]:
+    """Write each family's tree to ``directory/groups/<family>.ubj``; return the manifest entries."""
+    model._check_fitted()
+    (directory / "groups").mkdir(parents=True, exist_ok=True)
+    entries = []
+    for family, fit in sorted(model.families_.items()):
+        file = None
+        if fit.booster is not None:
+            file = f"groups/{family}.ubj"
+            fit.booster.save_model(directory / file)
+        entries.append({"family": family, "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
+                        "offsets": dict(sorted(fit.offsets.items())), "default_offset": fit.default_offset,
+                        "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
+                        "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples})
+    return entries
+
+
+def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alpha: float, seed: int) -> CrossGpuModel:
+    """Rebuild a fitted model from :func:`to_manifest` entries; malformed entries raise
+    ``ResidualSchemaError`` naming the family."""
+    import xgboost
+
+    from llmp.errors import ResidualSchemaError
+
+    model = CrossGpuModel(alpha=alpha, random_state=seed)
+    model.families_ = {}
+    for e in entries:
+        family = str(e.get("family"))
+        try:
+            if family not in features.FEATURES:
+                raise ValueError(f"unknown family {family!r}")
+            cand = e["candidate"]
+            candidate = Candidate(kind=str(cand["kind"]), lam=float(cand["lam"]))
+            if candidate.kind not in ("roofline", "offsets", "offsets+tree") or not 0 <= candidate.lam <= 1:
+                raise ValueError(f"candidate {cand}")
+            columns = tuple(str(c) for c in e["columns"])
+            if any(c not in features.FEATURES[family] for c in columns):
+                raise ValueError("tree columns are not features of the family")
+            offsets = {str(k): float(v) for k, v in dict(e["offsets"]).items()}
+            numbers = [*offsets.values(), float(e["default_offset"]), float(e["q"])]
+            if not all(math.isfinite(x) for x in numbers) or float(e["q"]) < 0:
+                raise ValueError("non-finite offsets or band")
+            booster = None
+            if e.get("file"):
+                booster = xgboost.XGBRegressor()
+                booster.load_model(directory / str(e["file"]))
+                booster.get_booster().set_param({"nthread": 1})
+            elif candidate.kind == "offsets+tree":
+                raise ValueError("an offsets+tree candidate without its tree file")
+        except (KeyError, TypeError, ValueError, OSError, xgboost.core.XGBoostError) as err:
+            raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {family!r} is malformed "
+                                      f"({str(err).splitlines()[0] if str(err) else type(err).__name__})",
+                                      hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)")
+        model.families_[family] = FamilyFit(
+            family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
+            columns=columns, booster=booster, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
+            logo={str(g): {k: float(x) for k, x in dict(v).items()} for g, v in dict(e["logo"]).items()},
+            n_samples=int(e["n_samples"]))
+    return model

@@ -88,3 +88,24 @@ def test_predictions_are_never_in_domain_and_unknown_families_stay_uncovered(dev
 def test_unfitted_model_says_so(devices):
     with pytest.raises(NotFittedError):
         CrossGpuModel().predict([], devices["b200"])
+
+
+def test_a_saved_model_predicts_the_same_and_a_tampered_one_is_refused(devices, tmp_path):
+    import json
+
+    from llmp.errors import ResidualSchemaError
+    from llmp.residuals.transfer import from_manifest, to_manifest
+
+    data = [o for i, (g, d) in enumerate(devices.items()) for o in synthetic(d, ("norm", "gemm"), 30, seed=i)]
+    model = CrossGpuModel().fit(data)
+    entries = json.loads(json.dumps(to_manifest(model, tmp_path)))
+    again = from_manifest(entries, tmp_path, alpha=model.alpha, seed=0)
+    items = [o.item for o in data[:20]]
+    a, b = model.predict(items, devices["b200"]), again.predict(items, devices["b200"])
+    assert np.allclose(a.log_factor, b.log_factor) and np.allclose(a.q, b.q)
+    bad = [dict(e, q=float("nan")) for e in entries]
+    with pytest.raises(ResidualSchemaError, match="malformed"):
+        from_manifest(bad, tmp_path, alpha=0.1, seed=0)
+    bad = [dict(e, candidate={"kind": "magic", "lam": 1}) for e in entries]
+    with pytest.raises(ResidualSchemaError, match="malformed"):
+        from_manifest(bad, tmp_path, alpha=0.1, seed=0)
