@@ -17,6 +17,10 @@ worse than the bare roofline for some families. So this model is built to be *sa
   roofline whenever ``0 < m < 4 y`` (or the mirror for negative ``y``), i.e. whenever the other
   GPU's factor has the right sign and is not four times too extreme.
 
+Collectives are treated alike, per kind, with the machine (GPU and links) in place of the GPU and
+the tier (intra- or inter-node) in place of the kernel's operator: the alpha-beta time stays the
+base, so a group size or a link never measured still scales physically.
+
 Which candidate a family gets is decided by leave-one-GPU-out over the GPUs that measured it
 (``fit``): a candidate that made any held-out GPU worse than the roofline loses to one that did
 not; among the rest, the lowest mean ratio of its error to the roofline's wins. The band
@@ -43,7 +47,8 @@ from llmp.residuals.model import DEFAULT_XGB, GroupPrediction, Observation
 
 _ABSOLUTE = frozenset({"log_flops", "log_bytes", "log_t_roof", "log_m", "log_n", "log_k", "log_batch", "log_tokens",
                        "log_hidden", "log_elements", "log_rows", "log_cols", "log_vocab", "log_params", "log_seq_q",
-                       "log_seq_kv", "log_heads", *features.DEVICE_FEATURES})
+                       "log_seq_kv", "log_heads", "log_link_bw", "log_link_latency", "log_t_base",
+                       *features.DEVICE_FEATURES})
 """Features in absolute units (sizes, seconds, the device's own numbers): left out of the transfer tree."""
 
 SHRINK = (0.5, 1.0)
@@ -59,10 +64,11 @@ def dimensionless(family: str) -> tuple[str, ...]:
 
 
 def operator_of(item: Kernel | Collective) -> str:
-    """``dtype/variant/pass`` of a kernel (collectives: their kind): the unit of the offsets."""
+    """``dtype/variant/pass`` of a kernel; a collective's tier (intra- or inter-node, where NCCL's
+    algorithms and their overheads differ): the unit of the offsets."""
     if isinstance(item, Kernel):
         return f"{item.dtype}/{item.variant or '-'}/{item.pass_}"
-    return str(item.kind)
+    return str(item.tier)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -201,7 +207,7 @@ class CrossGpuModel:
             raise InputError(f"alpha must lie in (0, 1), got {self.alpha}")
         grouped: dict[str, list[Observation]] = defaultdict(list)
         for o in observations:
-            if isinstance(o.item, Kernel):
+            if isinstance(o.item, Kernel) or o.links is not None:
                 grouped[features.family_of(o.item)].append(o)
         self.families_: dict[str, FamilyFit] = {}
         for n, family in enumerate(sorted(grouped)):
@@ -262,13 +268,27 @@ class CrossGpuModel:
         return out
 
 
+def machine_of(obs: Observation) -> str:
+    """What a row's transfer is judged across: the GPU for a kernel; for a collective the GPU and
+    the links it ran on (a DGX and a PCIe box with the same GPU are different machines)."""
+    if isinstance(obs.item, Kernel) or obs.links is None:
+        return obs.device.id
+    links = obs.links
+    return (f"{obs.device.id}@{float(links.gpus_per_node):g}x{float(links.intra_bandwidth):.3g}B/s"
+            f"+{float(links.inter_bandwidth):.3g}B/s")
+
+
 def _matrix(obs: Sequence[Observation]) -> _Rows:
     X, y, gpu, op = [], [], [], []
     for o in obs:
-        row, base = features.kernel_row(o.item, o.device)
+        if isinstance(o.item, Kernel):
+            row, base = features.kernel_row(o.item, o.device)
+        else:
+            assert o.links is not None  # fit() keeps only collectives with links
+            row, base = features.collective_row(o.item, o.links)
         X.append(row)
         y.append(math.log(o.seconds / base))
-        gpu.append(o.device.id)
+        gpu.append(machine_of(o))
         op.append(operator_of(o.item))
     return _Rows(np.asarray(X, dtype=np.float64), np.asarray(y), np.asarray(gpu), np.asarray(op))
 

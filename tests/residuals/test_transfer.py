@@ -109,3 +109,26 @@ def test_a_saved_model_predicts_the_same_and_a_tampered_one_is_refused(devices, 
     bad = [dict(e, candidate={"kind": "magic", "lam": 1}) for e in entries]
     with pytest.raises(ResidualSchemaError, match="malformed"):
         from_manifest(bad, tmp_path, alpha=0.1, seed=0)
+
+
+def test_collectives_transfer_across_machines_by_tier(devices):
+    from llmp.analytic.collectives import Links
+    from llmp.analytic.kernels import Collective, CollectiveKind, Tier
+
+    rng = np.random.default_rng(0)
+    machines = {g: Links(gpus_per_node=8, intra_bandwidth=bw, intra_latency=3e-6, inter_bandwidth=bw / 4,
+                         inter_latency=5e-6) for g, bw in zip(GPUS, (240e9, 360e9, 720e9, 400e9))}
+    obs = []
+    for g, links in machines.items():
+        for _ in range(30):
+            c = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=int(2 ** rng.uniform(16, 30)), group=8,
+                           ranks_per_node=8, tier=Tier.INTRA)
+            row, base = features.collective_row(c, links)
+            obs.append(Observation(item=c, device=devices[g], seconds=base * math.exp(0.4 + rng.normal(0, 0.02)),
+                                   links=links))
+    model = CrossGpuModel().fit([o for o in obs if o.device.id != "mi300x"])
+    fit = model.families_["all_reduce"]
+    assert fit.candidate.kind != "roofline" and set(fit.offsets) == {"intra"}
+    test = [o for o in obs if o.device.id == "mi300x"]
+    pred = model.predict([o.item for o in test], devices["mi300x"], links=machines["mi300x"])
+    assert np.allclose(pred.log_factor, 0.4 * fit.candidate.lam, atol=0.1)
