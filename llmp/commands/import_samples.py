@@ -20,8 +20,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="source files or directories")
     parser.add_argument("--format", required=True, choices=FORMATS, dest="fmt",
-                        help="seed: estimate-train-time operator/NCCL CSVs; vidur: mlp.csv and network CSVs; "
-                             "kernels: the shared data's kernels.csv")
+                        help="seed: estimate-train-time <GPU>_<op>_fp16.csv and <GPU>_<coll>_fp16_<N>_<M>.csv; "
+                             "vidur: compute/<gpu>/<org>/<model>/mlp.csv and "
+                             "network/<node>/{all_reduce,send_recv}.csv; kernels: the shared data's kernels.csv")
     parser.add_argument("--device", required=True, metavar="ID", help="catalog id of the GPU the rows were measured on")
     parser.add_argument("--gpu-id", metavar="GPU", help="kernels: the data's gpu_id, when it differs from --device")
     parser.add_argument("--node-id", metavar="NODE",
