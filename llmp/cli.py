@@ -26,6 +26,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("fit", "fit", "fit residual models from sample files"),
     ("measure", "measure", "time real training steps of a spec's model with torch"),
     ("import-hf", "import_hf", "write a .llmp model section from a Hugging Face config.json"),
+    ("import-samples", "import_samples", "turn public GPU operator/NCCL measurements into sample files"),
 )
 
 

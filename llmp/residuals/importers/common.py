@@ -1,0 +1,513 @@
+"""What every importer shares: samples, input bookkeeping, CSV checks, the composite split, the
+duplicate rule, and the writer of a sample directory in the exact format ``llmp sample`` writes.
+
+An importer turns each measured row of a public source into one or more :class:`Sample` s: an
+``analytic.kernels`` ``Kernel`` (or ``Collective``) exactly as llmp's operator graph builds it,
+with the measured seconds, where the row came from (``source_ref``) and what is special about its
+time (``notes``). :func:`finish` merges duplicates, checks the device, and :func:`write` lays the
+result out as ``DIR/<family>.csv`` + ``DIR/collectives.csv`` (``samplefile`` format: magic line,
+JSON header record, columns of ``sampling.columns`` / ``collectives.COLUMNS`` plus ``source_ref``
+and ``note``) and ``DIR/import.json`` (per input file: rows read, written, skipped per reason,
+duplicates merged). No dates and no absolute paths anywhere, rows sorted by key: a rerun on the
+same inputs gives the same bytes.
+
+The modules with the column tuples (``sampling``, ``collectives``) import torch, which llmp's
+predict/fit side does not need, so the tuples are repeated here and a test checks they agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmp.analytic.kernels import Collective, Family, Kernel
+from llmp.errors import InputError
+from llmp.hardware import catalog
+from llmp.hardware.spec import Device
+from llmp.residuals import dataset, features, samplefile
+from llmp.residuals.design import DIMS
+
+IMPORTER_VERSION = 1
+"""Bumped whenever a mapping or a rule changes what an import writes."""
+
+SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
+"""``sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
+COLLECTIVE_BASE = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
+                   "p90_s", "repeats", "error")
+"""``residuals.collectives.COLUMNS`` (checked by the same test)."""
+EXTRA = ("source_ref", "note")
+"""Columns an imported row adds: where it was read (``owner/repo@commit:path:line``) and what is
+special about its time (``;``-separated tags, legend in the header record's ``note_tags``)."""
+COLLECTIVE_COLUMNS = (*COLLECTIVE_BASE, *EXTRA)
+MANIFEST = "import.json"
+COUNTING = ("rows_read: CSV records read; values_read: measured times among them (a seed operator record holds "
+            "F_dur and B_dur); skipped: measured times not imported, per reason; rows_written: sample rows per "
+            "family/pass (a composite span gives two); duplicates_merged: sample rows dropped as re-measurements")
+
+NOTE_TAGS: dict[str, str] = {
+    "composite:dgrad+wgrad": "one measured backward span covered dgrad and wgrad; split between the two rows "
+                             "in proportion to their llmp rooflines (both carry the pair's measured/roofline)",
+    "composite:dgrad+wgrad+bias": "as composite:dgrad+wgrad, and the span also holds the bias-gradient reduction",
+    "composite:2x": "one measured span covered two identical kernels; the row holds half of it",
+    "derived_time": "time computed from a stored efficiency or FLOP/s figure (exact inversion of the source's "
+                    "own formula), not stored as a time",
+    "wall_clock": "host wall clock around the call (includes launch and synchronisation overhead)",
+    "cuda_events": "CUDA events around the call (includes launch gaps inside the call)",
+    "median_kernel": "the median single kernel of the op (an op lowered to several kernels is understated)",
+    "profiler_span": "GPU span from the op's first to its last kernel (idle gaps between kernels included)",
+    "kernel_sum": "sum of the op's kernel durations (gaps between kernels excluded)",
+    "tuned": "best of many candidate kernels for this exact shape (autotuned)",
+    "fewer_samples": "the source's trimmed mean was over fewer samples than its protocol (value not on the "
+                     "0.2 us grid)",
+    "slow_inter_node": "inter-node NCCL of a setup running far below the NICs' capability (kept by option)",
+    "bias": "the GEMM adds a bias in its epilogue",
+}
+"""Meaning of the fixed tags of the ``note`` column; ``key=value`` tags (``backend=cudnn``,
+``fp8=e4m3xe5m2``, ``grouped:groups=8``, ...) name the setup the row was measured in."""
+
+_ID = re.compile(r"^[a-z0-9_]+$")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Sample:
+    """One imported measurement: what ran (an llmp kernel or collective) and how long it took."""
+
+    item: Kernel | Collective
+    seconds: float
+    tag: str
+    """What the source measured (``seed:linear1``, ``kernels:cudnn_frontend:cudnn``, ...), with any setup
+    that makes it a different measurement of the same kernel; part of the row key, so two source ops
+    that ran the same kernel stay two rows, while a re-measurement of one op is a duplicate."""
+    source_ref: str
+    input: int
+    """Index of the input file (:class:`Input`) the row was read from."""
+    notes: tuple[str, ...] = ()
+    role: str = ""
+    """GEMM rows: ``fwd``/``dgrad``/``wgrad`` (written to the ``variant`` column, as ``llmp sample`` does)."""
+    width: int = 0
+    """Innermost width of the tensor an elementwise kernel sees (the sampler's ``width``), 0 if unknown."""
+    repeats: int | None = None
+    """Timed samples behind the value, when the source says."""
+    dtype: str = ""
+    """Collectives: the payload dtype label (kernels carry theirs in the ``Kernel``)."""
+    backend: str = "nccl"
+    """Collectives: the communication backend."""
+    span_s: float | None = None
+    """The measured time of the source row (a composite row's share is ``seconds``); duplicates are
+    compared on it, so both halves of a composite come from the same source row."""
+    preference: tuple[Any, ...] = ()
+    """Among duplicates the largest wins (e.g. the newest software); then the fastest span."""
+
+    @property
+    def family(self) -> str:
+        return features.family_of(self.item)
+
+    @property
+    def is_kernel(self) -> bool:
+        return isinstance(self.item, Kernel)
+
+    @property
+    def key(self) -> str:
+        it = self.item
+        if isinstance(it, Kernel):
+            dims = ",".join(f"{n}={int(v)}" for n, v in it.dims)
+            variant = self.role if it.family is Family.GEMM else it.variant
+            return (f"{it.family.value}/{it.pass_.value}/{variant or '-'}/{it.dtype.value}/{dims}/w={self.width}"
+                    f"/src={self.tag}")
+        return (f"{it.kind.value}/{self.dtype}/g={int(it.group)}/rpn={int(it.ranks_per_node)}/{it.tier.value}"
+                f"/bytes={int(it.bytes)}/src={self.tag}")
+
+    def row(self) -> dict[str, object]:
+        """The CSV row in the sample-file columns."""
+        it = self.item
+        common = {"key": self.key, "time_s": f"{self.seconds:.6e}", "p10_s": "", "p90_s": "",
+                  "repeats": "" if self.repeats is None else self.repeats, "error": "",
+                  "source_ref": self.source_ref, "note": ";".join(self.notes)}
+        if isinstance(it, Kernel):
+            variant = self.role if it.family is Family.GEMM else it.variant
+            return {**common, "family": it.family.value, "pass": it.pass_.value, "variant": variant,
+                    "dtype": it.dtype.value, **{n: int(v) for n, v in it.dims}, "width": self.width}
+        return {**common, "kind": it.kind.value, "bytes": int(it.bytes), "group": int(it.group),
+                "ranks_per_node": int(it.ranks_per_node), "tier": it.tier.value, "dtype": self.dtype,
+                "backend": self.backend}
+
+
+@dataclass(kw_only=True, slots=True)
+class Input:
+    """One input file: where it comes from and what became of its rows (filled while importing)."""
+
+    name: str
+    """The file's name (never its absolute path: the manifest must not depend on where data sits)."""
+    source_ref: str
+    """``owner/repo@commit:path`` of the file in its public repository."""
+    licence: str
+    rows_read: int = 0
+    """CSV records read."""
+    values_read: int = 0
+    """Measured times among them (a seed operator record holds two, F_dur and B_dur; a Vidur mlp.csv
+    record one per op)."""
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Reason -> measured times not imported."""
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] += n
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Collected:
+    """What an importer read: samples (duplicates still in), its inputs, and the header record."""
+
+    fmt: str
+    device_id: str
+    node_id: str | None
+    meta: dict[str, Any]
+    samples: tuple[Sample, ...]
+    inputs: tuple[Input, ...]
+    rules: tuple[str, ...]
+    """The rules applied (mapping choices, fault handling), quoted in ``import.json``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Imported:
+    """A finished import: unique rows sorted by key, and the manifest ``import.json`` holds."""
+
+    collected: Collected
+    samples: tuple[Sample, ...]
+    manifest: dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------------------- ids
+
+
+def check_id(value: str, what: str) -> str:
+    if not _ID.match(value):
+        raise InputError(f"invalid {what} id {value!r}", hint="catalog ids are lower-case words joined by '_'")
+    return value
+
+
+def in_catalog(device_id: str) -> bool:
+    return device_id in catalog.catalog_ids()["gpu"]
+
+
+def check_device(device_id: str, known: Iterable[str], fmt: str) -> str:
+    """``device_id`` must be a catalog GPU or a device this source's table names (one that is about to
+    join the catalog: its rows are written and ``import.json`` says the catalog lacks it)."""
+    check_id(device_id, "device")
+    known = set(known)
+    if in_catalog(device_id) or device_id in known:
+        return device_id
+    ids = sorted(set(catalog.catalog_ids()["gpu"]) | known)
+    raise InputError(f"unknown device id '{device_id}' for --format {fmt}",
+                     hint=f"use a catalog GPU id or one this source maps to: {', '.join(ids)}")
+
+
+def catalog_device(device_id: str) -> Device | None:
+    """The catalog's ``Device`` for ``device_id``, or ``None`` when the catalog has no such GPU yet."""
+    if not in_catalog(device_id):
+        return None
+    return dataset.catalog_node(device_id).gpu
+
+
+def check_node(node_id: str, device_id: str) -> str:
+    """``node_id`` must be a catalog node holding ``device_id`` (the node ``dataset.load`` resolves)."""
+    check_id(node_id, "node")
+    nodes = catalog.catalog_ids()["node"]
+    if node_id not in nodes:
+        raise InputError(f"unknown node id '{node_id}'", hint=f"catalog nodes: {', '.join(nodes)}")
+    gpu = _node_gpu(node_id)
+    if gpu != device_id:
+        raise InputError(f"catalog node '{node_id}' holds '{gpu}', not --device '{device_id}'",
+                         hint="pass the node the measured GPUs sat in with --node-id")
+    return node_id
+
+
+@functools.cache
+def _node_gpu(node_id: str) -> str:
+    """The GPU id of a catalog node, resolved through the DSL in a minimal spec. (Not
+    ``dataset.catalog_node``: its probe spec has ``global_batch = 1``, which no node of more than
+    one GPU accepts; 720720 splits over any node up to 16 GPUs and the 72-GPU NVL72.)"""
+    from llmp import dsl
+
+    text = (f'use "{node_id}"\ncluster probe {{ node = {node_id}  nodes = 1 }}\n'
+            "model probe { arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 128  seq_len = 8 }\n"
+            "train { precision = fp32  global_batch = 720720  micro_batch = 1 }\n")
+    return dsl.loads(text, filename=f"<catalog {node_id}>").cluster.node.gpu.id
+
+
+# ---------------------------------------------------------------------------------------------- files
+
+
+def discover(paths: Sequence[str | Path], accept: Callable[[Path], bool], fmt: str) -> tuple[list[Path], list[Path]]:
+    """Files to read under ``paths`` (directories walked recursively, sorted) and files found in a
+    directory walk that are not ``fmt`` files (listed in the manifest, not read). A file named
+    explicitly that ``accept`` refuses is an error: the user said it is such a file."""
+    take: list[Path] = []
+    other: list[Path] = []
+    if not paths:
+        raise InputError("no input paths given", hint="pass the files or directories to import")
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in sorted(q for q in p.rglob("*.csv") if q.is_file()):
+                (take if accept(f) else other).append(f)
+        elif p.is_file():
+            if not accept(p):
+                raise InputError(f"{p.name} is not a {fmt} file (by its name and place)",
+                                 hint=f"see `llmp import-samples --help` for the {fmt} files it reads")
+            take.append(p)
+        else:
+            raise InputError(f"no such file or directory: {p}")
+    seen: set[Path] = set()
+    unique = [f for f in take if not (f.resolve() in seen or seen.add(f.resolve()))]
+    return unique, [f for f in other if f.resolve() not in seen]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A CSV file's data rows with the 1-based line each starts on (header = line 1)."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[int, dict[str, str]], ...]
+
+
+def read_table(path: Path, required: Sequence[str], fmt: str) -> Table:
+    """Read a CSV (LF or CRLF) and check that it has ``required`` columns."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise InputError(f"{path.name} is empty", hint=f"expected a {fmt} CSV with a header line")
+            header = [h.strip() for h in header]
+            rows = []
+            start = reader.line_num + 1
+            for values in reader:
+                line, start = start, reader.line_num + 1
+                if not values or all(not v.strip() for v in values):
+                    continue
+                if len(values) != len(header):
+                    raise InputError(f"{path.name}:{line}: {len(values)} cells, the header has {len(header)}",
+                                     hint=f"is this a {fmt} CSV?")
+                rows.append((line, dict(zip(header, (v.strip() for v in values)))))
+    except UnicodeDecodeError:
+        raise InputError(f"{path.name} is not a text CSV file", hint=f"expected a {fmt} CSV") from None
+    except csv.Error as err:
+        raise InputError(f"{path.name}: malformed CSV ({err})") from None
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror}") from None
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(f"{path.name} lacks the columns {', '.join(missing)}",
+                         hint=f"is this a {fmt} file? it has: {', '.join(header) or '(none)'}")
+    return Table(name=path.name, columns=tuple(header), rows=tuple(rows))
+
+
+def number(row: dict[str, str], column: str, where: str) -> float:
+    """A finite number from a cell (``1024.0`` and ``1024`` alike)."""
+    text = row[column]
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where}: column '{column}' is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{where}: column '{column}' is not finite: {text!r}")
+    return value
+
+
+def integer(row: dict[str, str], column: str, where: str) -> int:
+    """A whole number, also when written as a float (the seed writes ``2.0``)."""
+    value = number(row, column, where)
+    if value != int(value):
+        raise InputError(f"{where}: column '{column}' must be a whole number, got {row[column]!r}")
+    if value < 0:
+        raise InputError(f"{where}: column '{column}' is negative: {row[column]!r}")
+    return int(value)
+
+
+def seconds(row: dict[str, str], column: str, where: str, scale: float) -> float:
+    """A time cell in seconds (``scale`` converts the source's unit); must be positive."""
+    value = number(row, column, where)
+    if value < 0:
+        raise InputError(f"{where}: negative time in '{column}': {row[column]!r}")
+    if value == 0:
+        raise InputError(f"{where}: zero time in '{column}'", hint="a measured time is positive")
+    return value * scale
+
+
+def exact_div(a: int, b: int, where: str, what: str) -> int:
+    if b <= 0 or a % b:
+        raise InputError(f"{where}: {what}: {a} is not divisible by {b}")
+    return a // b
+
+
+# ---------------------------------------------------------------------------------------------- rules
+
+
+def split_span(kernels_: Sequence[Kernel], span_s: float, device: Device) -> list[float]:
+    """Share one measured span among the kernels that ran in it, in proportion to their llmp
+    rooflines (``features.roofline_seconds``, the very roofline the fit divides by), so every row
+    carries the span's measured/roofline ratio and the shares sum to the span."""
+    roofs = [features.roofline_seconds(k, device)[1] for k in kernels_]
+    total = sum(roofs)
+    return [span_s * r / total for r in roofs]
+
+
+def _best(group: list[Sample]) -> Sample:
+    """The duplicate kept: the largest ``preference`` (e.g. the newest software), then the fastest
+    span (interference only slows a kernel down), then the first source reference."""
+    top = max(s.preference for s in group)
+    return min((s for s in group if s.preference == top), key=lambda s: (s.span_s or s.seconds, s.source_ref))
+
+
+def finish(c: Collected, ignored: Sequence[str] = ()) -> Imported:
+    """Merge duplicates (one row per key), sort, check the selection, and build the manifest.
+    ``ignored``: names of files a directory walk found that are not of the format (listed, not read)."""
+    groups: dict[str, list[Sample]] = {}
+    for s in c.samples:
+        groups.setdefault(s.key, []).append(s)
+    kept: list[Sample] = []
+    merged: Counter[int] = Counter()
+    for key in sorted(groups):
+        group = groups[key]
+        best = _best(group)
+        kept.append(best)
+        for s in group:
+            if s is not best:
+                merged[s.input] += 1
+    if not kept:
+        reasons: Counter[str] = Counter()
+        for inp in c.inputs:
+            reasons.update(inp.skipped)
+        detail = "; ".join(f"{r}: {n}" for r, n in reasons.most_common(4))
+        raise InputError(f"nothing to import for device '{c.device_id}' from {len(c.inputs)} input file(s)",
+                         hint=detail or "the inputs hold no rows for this device")
+    device = catalog_device(c.device_id)
+    has_collectives = any(not s.is_kernel for s in kept)
+    if has_collectives:
+        assert c.node_id is not None, "collective rows need the node they ran on"
+        check_node(c.node_id, c.device_id)
+    manifest = _manifest(c, kept, merged, device)
+    manifest["ignored_files"] = sorted(ignored)
+    return Imported(collected=c, samples=tuple(kept), manifest=manifest)
+
+
+def _family_pass(s: Sample) -> str:
+    it = s.item
+    return f"{it.family.value}/{it.pass_.value}" if isinstance(it, Kernel) else f"collective/{it.kind.value}"
+
+
+def _manifest(c: Collected, kept: list[Sample], merged: Counter[int], device: Device | None) -> dict[str, Any]:
+    written: dict[int, Counter[str]] = {}
+    for s in kept:
+        written.setdefault(s.input, Counter())[_family_pass(s)] += 1
+    inputs = []
+    order = sorted(range(len(c.inputs)), key=lambda i: (c.inputs[i].source_ref, c.inputs[i].name))
+    for i in order:
+        inp = c.inputs[i]
+        inputs.append({"file": inp.name, "source_ref": inp.source_ref, "licence": inp.licence,
+                       "rows_read": inp.rows_read, "values_read": inp.values_read,
+                       "rows_written": dict(sorted(written.get(i, Counter()).items())),
+                       "skipped": dict(sorted(inp.skipped.items())), "duplicates_merged": merged.get(i, 0)})
+    totals: Counter[str] = Counter(_family_pass(s) for s in kept)
+    skipped: Counter[str] = Counter()
+    for inp in c.inputs:
+        skipped.update(inp.skipped)
+    notes: list[str] = []
+    if device is None:
+        notes.append(f"device '{c.device_id}' is not in the catalog yet: the rows are written, but "
+                     "dataset.load (llmp fit) reads them only once the catalog has it")
+    else:
+        no_peak = Counter(s.item.dtype.value for s in kept if s.is_kernel and s.item.dtype not in device.peak_flops)
+        for dtype, n in sorted(no_peak.items()):
+            notes.append(f"{n} {dtype} rows are written although '{c.device_id}' has no {dtype} peak in the "
+                         "catalog: dataset.load skips them until it has one")
+    return {"importer": IMPORTER_VERSION, "format": c.fmt, "device_id": c.device_id,
+            "device_in_catalog": device is not None,
+            "node_id": c.node_id if any(not s.is_kernel for s in kept) else None, "counting": COUNTING,
+            "rows_written": dict(sorted(totals.items())), "skipped": dict(sorted(skipped.items())),
+            "duplicates_merged": sum(merged.values()), "rules": list(c.rules), "notes": notes, "inputs": inputs}
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def kernel_columns(family: str) -> tuple[str, ...]:
+    """``sampling.columns(family)`` plus :data:`EXTRA`."""
+    return ("key", "family", "pass", "variant", "dtype", *DIMS[family], *SAMPLE_TAIL, *EXTRA)
+
+
+def _file_text(meta: dict[str, Any], columns: tuple[str, ...], rows: Iterable[dict[str, object]]) -> str:
+    lines = [samplefile.MAGIC, "# " + json.dumps(meta, sort_keys=True)]
+    body = _csv_lines([dict(zip(columns, columns)), *rows], columns)
+    return "\n".join(lines) + "\n" + body
+
+
+def _csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for r in rows:
+        writer.writerow([r[c] for c in columns])
+    return buf.getvalue()
+
+
+def render(imported: Imported) -> dict[str, str]:
+    """File name -> text of every file of the import directory."""
+    c = imported.collected
+    meta = {**c.meta, "device_id": c.device_id, "importer": IMPORTER_VERSION, "note_tags": NOTE_TAGS}
+    out: dict[str, str] = {}
+    by_family: dict[str, list[Sample]] = {}
+    for s in imported.samples:
+        by_family.setdefault(s.family if s.is_kernel else "collectives", []).append(s)
+    for fam, samples in sorted(by_family.items()):
+        if fam == "collectives":
+            out["collectives.csv"] = _file_text({**meta, "node_id": c.node_id}, COLLECTIVE_COLUMNS,
+                                                (s.row() for s in samples))
+        else:
+            out[f"{fam}.csv"] = _file_text(meta, kernel_columns(fam), (s.row() for s in samples))
+    out[MANIFEST] = json.dumps(imported.manifest, indent=1, sort_keys=True) + "\n"
+    return out
+
+
+def write(imported: Imported, out: Path) -> int:
+    """Write the import directory, replacing ``out`` atomically (built beside it, then renamed in).
+    Returns the bytes written. Refuses to replace a directory that is not an earlier import."""
+    out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise InputError(f"{out} exists and is not a directory", hint="choose another -o")
+        if any(out.iterdir()) and not (out / MANIFEST).is_file():
+            raise InputError(f"{out} is a non-empty directory that no import wrote (no {MANIFEST})",
+                             hint="choose a new or empty -o directory; an import replaces it whole")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        size = 0
+        for name, text in render(imported).items():
+            data = text.encode("utf-8")
+            (tmp / name).write_bytes(data)
+            size += len(data)
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+            os.rename(out, old / "previous")
+            os.rename(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return size
