@@ -23,7 +23,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("search", "search", "sweep and rank configurations"),
     ("validate", "validate", "score predictions against measured runs (CSV)"),
     ("sample", "sample", "micro-benchmark operators on this machine's device"),
-    ("fit", "fit", "fit residual models from sample files"),
+    ("fit", "fit", "fit residual models from sample files, or adapt a store to a new device"),
+    ("score", "score", "score a residual store on measured samples, per family, operator and pass"),
     ("measure", "measure", "time real training steps of a spec's model with torch"),
     ("import-hf", "import_hf", "write a .llmp model section from a Hugging Face config.json"),
 )
