@@ -49,6 +49,7 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
         xgb_params: dict[str, object] | None = None) -> FitResult:
     """Fit a store on the samples under ``samples`` and write it to ``out``."""
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
+    store.serving(data.devices, serves)  # refuse before fitting, not after
     observations = list(data.observations)
     if upweight is not None:
         new = [o for o in observations if o.device.id == upweight]

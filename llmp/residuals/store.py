@@ -254,6 +254,18 @@ class Residuals:
 
 
 # -- saving ----------------------------------------------------------------------------------
+def serving(devices: Sequence[Device], serves: str | Sequence[str] | None) -> str | list[str]:
+    """The ``serves`` field of a store fitted on ``devices`` (``InputError`` if it names others)."""
+    if not devices:
+        raise InputError("a residual store must record the devices its samples came from")
+    ids = [d.id for d in devices]
+    served: str | list[str] = ANY if serves == ANY else list(ids if serves is None else serves)
+    if served != ANY and (not served or not set(served) <= set(ids)):
+        raise InputError(f"a store can serve only devices it has samples of ({', '.join(ids)}), not "
+                         f"{', '.join(served) or 'none'}", hint="or serve 'any' (a cross-GPU store)")
+    return served
+
+
 def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Device],
          serves: str | Sequence[str] | None = None, samples: Sequence[str] = (),
          adjustments: Mapping[Stratum, Adjustment] | None = None, extra: dict[str, Any] | None = None) -> Path:
@@ -264,13 +276,7 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
     of ``devices``).
     """
     model._check_fitted()
-    if not devices:
-        raise InputError("a residual store must record the devices its samples came from")
-    ids = [d.id for d in devices]
-    served: str | list[str] = ANY if serves == ANY else list(ids if serves is None else serves)
-    if served != ANY and (not served or not set(served) <= set(ids)):
-        raise InputError(f"a store can serve only devices it has samples of ({', '.join(ids)}), not "
-                         f"{', '.join(served) or 'none'}", hint="or serve 'any' (a cross-GPU store)")
+    served = serving(devices, serves)
     directory = Path(directory)
     (directory / "groups").mkdir(parents=True, exist_ok=True)
     groups, versions = [], set()
