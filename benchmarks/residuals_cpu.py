@@ -221,7 +221,7 @@ def l1(model_dir: Path, steps: int, warmup: int, args: argparse.Namespace) -> li
     for case in CASES:
         spec = specs[case.name]
         measured = min(medians[case.name])
-        with_res, without = predict(spec, residuals=res), predict(spec)
+        with_res, without = predict(spec, residuals=res), predict(spec, residuals=None)
         oracle = predict(spec, residuals=OracleResiduals(spec)).step_time_s
         rows.append({"case": case.name, "measured_s": measured, "round_medians_s": medians[case.name],
                      "oracle_s": oracle, "error_oracle": oracle / measured - 1,

@@ -7,6 +7,10 @@ The public API, json-module style::
     pred = llmp.predict(spec)                  # Prediction: step time, breakdown, memory, band
     print(pred.to_table())
 
+``llmp.predict(spec)`` applies the residual store ``llmp predict`` applies (the one shipped for the
+spec's device, else the shipped cross-GPU store, else none); ``residuals=None`` gives the bare
+roofline composition, ``residuals="DIR"`` a store written by ``llmp fit``.
+
 Each name is imported on first use, so ``import llmp`` stays cheap (no SymPy, no XGBoost).
 """
 

@@ -46,7 +46,7 @@ def _residuals(choice: str | None):
     from llmp.residuals import store
 
     if choice == "default":
-        return lambda spec: store.default_for(spec.cluster.gpu.id)
+        return lambda spec: store.default_for(spec.cluster.gpu).residuals
     fitted = store.load(choice)
     return lambda spec: fitted
 

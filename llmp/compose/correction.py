@@ -32,6 +32,9 @@ class Correction:
     """Upper end of the band (>= factor)."""
     covered: np.ndarray
     """bool: a fitted model existed for the item's family (False: factor 1, flagged)."""
+    out_of_domain: np.ndarray | None = None
+    """bool: the item lies outside the shapes its model was fitted on (its band is widened and the
+    prediction's provenance names it); None: nothing flagged."""
 
     @classmethod
     def identity(cls, n: int) -> Correction:
@@ -41,7 +44,8 @@ class Correction:
 
     def check(self, n: int) -> Correction:
         """Raise unless the arrays have ``n`` entries and low <= factor <= high, all positive."""
-        arrays = {name: np.asarray(getattr(self, name)) for name in ("factor", "low", "high", "covered")}
+        names = ("factor", "low", "high", "covered") + (("out_of_domain",) if self.out_of_domain is not None else ())
+        arrays = {name: np.asarray(getattr(self, name)) for name in names}
         bad = [name for name, a in arrays.items() if a.shape != (n,)]
         if bad:
             raise ResidualSchemaError(f"residual correction has wrong shape for {', '.join(bad)}: expected ({n},)")
@@ -58,6 +62,9 @@ class Residuals(Protocol):
     def id(self) -> str:
         """A short id of the fitted models (manifest hash), recorded in the provenance."""
         ...
+
+    # A store loaded by ``llmp.residuals.store`` also has ``path`` and ``scope`` ("per-device" or
+    # "cross-GPU"), which the provenance reports when present.
 
     def correct(self, items: Sequence[Kernel | Collective], spec: Spec) -> Correction:
         """One factor and band per item, in order."""

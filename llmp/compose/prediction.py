@@ -75,6 +75,27 @@ class OpRow:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ResidualUse:
+    """Which residual store corrected a prediction and how far it reached."""
+
+    id: str
+    path: str
+    """Where the store was read from ("" for a store that is not a directory)."""
+    scope: str
+    """"per-device" (fitted for this device), "cross-GPU" (hardware-normalised, serves any device)
+    or "custom" (a ``compose.Residuals`` that is not a store)."""
+    covered: tuple[str, ...]
+    """Op families of this spec it corrected."""
+    out_of_domain: tuple[str, ...]
+    """Ops (by name) whose shape lies outside what their model was fitted on: corrected by
+    extrapolation, with a widened band."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "scope": self.scope, "covered": list(self.covered),
+                "out_of_domain_count": len(self.out_of_domain), "out_of_domain": list(self.out_of_domain)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Provenance:
     spec_hash: str
     source: str
@@ -82,6 +103,9 @@ class Provenance:
     """Residual model id, or "roofline only (no residual models)"."""
     uncorrected: tuple[str, ...]
     """Op families no residual model corrected (all of them without residual models)."""
+    residuals_note: str = ""
+    """How the store was chosen, or why none applies (``llmp.residuals.store.choose``)."""
+    residual_store: ResidualUse | None = None
     calibration: tuple[str, ...] = ()
     """The ceilings behind the analytic times: per tensor-core kernel kind, the measured rate
     (with its source) or the datasheet peak; per link crossed, its measured efficiency or line
@@ -91,8 +115,9 @@ class Provenance:
     """The training stack whose profile decided the kernels, overlaps and per-step work."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
-                ((k, getattr(self, k)) for k in self.__slots__)}
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ((k, getattr(self, k)) for k in self.__slots__)}
+        out["residual_store"] = self.residual_store.to_dict() if self.residual_store else None
+        return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -199,8 +224,19 @@ class Prediction:
                      f"({m.total / m.capacity:.0%})")
         p = self.provenance
         lines += ["", f"spec {p.source} (sha256 {p.spec_hash})", f"residuals: {p.residuals}"]
+        store = p.residual_store
+        if store is not None:
+            lines.append(f"  {store.scope} store{f' at {store.path}' if store.path else ''}")
+            lines.append(f"  corrected op families: {', '.join(store.covered) or 'none'}")
+        if p.residuals_note:
+            lines.append(f"  {p.residuals_note}")
         if p.uncorrected:
             lines.append(f"uncorrected op families: {', '.join(p.uncorrected)}")
+        if store is not None and store.out_of_domain:
+            names = store.out_of_domain
+            shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
+            lines.append(f"outside the fitted shapes (band widened): {len(names)} op{'s' if len(names) > 1 else ''}: "
+                         f"{shown}")
         if p.calibration:
             lines += ["analytic ceilings:", *(f"  {note}" for note in p.calibration)]
         return "\n".join(lines)

@@ -1,13 +1,15 @@
-"""``predict(spec, residuals=None) -> Prediction``: the whole pipeline for one spec.
+"""``predict(spec, residuals="default") -> Prediction``: the whole pipeline for one spec.
 
 spec → structure and operator graph → per-op roofline / alpha-beta times → residual factors
-(when a model store is given) → composition over the pipeline schedule (point, and the band's
+(from the store ``llmp.residuals.store.choose`` picks: by default the one shipped for the spec's
+device, else the cross-GPU one) → composition over the pipeline schedule (point, and the band's
 low and high ends run through the same schedule) → memory → :class:`Prediction`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +24,7 @@ from llmp.compose import calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
-from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance
+from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance, ResidualUse
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
@@ -96,18 +98,47 @@ def _compose(graph: OpGraph, times: Any, factor: Any, spec: Spec) -> Step:
                    spec.parallel.schedule)
 
 
-def predict(spec: Spec, residuals: Residuals | None = None) -> Prediction:
-    """Predict one training step of ``spec``; ``residuals`` corrects each op's analytic time."""
+def choose_residuals(residuals: Residuals | str | os.PathLike[str] | None, spec: Spec) -> tuple[Residuals | None, str]:
+    """The store that corrects ``spec`` and how it was chosen: ``llmp.residuals.store.choose``,
+    imported only when a store may be needed (``None`` and ``"none"`` never read one)."""
+    if residuals is None or residuals == "none":
+        return None, "residual models turned off"
+    if isinstance(residuals, (str, os.PathLike)):
+        from llmp.residuals import store
+
+        choice = store.choose(residuals, spec.cluster.gpu)
+        return choice.residuals, choice.note
+    return residuals, "given"
+
+
+def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction) -> ResidualUse:
+    flagged = corr.out_of_domain if corr.out_of_domain is not None else [False] * len(graph.ops)
+    path = getattr(residuals, "path", None)
+    return ResidualUse(id=residuals.id, path=str(path) if path is not None else "",
+                       scope=getattr(residuals, "scope", "custom"),
+                       covered=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if c})),
+                       out_of_domain=tuple(sorted({op.name for op, f in zip(graph.ops, flagged) if f})))
+
+
+def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Prediction:
+    """Predict one training step of ``spec``; residual models correct each op's analytic time.
+
+    ``residuals``: ``"default"`` (the store shipped for the spec's device if it serves the spec's
+    numbers, else the shipped cross-GPU store, else none: the same choice as ``llmp predict``),
+    ``None`` or ``"none"`` (the bare roofline composition), a store directory, or a loaded store.
+    """
     _require_numbers(spec)
+    residuals, note = choose_residuals(residuals, spec)
     st = structure_of(spec)
     graph = decompose(spec, st)
     prices = price(graph, spec)
     hw = Hardware.of(spec)
     n = len(graph.ops)
     if residuals is None:
-        corr, model_id = Correction.identity(n), ROOFLINE_ONLY
+        corr, model_id, use = Correction.identity(n), ROOFLINE_ONLY, None
     else:
         corr, model_id = residuals.correct([op.work for op in graph.ops], spec).check(n), residuals.id
+        use = _residual_use(residuals, graph, corr)
     step = _compose(graph, prices.time, corr.factor, spec)
     t = float(step.step_time)
     if residuals is None:
@@ -138,8 +169,8 @@ def predict(spec: Spec, residuals: Residuals | None = None) -> Prediction:
                             oom=bool(mem.oom), rank=int(mem.rank)),
         band=band, ops=_rows(graph, prices, corr, hw),
         provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
-                              uncorrected=tuple(uncovered), calibration=calibration.notes(graph, spec),
-                              stack=spec.train.stack.value),
+                              uncorrected=tuple(uncovered), residuals_note=note, residual_store=use,
+                              calibration=calibration.notes(graph, spec), stack=spec.train.stack.value),
         derived=derived, step=step)
 
 

@@ -6,7 +6,8 @@ Modules (nothing is imported here, so the torch-only modules stay importable on 
   kernels), ``timing``, ``samplefile``, ``sampling`` (``llmp sample``), ``collectives`` (torchrun
   entry), ``reference`` and ``measure_core`` (``llmp measure``; ``python -m
   llmp.residuals.measure_core --config cfg.json``), ``devices``;
-* fit and predict (numpy, sympy, xgboost): ``features``, ``dataset``, ``model``
-  (``ResidualModel``), ``store`` (``load``, ``save``, ``default_for``, ``Residuals``), ``adapt``,
-  ``measure`` (spec -> measurement config).
+* fit and predict (numpy, sympy; xgboost only to fit): ``features``, ``dataset``, ``model``
+  (``ResidualModel``), ``forest`` (fitted trees evaluated with numpy), ``store`` (``load``,
+  ``save``, ``choose``, ``default_for``, ``Residuals``), ``adapt``, ``fitting`` (``llmp fit``),
+  ``score`` (``llmp score``), ``measure`` (spec -> measurement config).
 """

@@ -1,8 +1,9 @@
-"""Few-sample adaptation of the shared residual model to a new device.
+"""Few-sample adaptation of a residual store to a new device.
 
-With no samples of its own, a device is predicted through the shared model from its spec
-numbers (the device features). With k samples of its own (k <= 30 per family), two ways, chosen
-by what is at hand (benchmarks/unseen_gpu.py compares them, with continued boosting as a third):
+With no samples of its own, a device is predicted through a store from its spec numbers (the
+device features; a cross-GPU store is fitted for exactly that). With k samples of its own, two
+ways, chosen by what is at hand (benchmarks/unseen_gpu.py compares them, with continued boosting
+as a third):
 
 * the other devices' samples are available (``llmp fit OLD... NEW --upweight NEW_ID``):
   refit the shared model on all of them, the new device's samples weighted to a quarter of each
@@ -10,19 +11,27 @@ by what is at hand (benchmarks/unseen_gpu.py compares them, with continued boost
   others, shape by shape. A refit (weighted or not) was the most accurate adaptation at every k
   on every held-out GPU of the benchmark; the weighting helped most on the A40 (k = 5: 10.8% vs
   14.0% MAPE) and cost a little on the A100 (13.5% vs 12.7%).
-* only a fitted store is available (``llmp fit NEW --base MODELDIR``): keep the shared trees and
-  correct them per family by a ridge-regularised line in the log roofline time,
+* only a fitted store is available (``llmp fit NEW --base STORE --budget K``): keep the store's
+  trees and correct them per (operator, pass) stratum by a ridge-regularised line in the log
+  roofline time (``fit_adjustments``),
 
-      log factor_new = log factor_shared + a + b * (log_t_roof - c)
+      log factor_new = log factor_store + a + b * (log_t_roof - c)
 
-  (``fit_adjustments``): a level (the device's achievable fraction of peak) and a tilt with
-  size (launch and tail costs weigh more on a faster device). Two parameters per family do not
-  overfit 5 samples; the ridge terms shrink ``a`` and (harder) ``b`` to zero when the samples do
-  not support them.
+  a level (the device's achievable fraction of peak for that operator) and a tilt with size
+  (launch and tail costs weigh more on a faster device). The ridge terms shrink ``a`` and
+  (harder) ``b`` to zero when a stratum's few samples do not support them.
 
-Active choice of the k samples: cut a family's candidate shapes into k equal-count strata of the
-log roofline time and, in each, pick the one where the shared model is least sure (spread of its
-bootstrap members, else the conformal half-width). Picking the k most uncertain shapes outright
+Why per stratum, not per family: a device speeds operators of one family up differently (a
+fused RoPE backward and a GELU forward are both "elementwise"). A per-family line fitted on the
+samples of one operator moved every other operator of the family with it: at k = 5 all five
+elementwise picks were RoPE backward, and adapting on them took GELU from 13% to 155% error. An
+adjustment now applies only to the stratum it was fitted on, so a stratum without samples keeps
+the store's prediction exactly: adaptation can never make it worse.
+
+Active choice of the k samples (``select_active``): per stratum, cut the candidate shapes into
+k equal-count bins of the log roofline time (coverage of the stratum's shape range) and, in each,
+pick the one the store is least sure of (spread of its bootstrap members, else the conformal
+half-width); the picks come most uncertain first. Picking the k most uncertain shapes outright
 was worse in the benchmark: they are the extremes (one-token GEMMs, giant vocabularies), and a
 correction fitted on extremes does not transfer to the bulk of the shapes.
 """
@@ -32,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,8 +50,8 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
-from llmp.residuals.model import Observation, ResidualModel, row_key
-from llmp.residuals.store import Adjustment, Residuals
+from llmp.residuals.model import Observation, ResidualModel, row_key, stratum_of
+from llmp.residuals.store import Adjustment, Residuals, Stratum
 
 RIDGE_OFFSET = 0.5
 """Prior weight (in samples) pulling the offset to 0."""
@@ -54,66 +64,80 @@ def _feature_for(family: str) -> str:
     return ADJUST_FEATURE["default"] if family in {f.value for f in features.Family} else ADJUST_FEATURE["collective"]
 
 
-def _observation_blocks(obs: Sequence[Observation]) -> tuple[dict[str, features.Block], np.ndarray, Device]:
+def _one_device(obs: Sequence[Observation]) -> Device:
     devices = {o.device.id for o in obs}
     if len(devices) != 1:
-        raise InputError(f"adaptation samples must come from one device, got {sorted(devices)}")
-    device = obs[0].device
+        raise InputError(f"adaptation samples must come from one device, got {sorted(devices)}",
+                         hint="adapt to one device at a time (--device-id, or one device's sample files)")
+    return obs[0].device
+
+
+def _observation_blocks(obs: Sequence[Observation]) -> tuple[dict[str, features.Block], np.ndarray, Device]:
+    device = _one_device(obs)
     links = next((o.links for o in obs if o.links is not None), None)
     blocks, _ = features.blocks([o.item for o in obs], device, links=links)
     return blocks, np.asarray([o.seconds for o in obs]), device
 
 
 def select_active(model: ResidualModel | Residuals, items: Sequence[Kernel | Collective], device: Device, k: int, *,
-                  links: Links | None = None,
-                  blocks: dict[str, features.Block] | None = None) -> np.ndarray:
-    """Indices of ``k`` candidates per family to measure first (see module docstring).
+                  links: Links | None = None, blocks: dict[str, features.Block] | None = None) -> np.ndarray:
+    """Indices of up to ``k`` candidates per (operator, pass) stratum to measure or use first.
 
-    Per family, the candidates are cut into ``k`` equal-count strata of the adjustment feature
-    (log roofline time); in each stratum the one the shared model is least sure of is picked.
-    The strata keep the picks representative of the pool (a line fitted through them holds
-    across it); the uncertainty decides within a stratum.
+    Per stratum the candidates are cut into ``k`` equal-count bins of the adjustment feature (log
+    roofline time); in each bin the one the model is least sure of is picked. A stratum with at
+    most ``k`` candidates gives all of them. The result lists the strata's first picks, then
+    their second picks, ..., each round most uncertain first, so any prefix is a fair sample.
     """
+    if k < 1:
+        raise InputError(f"the budget must be a positive number of samples per stratum, got {k}")
     if blocks is None:
         blocks, _ = features.blocks(items, device, links=links)
-    pred = model.predict(items, device, links=links, blocks=blocks)
+    pred = model.predict(items, device, links=links, blocks=blocks, spread=True)
     uncertainty = np.where(pred.spread > 0, pred.spread, pred.q)
-    chosen: list[int] = []
+    per_stratum: list[list[int]] = []
     for fam, block in blocks.items():
-        n = len(block.index)
-        if k <= 0 or n == 0:
-            continue
-        if k >= n:
-            chosen.extend(int(i) for i in block.index)
-            continue
         x = block.X[:, block.names.index(_feature_for(fam))]
-        order = np.argsort(x, kind="stable")
-        u = uncertainty[block.index]
-        for stratum in np.array_split(order, k):
-            chosen.append(int(block.index[stratum[int(np.argmax(u[stratum]))]]))
-    return np.asarray(sorted(chosen), dtype=np.int64)
+        rows: dict[Stratum, list[int]] = {}
+        for row, i in enumerate(block.index):
+            rows.setdefault(stratum_of(items[i]), []).append(row)
+        for members in rows.values():
+            order = np.asarray(members)[np.argsort(x[members], kind="stable")]
+            bins = np.array_split(order, min(k, len(order)))
+            picks = [int(block.index[b[int(np.argmax(uncertainty[block.index[b]]))]]) for b in bins]
+            per_stratum.append(sorted(picks, key=lambda i: -uncertainty[i]))
+    ranked = [sorted((p[r] for p in per_stratum if r < len(p)), key=lambda i: -uncertainty[i])
+              for r in range(max(map(len, per_stratum), default=0))]
+    return np.asarray([i for level in ranked for i in level], dtype=np.int64)
 
 
 def fit_adjustments(base: Residuals, observations: Sequence[Observation], *, alpha: float | None = None,
-                    slope: bool = True) -> dict[str, Adjustment]:
-    """Per-family (offset, slope) corrections of ``base`` from a few samples of one device."""
+                    slope: bool = True) -> dict[Stratum, Adjustment]:
+    """Per-(operator, pass) corrections of ``base`` from a few samples of one device.
+
+    Each stratum's line is fitted on that stratum's samples only (relative to the base trees; the
+    base store's own adjustments, made for another device, are not carried over). Strata without
+    samples, or whose family the base store has no model of, get no adjustment.
+    """
     if not observations:
         return {}
     blocks, seconds, device = _observation_blocks(observations)
     alpha = base.model.alpha if alpha is None else alpha
-    out: dict[str, Adjustment] = {}
+    out: dict[Stratum, Adjustment] = {}
     for fam, block in blocks.items():
         keys = [row_key(base.model.group_by, observations[i].item, device) for i in block.index]
-        if not any(key in base.model.models_ for key in keys):
-            continue  # no shared model to adjust: the family stays uncovered
         pred = base.model.predict_block(block, keys)
-        y = np.log(seconds[block.index] / block.base_s)
-        r = y - pred.log_factor
+        r_all = np.log(seconds[block.index] / block.base_s) - pred.log_factor
         feature = _feature_for(fam)
-        x = block.X[:, block.names.index(feature)]
-        a, b, c = _ridge_line(r, x, slope=slope)
-        q = _loo_q(r, x, alpha, slope=slope) if len(r) >= 5 else None
-        out[fam] = Adjustment(offset=a, slope=b, feature=feature, center=c, n=len(r), q=q)
+        x_all = block.X[:, block.names.index(feature)]
+        by_stratum: dict[Stratum, list[int]] = {}
+        for row, i in enumerate(block.index):
+            if pred.has_model[row]:  # no model to adjust: the row stays uncovered
+                by_stratum.setdefault(stratum_of(observations[i].item), []).append(row)
+        for stratum, rows in sorted(by_stratum.items()):
+            r, x = r_all[rows], x_all[rows]
+            a, b, c = _ridge_line(r, x, slope=slope)
+            q = _loo_q(r, x, alpha, slope=slope) if len(r) >= 5 else None
+            out[stratum] = Adjustment(offset=a, slope=b, feature=feature, center=c, n=len(r), q=q)
     return out
 
 
@@ -141,6 +165,43 @@ def _loo_q(r: np.ndarray, x: np.ndarray, alpha: float, *, slope: bool) -> float:
     return float(np.quantile(np.abs(loo), level, method="higher"))
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Adaptation:
+    """The result of adapting a store to a device with a budget of samples per stratum."""
+
+    device: Device
+    adjustments: dict[Stratum, Adjustment]
+    chosen: tuple[int, ...]
+    """Indices of the observations used, in the order they were chosen."""
+    unused: tuple[int, ...]
+    """Indices of the observations left out (score the adapted store on them: ``score.score``)."""
+    strata: dict[Stratum, tuple[int, int]]
+    """Per stratum: (samples chosen, samples available)."""
+
+
+def adapt(base: Residuals, observations: Sequence[Observation], budget: int | None = None, *,
+          alpha: float | None = None) -> Adaptation:
+    """Adapt ``base`` to the device of ``observations`` with ``budget`` samples per (operator,
+    pass) stratum chosen actively (``select_active``; None: every sample)."""
+    if not observations:
+        raise InputError("no samples to adapt with")
+    device = _one_device(observations)
+    if budget is None:
+        chosen = np.arange(len(observations))
+    else:
+        links = next((o.links for o in observations if o.links is not None), None)
+        chosen = select_active(base.model, [o.item for o in observations], device, budget, links=links)
+    picked = set(chosen.tolist())
+    strata: dict[Stratum, tuple[int, int]] = {}
+    for i, o in enumerate(observations):
+        used, available = strata.get(stratum_of(o.item), (0, 0))
+        strata[stratum_of(o.item)] = (used + (i in picked), available + 1)
+    adjustments = fit_adjustments(base, [observations[i] for i in chosen], alpha=alpha)
+    return Adaptation(device=device, adjustments=adjustments, chosen=tuple(int(i) for i in chosen),
+                      unused=tuple(i for i in range(len(observations)) if i not in picked),
+                      strata=dict(sorted(strata.items())))
+
+
 def weighted(base: Sequence[Observation], new: Sequence[Observation], *, share: float = 0.25) -> list[Observation]:
     """``base + new`` with the new device's samples weighted to ``share`` of each family's weight.
 
@@ -163,21 +224,23 @@ def weighted(base: Sequence[Observation], new: Sequence[Observation], *, share: 
 
 
 def continue_boosting(model: ResidualModel, observations: Sequence[Observation], *, rounds: int = 40) -> ResidualModel:
-    """A copy of ``model`` whose group boosters were continued on one device's samples."""
+    """A copy of ``model`` whose group boosters were continued on one device's samples (with the
+    model's own hyper-parameters and monotone constraints)."""
     import copy
 
-    import xgboost
+    from llmp.residuals.forest import Forest
 
     blocks, seconds, device = _observation_blocks(observations)
     out = copy.copy(model)
     out.models_ = dict(model.models_)
-    for block in blocks.values():
-        keys = {row_key(model.group_by, observations[i].item, device) for i in block.index}
-        for key in keys:
+    for fam, block in blocks.items():
+        keys = [row_key(model.group_by, observations[i].item, device) for i in block.index]
+        for key in set(keys):
             if key not in model.models_:
                 continue
-            y = np.log(seconds[block.index] / block.base_s)
-            params = {**model.models_[key].get_params(), "n_estimators": rounds}
-            reg = xgboost.XGBRegressor(**params)
-            out.models_[key] = reg.fit(block.X, y, xgb_model=model.models_[key].get_booster())
+            rows = np.asarray([r for r, k in enumerate(keys) if k == key])
+            y = np.log(seconds[block.index[rows]] / block.base_s[rows])
+            reg = model._regressor(fam, model.random_state).set_params(n_estimators=rounds)
+            reg.fit(block.X[rows], y, xgb_model=model.models_[key].to_xgboost().get_booster())
+            out.models_[key] = Forest.of(reg)
     return out

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
@@ -23,6 +24,11 @@ from llmp.residuals import samplefile
 from llmp.residuals.design import DIMS
 from llmp.residuals.model import Observation
 
+_ROLE_FAMILIES = {Family.GEMM}
+"""Families whose sample ``variant`` column is not a kernel variant: a GEMM's is its role
+(``fwd``/``dgrad``/``wgrad``), and the analytic graph's GEMMs have none."""
+_KERNEL_COLUMNS = ("family", "pass", "dtype", "time_s")
+_COLLECTIVE_COLUMNS = ("kind", "bytes", "group", "ranks_per_node", "tier", "time_s")
 DEFAULT_NODE = {"cpu": "cpu_host"}
 """Catalog node whose links the collectives of a device's samples crossed, when not recorded."""
 
@@ -37,7 +43,12 @@ class LoadReport:
 
 
 def _catalog_spec_text(device_id: str, node_id: str | None) -> str:
-    """A minimal spec around a catalog device (or node): the public way to resolve catalog numbers."""
+    """A minimal spec around a catalog device (or node): the public way to resolve catalog numbers.
+
+    The DSL resolves hardware only inside a whole spec, so this is one: a one-node cluster of the
+    node, a one-layer model, and a training section valid on any node (one sample per GPU: the
+    global batch is the node's GPU count, so data parallelism over all of them divides it).
+    """
     link = "link { bandwidth = 1 GB/s  latency = 1 us }"
     if node_id is None:
         node_id = "probe_node"
@@ -47,7 +58,7 @@ def _catalog_spec_text(device_id: str, node_id: str | None) -> str:
         node, uses = "", f'use "{node_id}"\n'
     return (f"{uses}{node}cluster probe {{ node = {node_id}  nodes = 1 }}\n"
             "model probe { arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 128  seq_len = 8 }\n"
-            "train { precision = fp32  global_batch = 1 }\n")
+            "train { precision = fp32  global_batch = node.gpus_per_node  micro_batch = 1 }\n")
 
 
 @functools.cache
@@ -55,8 +66,17 @@ def catalog_node(device_id: str, node_id: str | None = None) -> Node:
     """The catalog's device (in a one-device probe node), or the catalog node ``node_id``. A
     retired id (``gh200``, in sample files taken before the rename) names its canonical device."""
     from llmp import dsl
+    from llmp.hardware import catalog
 
     device_id = canonical(device_id)
+    known = catalog.catalog_ids()
+    if node_id is not None and node_id not in known["node"]:
+        clusters = known["cluster"]
+        hint = (f"'{node_id}' is a cluster; pass the node it is built of (see llmp/hardware/catalog/{node_id}.llmp)"
+                if node_id in clusters else f"catalog nodes: {', '.join(known['node'])}")
+        raise InputError(f"'{node_id}' is not a catalog node", hint=hint)
+    if device_id not in known["gpu"]:
+        raise InputError(f"'{device_id}' is not a catalog device", hint=f"catalog devices: {', '.join(known['gpu'])}")
     try:
         spec = dsl.loads(_catalog_spec_text(device_id, node_id), filename=f"<catalog {node_id or device_id}>")
     except LlmpError as err:
@@ -76,23 +96,49 @@ def node_links(node: Node) -> Links:
     return Links.between(node, node.inter)
 
 
+def _choice(enum: type, text: str, column: str) -> Any:
+    try:
+        return enum(text)
+    except ValueError:
+        raise ValueError(f"{column} {text!r} is not one of {', '.join(e.value for e in enum)}") from None
+
+
+def _count(row: dict[str, str], column: str, minimum: int = 1) -> int:
+    if column not in row:
+        raise ValueError(f"column {column!r} is missing")
+    text = row[column]
+    try:
+        value = int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{column} {text!r} is not a whole number") from None
+    if value < minimum:
+        raise ValueError(f"{column} {value} must be at least {minimum}")
+    return value
+
+
 def kernel_of(row: dict[str, str]) -> Kernel:
-    """The ``Kernel`` a kernel-sample row timed (GEMM roles ``fwd``/``dgrad``/``wgrad`` are a layout
-    note of the sampler, not a kernel variant: the dims already say which product ran)."""
-    family = Family(row["family"])
-    dims = {name: int(row[name]) for name in DIMS[family.value]}
-    variant = "" if family is Family.GEMM else row.get("variant", "")
-    if variant == "-":
-        variant = ""
+    """The ``Kernel`` a kernel-sample row timed (``ValueError`` naming the bad column otherwise).
+
+    The ``variant`` column is carried into the kernel for every family (elementwise function,
+    optimizer, and whatever variants a family gains), except the GEMM role, which maps to a
+    plain fwd/bwd GEMM as the analytic graph has them.
+    """
+    family = _choice(Family, row.get("family", ""), "family")
+    dims = {name: _count(row, name, 0 if name in ("causal", "flash", "rms") else 1) for name in DIMS[family.value]}
+    variant = "" if family in _ROLE_FAMILIES else row.get("variant", "")
+    variant = "" if variant == "-" else variant
     if variant not in VARIANTS[family]:
-        raise InputError(f"sample row {row.get('key', '?')}: {family.value} has no variant {variant!r}",
-                         hint=f"known {family.value} variants: {', '.join(repr(v) for v in VARIANTS[family])}")
-    return Kernel.make(family, Dtype(row["dtype"]), Pass(row["pass"]), variant, **dims)
+        raise ValueError(f"variant {variant!r}: {family.value} has no such variant "
+                         f"(known: {', '.join(repr(v) for v in VARIANTS[family])})")
+    return Kernel.make(family, _choice(Dtype, row.get("dtype", ""), "dtype"),
+                       _choice(Pass, row.get("pass", ""), "pass"), variant, **dims)
 
 
 def collective_of(row: dict[str, str]) -> Collective:
-    return Collective(kind=CollectiveKind(row["kind"]), bytes=int(row["bytes"]), group=int(row["group"]),
-                      ranks_per_node=int(row["ranks_per_node"]), tier=Tier(row["tier"]))
+    """The ``Collective`` a collective-sample row timed (``ValueError`` naming the bad column otherwise)."""
+    return Collective(kind=_choice(CollectiveKind, row.get("kind", ""), "kind"), bytes=_count(row, "bytes"),
+                      group=_count(row, "group", 2), ranks_per_node=_count(row, "ranks_per_node"),
+                      tier=_choice(Tier, row.get("tier", ""), "tier"))
 
 
 def _seconds(row: dict[str, str]) -> float | None:
@@ -128,15 +174,27 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
 
     for path in files:
         table = samplefile.read(path)
+        if not isinstance(table.meta, dict):
+            raise InputError(f"{path}: the header record (second line) must be a JSON object",
+                             hint="sample files are written by llmp sample or llmp import-samples")
+        if not table.rows:
+            continue
         if table.dropped:
             skip("truncated or malformed lines", table.dropped)
+        is_coll = "kind" in table.columns
+        missing = [c for c in (_COLLECTIVE_COLUMNS if is_coll else _KERNEL_COLUMNS) if c not in table.columns]
+        if missing:
+            raise InputError(f"{path} has no column {', '.join(missing)} (columns: {', '.join(table.columns)})",
+                             hint="sample files are written by llmp sample or llmp import-samples")
         dev_id = device_id or table.meta.get("device_id")
-        if not dev_id:
+        if not dev_id or not isinstance(dev_id, str):
             raise InputError(f"{path} does not name its catalog device ('{table.meta.get('device_name')}')",
                              hint="pass --device-id ID (a gpu id of llmp/hardware/catalog)")
-        is_coll = "kind" in table.columns
-        node = catalog_node(str(dev_id), (node_id or table.meta.get("node_id") or DEFAULT_NODE.get(str(dev_id)))
-                            if is_coll else None)
+        node_of_file = node_id or table.meta.get("node_id") or DEFAULT_NODE.get(dev_id)
+        if is_coll and not isinstance(node_of_file, str):
+            raise InputError(f"{path}: collective samples need the catalog node they ran on",
+                             hint="pass --node-id ID (a node id of llmp/hardware/catalog)")
+        node = catalog_node(dev_id, node_of_file if is_coll else None)
         device = node.gpu
         devices[device.id] = device
         for row in table.rows:
@@ -144,13 +202,18 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
             if seconds is None:
                 skip("failed or empty rows")
                 continue
+            try:
+                item = collective_of(row) if is_coll else kernel_of(row)
+            except ValueError as err:
+                raise InputError(f"{path}: row {row.get('key', '?')!r}: {err}",
+                                 hint="fix or delete the row (sample files are written by llmp sample or "
+                                      "llmp import-samples)") from None
             if is_coll:
-                item = collective_of(row)
                 if families is not None and item.kind.value not in families:
                     continue
                 observations.append(Observation(item=item, device=device, seconds=seconds, links=node_links(node)))
                 continue
-            kernel = kernel_of(row)
+            kernel = item
             if families is not None and kernel.family.value not in families:
                 continue
             if kernel.dtype not in device.peak_flops:

@@ -11,12 +11,16 @@ CV error *and* the band half-width q = the ceil((n+1)(1-alpha))/n quantile of |r
 every sample for calibration (rather than a separate calibration split) matters when a group
 has 30-100 samples. Optional bootstrap members estimate where the model is unsure (used to
 pick samples actively on a new device, ``adapt.py``).
+
+Fitted groups are kept as :class:`~llmp.residuals.forest.Forest` (the trees as numpy arrays):
+xgboost fits them, but predicting never imports it, so a loaded store and a freshly fitted
+model predict through the same code.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +30,7 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
+from llmp.residuals.forest import Forest
 
 GROUP_FIELDS = ("family", "device", "dtype", "pass")
 DEFAULT_XGB: dict[str, object] = {
@@ -64,6 +69,19 @@ class GroupPrediction:
     """The row lies inside its group's sampled domain (False also where there is no model)."""
     spread: np.ndarray
     """Std of the bootstrap members' predictions (0 without members)."""
+
+
+def stratum_of(item: Kernel | Collective) -> tuple[str, str, str]:
+    """(family, variant, pass): the operator an item is and the pass it runs in.
+
+    The unit of few-sample adaptation and of per-operator scores: elementwise GELU and RoPE, or a
+    fused and an unfused norm, are different operators of one family, and a device can speed one
+    up and not the other; forward and backward kernels of an operator differ again. Collectives
+    are told apart by the tier they cross (the variant) and have no pass.
+    """
+    if isinstance(item, Kernel):
+        return str(item.family), item.variant, str(item.pass_)
+    return str(item.kind), str(item.tier), ""
 
 
 def row_key(group_by: tuple[str, ...], item: Kernel | Collective, device: Device) -> tuple[tuple[str, str], ...]:
@@ -117,8 +135,8 @@ class ResidualModel:
             if not obs.seconds > 0:
                 raise InputError(f"measured time must be positive, got {obs.seconds} for {obs.item}")
             grouped.setdefault(row_key(self.group_by, obs.item, obs.device), []).append(obs)
-        self.models_: dict[tuple, object] = {}
-        self.members_: dict[tuple, list[object]] = {}
+        self.models_: Mapping[tuple, Forest] = {}
+        self.members_: Mapping[tuple, list[Forest]] = {}
         self.feature_names_in_: dict[str, tuple[str, ...]] = {}
         self.n_samples_per_group_: dict[tuple, int] = {}
         self.cv_error_: dict[tuple, dict[str, float]] = {}
@@ -139,7 +157,7 @@ class ResidualModel:
             self.conformal_q_[key] = float(np.quantile(np.abs(resid), level, method="higher"))
             self.cv_error_[key] = {"mape": float(ape.mean()), "p90": float(np.quantile(ape, 0.9)),
                                    "rmse_log": float(np.sqrt(np.mean(resid**2))), "folds": float(self._folds(len(y)))}
-            self.models_[key] = self._regressor(family, seed).fit(X, y, sample_weight=w)
+            self.models_[key] = Forest.of(self._regressor(family, seed).fit(X, y, sample_weight=w))
             self.members_[key] = self._members(family, X, y, w, seed)
             self.feature_names_in_[family] = features.FEATURES[family]
             self.n_samples_per_group_[key] = len(y)
@@ -179,12 +197,12 @@ class ResidualModel:
             oof[test] = reg.predict(X[test])
         return oof
 
-    def _members(self, family: str, X: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int) -> list[object]:
+    def _members(self, family: str, X: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int) -> list[Forest]:
         rng = np.random.default_rng(seed + 1)
         out = []
         for m in range(self.n_members):
             idx = rng.integers(0, len(y), len(y))
-            out.append(self._regressor(family, seed + 101 + m).fit(X[idx], y[idx], sample_weight=w[idx]))
+            out.append(Forest.of(self._regressor(family, seed + 101 + m).fit(X[idx], y[idx], sample_weight=w[idx])))
         return out
 
     # -- prediction --------------------------------------------------------------------------
@@ -193,8 +211,11 @@ class ResidualModel:
             raise NotFittedError("this ResidualModel is not fitted yet; call fit(observations) first",
                                  hint="or load a fitted store with llmp.residuals.store.load(DIR)")
 
-    def predict_block(self, block: features.Block, keys: Sequence[tuple]) -> GroupPrediction:
-        """Predict the rows of one feature block; ``keys[i]`` is row i's group key."""
+    def predict_block(self, block: features.Block, keys: Sequence[tuple], *, spread: bool = False) -> GroupPrediction:
+        """Predict the rows of one feature block; ``keys[i]`` is row i's group key.
+
+        ``spread``: also evaluate the bootstrap members (for active sample choice; the predict
+        path leaves them unread)."""
         self._check_fitted()
         fitted_names = self.feature_names_in_.get(block.family)
         if fitted_names is not None and fitted_names != block.names:
@@ -205,18 +226,17 @@ class ResidualModel:
         for i, key in enumerate(keys):
             by_key.setdefault(key, []).append(i)
         for key, rows in by_key.items():
-            model = self.models_.get(key)
-            if model is None:
+            if key not in self.models_:
                 continue
             idx = np.asarray(rows)
             X = block.X[idx]
-            out.log_factor[idx] = _predict(model, X)
+            out.log_factor[idx] = self.models_[key].predict(X)
             out.q[idx] = self.conformal_q_[key]
             out.has_model[idx] = True
             out.in_domain[idx] = self._in_domain(key, block.names, X)
-            members = self.members_.get(key) or []
+            members = (self.members_.get(key) or []) if spread else []
             if members:
-                out.spread[idx] = np.std([_predict(m, X) for m in members], axis=0)
+                out.spread[idx] = np.std([m.predict(X) for m in members], axis=0)
         return out
 
     def _in_domain(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
@@ -228,10 +248,11 @@ class ResidualModel:
         return inside
 
     def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
-                blocks: dict[str, features.Block] | None = None) -> GroupPrediction:
+                blocks: dict[str, features.Block] | None = None, spread: bool = False) -> GroupPrediction:
         """Log factors for ``items`` on ``device`` (rows without a model: 0, uncovered).
 
-        ``blocks`` are ``features.blocks(items, device, links=links)`` when the caller has them.
+        ``blocks`` are ``features.blocks(items, device, links=links)`` when the caller has them;
+        ``spread`` evaluates the bootstrap members too.
         """
         self._check_fitted()
         out = _empty(len(items))
@@ -239,19 +260,13 @@ class ResidualModel:
             blocks, _ = features.blocks(items, device, links=links)
         for block in blocks.values():
             keys = [row_key(self.group_by, items[i], device) for i in block.index]
-            part = self.predict_block(block, keys)
+            part = self.predict_block(block, keys, spread=spread)
             out.log_factor[block.index] = part.log_factor
             out.q[block.index] = part.q
             out.has_model[block.index] = part.has_model
             out.in_domain[block.index] = part.in_domain
             out.spread[block.index] = part.spread
         return out
-
-
-def _predict(regressor, X: np.ndarray) -> np.ndarray:
-    """``inplace_predict`` on the booster: no DMatrix, ~50x less overhead than ``predict`` for a
-    few rows, which is what the predict path (one call per family per spec) needs."""
-    return np.asarray(regressor.get_booster().inplace_predict(X), dtype=np.float64)
 
 
 def _empty(n: int) -> GroupPrediction:

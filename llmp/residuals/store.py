@@ -3,17 +3,28 @@
 Layout (STYLE.md rule 21)::
 
     MODELDIR/manifest.json        versions, feature schema, groups (structured keys), sample counts,
-                                  CV error, conformal half-widths, domains, seed, hardware fingerprints
-    MODELDIR/groups/<i>.ubj       XGBRegressor.save_model of group i
+                                  CV error, conformal half-widths, domains, seed, the devices it
+                                  serves and the fingerprints of their spec numbers
+    MODELDIR/groups/<i>.ubj       the XGBoost model of group i (Universal Binary JSON)
     MODELDIR/groups/<i>.m<j>.ubj  bootstrap member j of group i (optional)
 
-No pickles. Loading is strict and read-only (rule 22): a format, schema or target mismatch, a
-model saved by a newer XGBoost major version, or a missing file raises ``ResidualSchemaError``
-naming the file and the fix. Nothing is refitted or written on the predict path.
+A store serves only what it was fitted for. ``serves`` lists the device ids a per-device store
+was fitted on, or is ``"any"`` for a cross-GPU store, whose hardware-normalised features serve
+every other device (catalog or user-defined). ``hardware`` holds, per fitted device, the spec
+numbers its features and rooflines were computed from and their hash. Applying a per-device
+store to another device, or to a device whose numbers differ from its fingerprint (the catalog
+changed, or ``--set gpu.*``), is refused: its factors correct a roofline that is not there.
 
-``Residuals.correct(items, spec)`` is what ``llmp predict --residuals DIR`` calls: one factor,
-band and coverage flag per kernel or collective. Shipped defaults live in
-``llmp/hardware/defaults/<device_id>/`` and are found by ``default_for(device_id)``.
+No pickles. Loading is strict and read-only (rule 22): a missing, mistyped or non-finite field,
+a fingerprint that does not match its numbers, a format or schema mismatch, or a missing or
+unreadable group file raises ``ResidualSchemaError`` naming the file and the fix. Nothing is
+refitted or written on the predict path. Group files are read on first use (a spec touches a
+few families), with numpy (``forest.py``): predicting never imports xgboost.
+
+Which store a prediction uses (``choose``): a path or a loaded store when given; by default the
+store shipped for the spec's device in ``llmp/hardware/defaults/<device_id>/`` if it serves the
+spec's numbers, else the shipped cross-GPU store (``defaults/cross_gpu/``), else none.
+``llmp.predict``, ``llmp predict``, ``llmp validate`` and ``llmp score`` all call it.
 """
 
 from __future__ import annotations
@@ -23,9 +34,10 @@ import hashlib
 import importlib.resources
 import json
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -35,16 +47,26 @@ from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.compose.correction import Correction
 from llmp.dsl.spec import Spec
-from llmp.errors import ResidualSchemaError
+from llmp.errors import InputError, ResidualSchemaError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.residuals import features
-from llmp.residuals.model import GroupPrediction, ResidualModel
+from llmp.residuals.forest import Forest
+from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, stratum_of
 
 FORMAT = "llmp-residuals"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: ``serves``, fingerprints with the measured ceilings, per-(operator, pass) adjustments."""
+ANY = "any"
+"""``serves`` of a cross-GPU store."""
+CROSS_GPU = "cross_gpu"
+"""Folder of the shipped cross-GPU store under ``llmp/hardware/defaults/``."""
 OUT_OF_DOMAIN_WIDEN = 2.0
 """Band half-width multiplier (log space) for queries outside a group's sampled domain."""
+REFIT = "refit it with this llmp: llmp fit SAMPLE_DIR... -o DIR"
+
+Stratum = tuple[str, str, str]
+"""(family, variant, pass): see ``model.stratum_of``."""
 
 
 def grammar_version() -> str:
@@ -56,21 +78,47 @@ def grammar_version() -> str:
         return "absent"
 
 
+# -- fingerprints ----------------------------------------------------------------------------
+_RATE_TABLES = ("peak_flops", "achievable", "flash_attention")
+_SCALAR_NUMBERS = ("mem_bandwidth", "sms", "clock", "l2_cache", "launch_overhead")
+
+
+def _numbers(device: Device) -> dict[str, Any]:
+    """The spec numbers a device's features and rooflines are computed from (``features.py``,
+    ``kernels.ceiling``): peaks, measured ceilings, bandwidth, SMs, clock, cache, launch cost."""
+    def rates(table: Any) -> dict[str, float]:
+        return {str(k): float(v) for k, v in sorted(table.items())}
+
+    return {"peak_flops": rates(device.peak_flops),
+            "achievable": rates(device.achievable.rates) if device.achievable else {},
+            "flash_attention": rates(device.flash_attention.rates) if device.flash_attention else {},
+            **{name: float(getattr(device, name)) for name in _SCALAR_NUMBERS}}
+
+
+def _digest(numbers: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def device_fingerprint(device: Device) -> dict[str, object]:
     """The spec numbers a model's device features came from, and their hash."""
-    numbers = {"peak_flops": {str(k): float(v) for k, v in sorted(device.peak_flops.items())},
-               "mem_bandwidth": float(device.mem_bandwidth), "sms": float(device.sms), "clock": float(device.clock),
-               "l2_cache": float(device.l2_cache), "launch_overhead": float(device.launch_overhead)}
-    digest = hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:16]
-    return {"id": device.id, "name": device.name, "sha256": digest, **numbers}
+    numbers = _numbers(device)
+    return {"id": device.id, "name": device.name, "sha256": _digest(numbers), **numbers}
 
 
+def _differences(recorded: dict[str, Any], numbers: dict[str, Any]) -> list[str]:
+    out = []
+    for name in (*_RATE_TABLES, *_SCALAR_NUMBERS):
+        a, b = recorded.get(name), numbers[name]
+        if a != b:
+            out.append(f"{name} {a} -> {b}" if name in _SCALAR_NUMBERS else f"{name}")
+    return out
+
+
+# -- the loaded store ------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Adjustment:
-    """A per-family correction fitted on a few samples of a new device (``adapt.py``).
-
-    log factor += offset + slope * (feature - center)
-    """
+    """A correction of one (operator, pass) stratum fitted on a few samples of a new device
+    (``adapt.py``): log factor += offset + slope * (feature - center)."""
 
     offset: float
     slope: float = 0.0
@@ -82,6 +130,28 @@ class Adjustment:
     """Conformal half-width re-estimated on the new device (None: keep the base group's)."""
 
 
+class _Lazy(Mapping):
+    """Group key -> value read from the store on first use; membership never reads a file."""
+
+    def __init__(self, loaders: dict[tuple, Callable[[], Any]]) -> None:
+        self._loaders = loaders
+        self._loaded: dict[tuple, Any] = {}
+
+    def __getitem__(self, key: tuple) -> Any:
+        if key not in self._loaded:
+            self._loaded[key] = self._loaders[key]()
+        return self._loaded[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._loaders
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._loaders)
+
+    def __len__(self) -> int:
+        return len(self._loaders)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Residuals:
     """A loaded (read-only) residual store: what ``llmp predict --residuals DIR`` uses."""
@@ -89,7 +159,7 @@ class Residuals:
     path: Path
     manifest: dict[str, Any]
     model: ResidualModel
-    adjustments: dict[str, Adjustment] = field(default_factory=dict)
+    adjustments: dict[Stratum, Adjustment] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -98,184 +168,426 @@ class Residuals:
         digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()[:12]
         return f"{self.path.name}@{digest}"
 
+    @property
+    def serves(self) -> str | tuple[str, ...]:
+        """``"any"`` (a cross-GPU store) or the ids of the devices it was fitted for."""
+        serves = self.manifest.get("serves", ())
+        return ANY if serves == ANY else tuple(serves)
+
+    @property
+    def scope(self) -> str:
+        return "cross-GPU" if self.serves == ANY else "per-device"
+
     def families(self) -> tuple[str, ...]:
         return tuple(sorted({dict(k)["family"] for k in self.model.models_}))
 
+    def refusal(self, device: Device) -> str | None:
+        """Why this store must not correct ``device`` (None: it serves it)."""
+        serves = self.serves
+        if serves == ANY:
+            return None
+        if device.id not in serves:
+            return (f"it was fitted for {', '.join(serves) or 'no device'}, not for '{device.id}'")
+        recorded = next((h for h in self.manifest.get("hardware", ()) if h["id"] == device.id), None)
+        if recorded is None:
+            return f"it records no fingerprint of '{device.id}'"
+        try:
+            numbers = _numbers(device)
+        except (TypeError, ValueError):
+            return f"the numbers of '{device.id}' are not all numeric"
+        if _digest(numbers) != recorded["sha256"]:
+            return (f"the numbers of '{device.id}' differ from those it was fitted with "
+                    f"({'; '.join(_differences(recorded, numbers))})")
+        return None
+
+    def require_serves(self, device: Device) -> None:
+        """Raise ``ResidualSchemaError`` unless this store serves ``device`` (see module docstring)."""
+        why = self.refusal(device)
+        if why is not None:
+            changed = device.id in self.serves
+            raise ResidualSchemaError(
+                f"residual store {self.path} does not serve this spec's device: {why}",
+                hint=("refit the store on samples taken with these numbers (llmp fit ... -o DIR)" if changed else
+                      f"use a store fitted for '{device.id}', the cross-GPU store, or adapt one to it "
+                      "(llmp fit SAMPLES --base STORE --budget K -o DIR); --no-residuals gives the bare roofline"))
+
     def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
-                blocks: dict[str, features.Block] | None = None) -> GroupPrediction:
-        """Per-row log factor, band half-width and coverage, with this store's adjustments applied."""
+                blocks: dict[str, features.Block] | None = None, spread: bool = False) -> GroupPrediction:
+        """Per-row log factor, band half-width and coverage, with this store's adjustments applied
+        to the rows of the strata they were fitted for (every other row keeps the base model's)."""
         if blocks is None:
             blocks, _ = features.blocks(items, device, links=links)
-        pred = self.model.predict(items, device, links=links, blocks=blocks)
+        pred = self.model.predict(items, device, links=links, blocks=blocks, spread=spread)
         if self.adjustments:
-            for fam, block in blocks.items():
-                adj = self.adjustments.get(fam)
-                if adj is None:
-                    continue
-                x = block.X[:, block.names.index(adj.feature)]
-                pred.log_factor[block.index] += adj.offset + adj.slope * (x - adj.center)
-                if adj.q is not None:
-                    pred.q[block.index] = adj.q
+            for block in blocks.values():
+                for row, i in enumerate(block.index):
+                    adj = self.adjustments.get(stratum_of(items[i]))
+                    if adj is None or not pred.has_model[i]:
+                        continue
+                    x = block.X[row, block.names.index(adj.feature)]
+                    pred.log_factor[i] += adj.offset + adj.slope * (x - adj.center)
+                    if adj.q is not None:
+                        pred.q[i] = adj.q
         return pred
 
     def correct(self, items: Sequence[Kernel | Collective], spec: Spec) -> Correction:
         """Factor, band and coverage per item on ``spec``'s device (``compose.correction`` contract).
 
+        Refused (``ResidualSchemaError``) when the store does not serve the spec's device.
         ``covered`` is True where a fitted model exists for the item's group. Items without one
         (family never sampled, symbolic dims, a dtype the device has no peak for) get factor 1,
         a zero-width band and ``covered = False``: flagged, not hidden. Items outside the sampled
         domain of their group keep the model's factor with a band ``OUT_OF_DOMAIN_WIDEN`` times
-        wider (``out_of_domain`` lists them).
+        wider and are flagged ``out_of_domain``.
         """
-        pred, pick = self._predict_unique(items, spec)
+        self.require_serves(spec.cluster.gpu)
+        unique: dict[Kernel | Collective, int] = {}
+        for item in items:  # a step repeats the same kernels per layer: predict each once
+            unique.setdefault(item, len(unique))
+        pred = self.predict(list(unique), spec.cluster.gpu, links=Links.of(spec))
+        pick = np.asarray([unique[it] for it in items], dtype=np.int64)
         widen = np.where(pred.in_domain, 1.0, OUT_OF_DOMAIN_WIDEN)
         factor = np.exp(pred.log_factor)
         return Correction(factor=factor[pick], low=(factor * np.exp(-pred.q * widen))[pick],
-                          high=(factor * np.exp(pred.q * widen))[pick], covered=pred.has_model[pick])
-
-    def out_of_domain(self, items: Sequence[Kernel | Collective], spec: Spec) -> np.ndarray:
-        """bool per item: a model exists but the item lies outside the range it was sampled on."""
-        pred, pick = self._predict_unique(items, spec)
-        return (pred.has_model & ~pred.in_domain)[pick]
-
-    def _predict_unique(self, items: Sequence[Kernel | Collective], spec: Spec) -> tuple[GroupPrediction, np.ndarray]:
-        """Predict each distinct item once (a step repeats the same kernels per layer)."""
-        unique: dict[Kernel | Collective, int] = {}
-        for item in items:
-            unique.setdefault(item, len(unique))
-        pred = self.predict(list(unique), spec.cluster.gpu, links=Links.of(spec))
-        return pred, np.asarray([unique[it] for it in items], dtype=np.int64)
+                          high=(factor * np.exp(pred.q * widen))[pick], covered=pred.has_model[pick],
+                          out_of_domain=(pred.has_model & ~pred.in_domain)[pick])
 
 
 # -- saving ----------------------------------------------------------------------------------
-def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Device] = (), samples: Sequence[str] = (),
-         adjustments: dict[str, Adjustment] | None = None, extra: dict[str, Any] | None = None) -> Path:
-    """Write a fitted model (and optional adaptation) to ``directory``; returns the manifest path."""
+def serving(devices: Sequence[Device], serves: str | Sequence[str] | None) -> str | list[str]:
+    """The ``serves`` field of a store fitted on ``devices`` (``InputError`` if it names others)."""
+    if not devices:
+        raise InputError("a residual store must record the devices its samples came from")
+    ids = [d.id for d in devices]
+    served: str | list[str] = ANY if serves == ANY else list(ids if serves is None else serves)
+    if served != ANY and (not served or not set(served) <= set(ids)):
+        raise InputError(f"a store can serve only devices it has samples of ({', '.join(ids)}), not "
+                         f"{', '.join(served) or 'none'}", hint="or serve 'any' (a cross-GPU store)")
+    return served
+
+
+def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Device],
+         serves: str | Sequence[str] | None = None, samples: Sequence[str] = (),
+         adjustments: Mapping[Stratum, Adjustment] | None = None, extra: dict[str, Any] | None = None) -> Path:
+    """Write a fitted model (and optional adaptation) to ``directory``; returns the manifest path.
+
+    ``devices`` are the devices the samples came from (their fingerprints are recorded);
+    ``serves`` is ``"any"`` for a cross-GPU store, else the device ids it serves (default: all
+    of ``devices``).
+    """
     model._check_fitted()
+    served = serving(devices, serves)
     directory = Path(directory)
     (directory / "groups").mkdir(parents=True, exist_ok=True)
-    import xgboost
-
-    groups = []
-    for i, key in enumerate(sorted(model.models_)):
-        files = [f"groups/{i}.ubj"]
-        model.models_[key].save_model(directory / files[0])
-        for j, member in enumerate(model.members_.get(key, [])):
-            files.append(f"groups/{i}.m{j}.ubj")
-            member.save_model(directory / files[-1])
+    groups, versions = [], set()
+    every = {key: [model.models_[key], *model.members_.get(key, [])] for key in sorted(model.models_)}
+    for i, (key, forests) in enumerate(every.items()):  # all read before any is written (out == source)
+        files = [f"groups/{i}.ubj", *(f"groups/{i}.m{j}.ubj" for j in range(len(forests) - 1))]
+        for rel, forest in zip(files, forests):
+            (directory / rel).write_bytes(forest.raw)
+            versions.add(forest.version)
         fam = dict(key)["family"]
         groups.append({"index": i, "key": dict(key), "file": files[0], "members": files[1:],
                        "n_samples": model.n_samples_per_group_[key], "cv": model.cv_error_[key],
                        "conformal_q": model.conformal_q_[key], "domain": {k: list(v) for k, v in model.domain_[key].items()},
                        "monotone": features.MONOTONE[fam] if model.monotone else {}})
     manifest = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "llmp": __version__, "xgboost": xgboost.__version__,
+        "format": FORMAT, "format_version": FORMAT_VERSION, "llmp": __version__, "xgboost": ",".join(sorted(versions)),
         "grammar": grammar_version(), "schema_version": features.SCHEMA_VERSION,
         "features": {fam: list(names) for fam, names in sorted(model.feature_names_in_.items())},
         "target": model.target, "group_by": list(model.group_by), "alpha": model.alpha, "seed": model.random_state,
         "xgb_params": model.xgb_params or {}, "cv_folds": model.cv_folds, "min_samples": model.min_samples,
         "groups": groups, "skipped_groups": [{"key": dict(k), "n_samples": n} for k, n in model.skipped_groups_.items()],
-        "hardware": [device_fingerprint(d) for d in devices], "samples": list(samples),
-        "adjustments": {fam: {"offset": a.offset, "slope": a.slope, "feature": a.feature, "center": a.center,
-                              "n": a.n, "q": a.q} for fam, a in sorted((adjustments or {}).items())},
+        "hardware": [device_fingerprint(d) for d in devices], "serves": served, "samples": list(samples),
+        "adjustments": [{"family": s[0], "variant": s[1], "pass": s[2], "offset": a.offset, "slope": a.slope,
+                         "feature": a.feature, "center": a.center, "n": a.n, "q": a.q}
+                        for s, a in sorted((adjustments or {}).items())],
         **(extra or {}),
     }
     path = directory / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return path
 
 
 # -- loading ---------------------------------------------------------------------------------
-def _fail(directory: Path, what: str, hint: str) -> ResidualSchemaError:
-    return ResidualSchemaError(f"residual store {directory}: {what}", hint=hint)
+_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "int": (int,), "number": (int, float), "list": (list,),
+                                       "dict": (dict,), "bool": (bool,)}
 
 
-def _check(manifest: dict[str, Any], directory: Path) -> None:
-    refit = "refit it with this llmp: llmp fit SAMPLE_DIR... -o DIR"
-    if manifest.get("format") != FORMAT:
-        raise _fail(directory, f"manifest format is {manifest.get('format')!r}, expected {FORMAT!r}", refit)
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise _fail(directory, f"format_version {manifest.get('format_version')!r}, this llmp reads {FORMAT_VERSION}",
-                    refit)
-    if manifest.get("schema_version") != features.SCHEMA_VERSION:
-        raise _fail(directory, f"feature schema_version {manifest.get('schema_version')!r}, this llmp has "
-                    f"{features.SCHEMA_VERSION}", refit)
-    if manifest.get("target") != "log_ratio":
-        raise _fail(directory, f"unknown target {manifest.get('target')!r}", refit)
-    for fam, names in manifest.get("features", {}).items():
+class _Checker:
+    """Strict reading of a manifest: every field present, of its type, finite."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def fail(self, what: str, hint: str = REFIT) -> ResidualSchemaError:
+        return ResidualSchemaError(f"residual store {self.directory}: {what}", hint=hint)
+
+    def value(self, value: Any, kind: str, where: str) -> Any:
+        ok = isinstance(value, _KINDS[kind]) and (kind == "bool" or not isinstance(value, bool))
+        if not ok:
+            raise self.fail(f"{where} must be a {kind}, got {type(value).__name__} {value!r:.40}",
+                            "the manifest was edited or written by another tool; " + REFIT)
+        if kind == "number" and not math.isfinite(value):
+            raise self.fail(f"{where} is {value}, not a finite number", "the manifest was edited; " + REFIT)
+        return value
+
+    def get(self, obj: dict[str, Any], key: str, kind: str, where: str = "") -> Any:
+        if key not in obj:
+            raise self.fail(f"manifest field {where}{key} is missing", "the manifest was edited or truncated; " + REFIT)
+        return self.value(obj[key], kind, f"{where}{key}")
+
+    def items(self, obj: dict[str, Any], key: str, kind: str, where: str = "") -> list[Any]:
+        """A list field whose every element is of ``kind``."""
+        return [self.value(v, kind, f"{where}{key}[{i}]") for i, v in enumerate(self.get(obj, key, "list", where))]
+
+    def mapping(self, obj: dict[str, Any], key: str, kind: str, where: str = "") -> dict[str, Any]:
+        """A dict field whose every value is of ``kind``."""
+        return {k: self.value(v, kind, f"{where}{key}.{k}") for k, v in self.get(obj, key, "dict", where).items()}
+
+    def relative_file(self, rel: str, where: str) -> Path:
+        parts = PurePosixPath(rel).parts
+        if not rel or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
+            raise self.fail(f"{where} {rel!r} is not a path inside the store")
+        path = self.directory / rel
+        if not path.is_file():
+            raise self.fail(f"group file {rel} is missing",
+                            "the store is incomplete; copy the whole directory or refit")
+        return path
+
+
+def _check_header(c: _Checker, m: dict[str, Any]) -> None:
+    if m.get("format") != FORMAT:
+        raise c.fail(f"manifest format is {m.get('format')!r}, expected {FORMAT!r}")
+    if m.get("format_version") != FORMAT_VERSION:
+        raise c.fail(f"format_version {m.get('format_version')!r}, this llmp reads {FORMAT_VERSION}")
+    if m.get("schema_version") != features.SCHEMA_VERSION:
+        raise c.fail(f"feature schema_version {m.get('schema_version')!r}, this llmp has {features.SCHEMA_VERSION}")
+    if m.get("target") != "log_ratio":
+        raise c.fail(f"unknown target {m.get('target')!r}")
+    for key in ("llmp", "xgboost", "grammar"):
+        c.get(m, key, "str")
+    for fam, names in c.mapping(m, "features", "list").items():
         if fam not in features.FEATURES:
-            raise _fail(directory, f"unknown family {fam!r} in the feature schema", refit)
+            raise c.fail(f"unknown family {fam!r} in the feature schema")
         if tuple(names) != features.FEATURES[fam]:
-            raise _fail(directory, f"feature schema of {fam!r} differs from this llmp's", refit)
-    import xgboost
+            raise c.fail(f"feature schema of {fam!r} differs from this llmp's")
+    group_by = c.items(m, "group_by", "str")
+    if "family" not in group_by or not set(group_by) <= set(GROUP_FIELDS) or len(set(group_by)) != len(group_by):
+        raise c.fail(f"group_by {group_by} must hold 'family' and only {GROUP_FIELDS}")
+    if not 0 < c.get(m, "alpha", "number") < 1:
+        raise c.fail(f"alpha {m['alpha']} must lie in (0, 1)")
+    c.get(m, "seed", "int")
+    if c.get(m, "cv_folds", "int") < 2 or c.get(m, "min_samples", "int") < 1:
+        raise c.fail("cv_folds must be >= 2 and min_samples >= 1")
+    c.get(m, "xgb_params", "dict")
+    c.items(m, "samples", "str")
+    for i, group in enumerate(c.items(m, "skipped_groups", "dict")):
+        c.get(group, "key", "dict", f"skipped_groups[{i}].")
+        c.get(group, "n_samples", "int", f"skipped_groups[{i}].")
 
-    saved, have = str(manifest.get("xgboost", "0")).split(".")[0], xgboost.__version__.split(".")[0]
-    if not saved.isdigit() or int(saved) > int(have):
-        raise _fail(directory, f"saved by xgboost {manifest.get('xgboost')}, installed {xgboost.__version__}",
-                    "upgrade xgboost, or refit with the installed one")
+
+def _check_hardware(c: _Checker, m: dict[str, Any]) -> None:
+    """Every fingerprint complete and matching its numbers; ``serves`` naming fitted devices."""
+    entries = c.items(m, "hardware", "dict")
+    if not entries:
+        raise c.fail("manifest field hardware is empty: the store does not say which devices it was fitted on")
+    for i, h in enumerate(entries):
+        where = f"hardware[{i}]."
+        for key in ("id", "name", "sha256"):
+            c.get(h, key, "str", where)
+        numbers: dict[str, Any] = {name: {d: float(r) for d, r in sorted(c.mapping(h, name, "number", where).items())}
+                                   for name in _RATE_TABLES}
+        numbers |= {name: float(c.get(h, name, "number", where)) for name in _SCALAR_NUMBERS}
+        if _digest(numbers) != h["sha256"]:
+            raise c.fail(f"the fingerprint of device '{h['id']}' does not match its numbers (the manifest was edited)")
+    ids = [h["id"] for h in entries]
+    serves = m.get("serves")
+    if serves == ANY:
+        return
+    if "serves" not in m:
+        raise c.fail("manifest field serves is missing: the store does not say which devices it serves")
+    served = c.items(m, "serves", "str")
+    unknown = [s for s in served if s not in ids]
+    if not served or unknown or len(set(served)) != len(served):
+        raise c.fail(f"serves {served} must be 'any' or distinct ids of its fitted devices ({', '.join(ids)})")
+
+
+def _check_group(c: _Checker, g: dict[str, Any], i: int, group_by: tuple[str, ...],
+                 schema: dict[str, Any]) -> tuple[tuple, str]:
+    where = f"groups[{i}]."
+    key = c.mapping(g, "key", "str", where)
+    if set(key) != set(group_by):
+        raise c.fail(f"{where}key has fields {sorted(key)}, the store groups by {list(group_by)}")
+    fam = key["family"]
+    if fam not in schema:
+        raise c.fail(f"{where}key names family {fam!r}, which has no feature schema in the manifest")
+    c.get(g, "index", "int", where)
+    if c.get(g, "n_samples", "int", where) < 1:
+        raise c.fail(f"{where}n_samples must be positive")
+    c.mapping(g, "cv", "number", where)
+    if c.get(g, "conformal_q", "number", where) < 0:
+        raise c.fail(f"{where}conformal_q must not be negative")
+    for name, bounds in c.mapping(g, "domain", "list", where).items():
+        bounds = [c.value(b, "number", f"{where}domain.{name}") for b in bounds]
+        if name not in features.FEATURES[fam] or len(bounds) != 2 or bounds[0] > bounds[1]:
+            raise c.fail(f"{where}domain.{name} must be a [low, high] range of a feature of {fam}")
+    c.get(g, "monotone", "dict", where)
+    c.get(g, "file", "str", where)
+    c.items(g, "members", "str", where)
+    return tuple((f, key[f]) for f in group_by), fam
+
+
+def _check_adjustments(c: _Checker, m: dict[str, Any]) -> dict[Stratum, Adjustment]:
+    out: dict[Stratum, Adjustment] = {}
+    for i, a in enumerate(c.items(m, "adjustments", "dict")):
+        where = f"adjustments[{i}]."
+        stratum = (c.get(a, "family", "str", where), c.get(a, "variant", "str", where), c.get(a, "pass", "str", where))
+        feature = c.get(a, "feature", "str", where)
+        if stratum[0] not in features.FEATURES or feature not in features.FEATURES[stratum[0]]:
+            raise c.fail(f"{where} adjusts family {stratum[0]!r} on feature {feature!r}, which it does not have")
+        q = a.get("q")
+        if q is not None and c.value(q, "number", f"{where}q") < 0:
+            raise c.fail(f"{where}q must not be negative")
+        if c.get(a, "n", "int", where) < 1 or stratum in out:
+            raise c.fail(f"{where} needs n >= 1 and a stratum not adjusted twice")
+        out[stratum] = Adjustment(offset=float(c.get(a, "offset", "number", where)),
+                                  slope=float(c.get(a, "slope", "number", where)), feature=feature,
+                                  center=float(c.get(a, "center", "number", where)), n=int(a["n"]),
+                                  q=None if q is None else float(q))
+    return out
+
+
+def _reject_constant(token: str) -> float:
+    raise ValueError(f"{token} is not a number")
+
+
+def _forest_loader(c: _Checker, path: Path, n_features: int) -> Callable[[], Forest]:
+    def read() -> Forest:
+        try:
+            forest = Forest.from_bytes(path.read_bytes())
+        except OSError as err:
+            raise c.fail(f"cannot read {path.name}: {err.strerror}", "the store is incomplete; refit") from None
+        except ResidualSchemaError as err:
+            raise c.fail(f"{path.relative_to(c.directory)}: {err.message}",
+                         "the file is truncated or was replaced; refit") from None
+        if forest.n_features != n_features:
+            raise c.fail(f"{path.relative_to(c.directory)} has {forest.n_features} features, its family "
+                         f"{n_features}", "refit")
+        return forest
+    return read
+
+
+def _members_loader(readers: list[Callable[[], Forest]]) -> Callable[[], list[Forest]]:
+    return lambda: [read() for read in readers]
 
 
 def load(directory: str | Path) -> Residuals:
     """Load a residual store strictly and read-only (see module docstring)."""
-    import xgboost
-
     directory = Path(directory)
-    path = directory / "manifest.json"
+    c = _Checker(directory)
     if not directory.is_dir():
-        raise _fail(directory, "no such directory", "pass the -o directory of `llmp fit`")
+        raise c.fail("no such directory", "pass the -o directory of `llmp fit`")
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"),
+                              parse_constant=_reject_constant)
     except FileNotFoundError:
-        raise _fail(directory, "manifest.json is missing", "pass the -o directory of `llmp fit`") from None
+        raise c.fail("manifest.json is missing", "pass the -o directory of `llmp fit`") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise c.fail(f"cannot read manifest.json ({err})", "the file is damaged; refit") from None
     except json.JSONDecodeError as err:
-        raise _fail(directory, f"manifest.json is not valid JSON ({err.msg} at line {err.lineno})",
-                    "the file was edited or truncated; refit") from None
-    _check(manifest, directory)
-    model = ResidualModel(group_by=tuple(manifest["group_by"]), target=manifest["target"],
-                          xgb_params=manifest.get("xgb_params") or None, random_state=manifest["seed"],
-                          alpha=manifest["alpha"], cv_folds=manifest.get("cv_folds", 5),
-                          min_samples=manifest.get("min_samples", 8))
-    model.models_, model.members_ = {}, {}
+        raise c.fail(f"manifest.json is not valid JSON ({err.msg} at line {err.lineno})",
+                     "the file was edited or truncated; refit") from None
+    except ValueError as err:
+        raise c.fail(f"manifest.json holds {err}", "the manifest was edited; " + REFIT) from None
+    if not isinstance(manifest, dict):
+        raise c.fail("manifest.json is not a JSON object")
+    _check_header(c, manifest)
+    _check_hardware(c, manifest)
+    group_by = tuple(manifest["group_by"])
+    schema = manifest["features"]
+    model = ResidualModel(group_by=group_by, target=manifest["target"],
+                          xgb_params=manifest["xgb_params"] or None, random_state=manifest["seed"],
+                          alpha=manifest["alpha"], cv_folds=manifest["cv_folds"], min_samples=manifest["min_samples"])
+    models, members = {}, {}
     model.n_samples_per_group_, model.cv_error_, model.conformal_q_, model.domain_ = {}, {}, {}, {}
     model.skipped_groups_ = {}
-    model.feature_names_in_ = {fam: tuple(names) for fam, names in manifest["features"].items()}
-    for group in manifest["groups"]:
-        key = tuple((f, str(group["key"][f])) for f in model.group_by)
-        boosters = []
-        for rel in [group["file"], *group.get("members", [])]:
-            file = directory / rel
-            if not file.is_file():
-                raise _fail(directory, f"group file {rel} is missing (group {group['key']})",
-                            "the store is incomplete; copy the whole directory or refit")
-            reg = xgboost.XGBRegressor()
-            try:
-                reg.load_model(file)
-                reg.get_booster().set_param({"nthread": 1})  # a few rows per call: no OpenMP team
-            except xgboost.core.XGBoostError as err:
-                raise _fail(directory, f"cannot read {rel}: {str(err).splitlines()[0]}", "refit") from None
-            boosters.append(reg)
-        model.models_[key], model.members_[key] = boosters[0], boosters[1:]
-        model.n_samples_per_group_[key] = int(group["n_samples"])
-        model.cv_error_[key] = dict(group["cv"])
+    model.feature_names_in_ = {fam: tuple(names) for fam, names in schema.items()}
+    groups = c.items(manifest, "groups", "dict")
+    if not groups:
+        raise c.fail("the store has no fitted groups")
+    for i, group in enumerate(groups):
+        key, fam = _check_group(c, group, i, group_by, schema)
+        if key in models:
+            raise c.fail(f"group {dict(key)} appears twice")
+        n = len(features.FEATURES[fam])
+        models[key] = _forest_loader(c, c.relative_file(group["file"], f"groups[{i}].file"), n)
+        members[key] = _members_loader([_forest_loader(c, c.relative_file(rel, f"groups[{i}].members"), n)
+                                        for rel in group["members"]])
+        model.n_samples_per_group_[key] = group["n_samples"]
+        model.cv_error_[key] = {k: float(v) for k, v in group["cv"].items()}
         model.conformal_q_[key] = float(group["conformal_q"])
         model.domain_[key] = {k: (float(v[0]), float(v[1])) for k, v in group["domain"].items()}
-    adjustments = {fam: Adjustment(offset=a["offset"], slope=a["slope"], feature=a["feature"], center=a["center"],
-                                   n=a["n"], q=a["q"]) for fam, a in manifest.get("adjustments", {}).items()}
-    for fam, a in adjustments.items():
-        if fam not in features.FEATURES or a.feature not in features.FEATURES[fam] or not math.isfinite(a.offset):
-            raise _fail(directory, f"adjustment for {fam!r} is malformed", "refit the adaptation")
-    return Residuals(path=directory, manifest=manifest, model=model, adjustments=adjustments)
+    model.models_, model.members_ = _Lazy(models), _Lazy(members)
+    return Residuals(path=directory, manifest=manifest, model=model, adjustments=_check_adjustments(c, manifest))
 
 
+# -- which store -----------------------------------------------------------------------------
 def default_path(device_id: str) -> Path:
     """Where the shipped default store of a catalog device lives: ``llmp/hardware/defaults/<id>/``."""
     return catalog.defaults_dir(device_id)
 
 
 @functools.cache
-def default_for(device_id: str) -> Residuals | None:
-    """The shipped default residual store for ``device_id``, or ``None`` when none ships."""
-    path = default_path(device_id)
-    if not (path / "manifest.json").is_file():
-        return None
-    return load(path)
+def shipped(name: str, root: Path | None = None) -> Residuals | None:
+    """The store shipped as ``name`` (a device id or ``cross_gpu``), or ``None`` when none ships.
+
+    ``root``: the folder holding shipped stores (default: ``llmp/hardware/defaults/``, where
+    ``catalog.defaults_dir`` points); a store is read once per process.
+    """
+    path = default_path(name) if root is None else Path(root) / name
+    return load(path) if (path / "manifest.json").is_file() else None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Choice:
+    """The store a prediction uses and why (for its provenance)."""
+
+    residuals: Any
+    """A loaded store (or any ``compose.Residuals``), or None for the bare roofline."""
+    note: str
+
+
+def default_for(device: Device, *, root: Path | None = None) -> Choice:
+    """The default store of ``device``: the one shipped for it if it serves these numbers, else the
+    shipped cross-GPU store, else none (``root`` as for ``shipped``)."""
+    skipped = ""
+    own = shipped(device.id, root)
+    if own is not None:
+        why = own.refusal(device)
+        if why is None:
+            return Choice(residuals=own, note=f"default: the store shipped for {device.id}")
+        skipped = f"the store shipped for {device.id} does not apply ({why}); "
+    cross = shipped(CROSS_GPU, root)
+    if cross is not None:
+        if cross.serves != ANY:
+            raise ResidualSchemaError(f"the shipped cross-GPU store {cross.path} does not serve 'any' device",
+                                      hint="the shipped store is misconfigured: refit it with --serves any")
+        return Choice(residuals=cross, note=f"default: {skipped}the shipped cross-GPU store")
+    return Choice(residuals=None, note=f"default: {skipped}no residual store ships for {device.id}, "
+                                       "nor a cross-GPU one")
+
+
+def choose(choice: Any, device: Device) -> Choice:
+    """The residual store for predictions on ``device`` (the one function every caller uses).
+
+    ``choice``: ``"default"`` (``default_for``), ``None`` or ``"none"`` (the bare roofline), a
+    store directory (``str`` or path), or an already loaded store (used as given).
+    """
+    if choice is None or choice == "none":
+        return Choice(residuals=None, note="residual models turned off")
+    if choice == "default":
+        return default_for(device)
+    if isinstance(choice, (str, os.PathLike)):
+        return Choice(residuals=load(choice), note=f"given: {os.fspath(choice)}")
+    return Choice(residuals=choice, note="given")

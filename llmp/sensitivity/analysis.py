@@ -89,7 +89,7 @@ def operating_point(spec: Spec, at: Mapping[str, float] | None = None, resolve: 
     sc = cost(pinned)
     point = {s: float(v) for s, v in sc.point.items()}
     return Operating(spec=spec, pinned=pinned, step=step_time_expr(pinned), cost=sc, point=point,
-                     prediction=predict(pinned), branches=Branches(point), resolve=resolve)
+                     prediction=predict(pinned, residuals=None), branches=Branches(point), resolve=resolve)
 
 
 class _Gradient:

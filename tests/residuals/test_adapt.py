@@ -1,15 +1,18 @@
-"""Few-sample adaptation: active choice of samples, and k samples fix a shifted device."""
+"""Few-sample adaptation: active choice per (operator, pass), adjustments that never touch a stratum
+they had no samples of, k samples fix a shifted device, continued boosting."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 import pytest
 from residual_helpers import FAST_XGB, synthetic
 
+from llmp.errors import InputError
 from llmp.residuals import adapt, features, store
-from llmp.residuals.model import ResidualModel
+from llmp.residuals.model import ResidualModel, stratum_of
 
 FAMILIES = ("norm", "copy")
 
@@ -24,41 +27,122 @@ def base(cpu, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def other(cpu):
-    """A different device: faster memory and a different efficiency (log-ratio shift +0.5)."""
+    """A different device: faster memory and a different efficiency (log-ratio shift)."""
     return dataclasses.replace(cpu, id="cpu_b", name="another CPU", mem_bandwidth=2 * cpu.mem_bandwidth)
 
 
-def _mape(res, obs, device):
+def _errors(res, obs, device):
     pred = res.predict([o.item for o in obs], device)
     truth = np.array([np.log(o.seconds / features.roofline_seconds(o.item, device)[1]) for o in obs])
-    return float(np.mean(np.abs(np.exp(pred.log_factor - truth) - 1)))
+    return np.abs(np.exp(pred.log_factor - truth) - 1)
 
 
-def test_select_active_picks_k_distinct_per_family(base, cpu):
+def _mape(res, obs, device):
+    return float(np.mean(_errors(res, obs, device)))
+
+
+def test_select_active_picks_k_per_operator_and_pass(base, cpu):
     pool = [o.item for o in synthetic(cpu, FAMILIES, 40, seed=4)]
     chosen = adapt.select_active(base, pool, cpu, 5)
-    assert len(chosen) == len(set(chosen.tolist())) == 10
-    fams = [features.family_of(pool[i]) for i in chosen]
-    assert sorted(fams) == sorted(["norm"] * 5 + ["copy"] * 5)
-    pred = base.predict(pool, cpu)
-    for fam in FAMILIES:  # the largest uncertainty of each family is among the picks (ties are common)
-        idx = [i for i, it in enumerate(pool) if features.family_of(it) == fam]
-        picked = [i for i in chosen if i in idx]
-        assert pred.spread[picked].max() == pred.spread[idx].max()
+    assert len(chosen) == len(set(chosen.tolist()))
+    available = Counter(stratum_of(it) for it in pool)
+    picked = Counter(stratum_of(pool[i]) for i in chosen)
+    assert set(available) == {("norm", "", "fwd"), ("norm", "", "bwd"), ("copy", "", "fwd")}
+    assert picked == {s: min(5, n) for s, n in available.items()}
+    assert {stratum_of(pool[i]) for i in chosen[:len(available)]} == set(available)  # one of each first
+    spread = base.predict(pool, cpu, spread=True).spread
+    for s in available:  # each stratum's first pick is its most uncertain pick
+        mine = [i for i in chosen if stratum_of(pool[i]) == s]
+        assert spread[mine[0]] == spread[mine].max()
+
+
+def test_select_active_takes_everything_of_a_small_stratum_and_refuses_no_budget(base, cpu):
+    pool = [o.item for o in synthetic(cpu, ("copy",), 3, seed=5)]
+    assert sorted(adapt.select_active(base, pool, cpu, 10).tolist()) == [0, 1, 2]
+    with pytest.raises(InputError, match="positive"):
+        adapt.select_active(base, pool, cpu, 0)
 
 
 def test_k_samples_correct_a_shifted_device(base, other, tmp_path):
     pool = synthetic(other, FAMILIES, 40, seed=1, shift=0.5)
     test = synthetic(other, FAMILIES, 30, seed=2, shift=0.5)
     before = _mape(base, test, other)
-    chosen = adapt.select_active(base, [o.item for o in pool], other, 10)
-    adjustments = adapt.fit_adjustments(base, [pool[i] for i in chosen])
-    assert set(adjustments) == set(FAMILIES)
-    assert all(a.n == 10 and 0.2 < a.offset < 0.8 for a in adjustments.values())
-    store.save(base.model, tmp_path, devices=[other], adjustments=adjustments)
+    result = adapt.adapt(base, pool, 5)
+    assert set(result.adjustments) == {("norm", "", "fwd"), ("norm", "", "bwd"), ("copy", "", "fwd")}
+    assert all(a.n == 5 and 0.2 < a.offset < 0.8 for a in result.adjustments.values())
+    assert len(result.chosen) + len(result.unused) == len(pool)
+    assert result.strata[("copy", "", "fwd")] == (5, 40)
+    store.save(base.model, tmp_path, devices=[other], adjustments=result.adjustments)
     adapted = store.load(tmp_path)
+    assert adapted.adjustments == result.adjustments and adapted.serves == ("cpu_b",)
     after = _mape(adapted, test, other)
     assert before > 0.3 and after < before / 2
+
+
+# -- the GELU failure mode --------------------------------------------------------------------
+def _rotary_bwd(kernel) -> float:
+    """The new device runs the RoPE backward kernel 4.5x slower than the base predicts, and every
+    other elementwise operator as the base predicts."""
+    return 1.5 if (kernel.variant, str(kernel.pass_)) == ("rotary", "bwd") else 0.0
+
+
+@pytest.fixture(scope="module")
+def elementwise_base(cpu, tmp_path_factory):
+    model = ResidualModel(xgb_params=FAST_XGB).fit(synthetic(cpu, ("elementwise",), 300, seed=3))
+    path = tmp_path_factory.mktemp("ew")
+    store.save(model, path, devices=[cpu])
+    return store.load(path)
+
+
+def test_a_family_wide_correction_fitted_on_rope_backward_wrecks_gelu(elementwise_base, other):
+    """Reproduces the failure the per-stratum adjustments fix: five RoPE-backward samples (all an
+    active choice by family made) move every elementwise operator, and GELU's error explodes."""
+    pool = synthetic(other, ("elementwise",), 400, seed=1, shift=_rotary_bwd)
+    test = synthetic(other, ("elementwise",), 300, seed=2, shift=_rotary_bwd)
+    gelu = [o for o in test if o.item.variant == "gelu"]
+    rope_picks = [o for o in pool if stratum_of(o.item) == ("elementwise", "rotary", "bwd")][:5]
+    (line,) = adapt.fit_adjustments(elementwise_base, rope_picks).values()
+    everywhere = {("elementwise", v, p): line for v in ("gelu", "swiglu", "relu", "add", "dropout", "rotary")
+                  for p in ("fwd", "bwd")}
+    family_wide = dataclasses.replace(elementwise_base, adjustments=everywhere)
+    base_gelu = _mape(elementwise_base, gelu, other)
+    assert base_gelu < 0.3
+    assert _mape(family_wide, gelu, other) > 1.5 > 3 * base_gelu
+
+
+def test_adapting_never_touches_a_stratum_it_had_no_samples_of(elementwise_base, other):
+    pool = synthetic(other, ("elementwise",), 400, seed=1, shift=_rotary_bwd)
+    test = synthetic(other, ("elementwise",), 300, seed=2, shift=_rotary_bwd)
+    rope_only = [o for o in pool if stratum_of(o.item) == ("elementwise", "rotary", "bwd")]
+    result = adapt.adapt(elementwise_base, rope_only, 5)
+    assert set(result.adjustments) == {("elementwise", "rotary", "bwd")}
+    adapted = dataclasses.replace(elementwise_base, adjustments=result.adjustments)
+    others = [o for o in test if stratum_of(o.item) != ("elementwise", "rotary", "bwd")]
+    rope = [o for o in test if stratum_of(o.item) == ("elementwise", "rotary", "bwd")]
+    np.testing.assert_array_equal(adapted.predict([o.item for o in others], other).log_factor,
+                                  elementwise_base.predict([o.item for o in others], other).log_factor)
+    assert _mape(adapted, rope, other) < _mape(elementwise_base, rope, other) / 3
+
+
+def test_adapting_with_a_budget_per_stratum_fixes_rope_and_keeps_gelu(elementwise_base, other):
+    pool = synthetic(other, ("elementwise",), 400, seed=1, shift=_rotary_bwd)
+    test = synthetic(other, ("elementwise",), 300, seed=2, shift=_rotary_bwd)
+    result = adapt.adapt(elementwise_base, pool, 5)
+    assert len(result.adjustments) == 12 and all(a.n == 5 for a in result.adjustments.values())
+    adapted = dataclasses.replace(elementwise_base, adjustments=result.adjustments)
+    for stratum in result.adjustments:
+        rows = [o for o in test if stratum_of(o.item) == stratum]
+        before, after = _mape(elementwise_base, rows, other), _mape(adapted, rows, other)
+        if stratum == ("elementwise", "rotary", "bwd"):
+            assert after < before / 3
+        else:  # five samples of an unshifted operator move it by noise at most
+            assert after <= before + 0.05, (stratum, before, after)
+
+
+def test_adaptation_samples_must_come_from_one_device(base, cpu, other):
+    mixed = synthetic(cpu, ("copy",), 5) + synthetic(other, ("copy",), 5)
+    with pytest.raises(InputError, match="one device"):
+        adapt.adapt(base, mixed, 3)
 
 
 def test_continue_boosting_learns_the_new_device(base, other):

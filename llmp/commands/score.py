@@ -1,0 +1,41 @@
+"""``llmp score DIR... [--residuals STORE|default|none] [--json]``: a store's error on samples.
+
+For every measured sample (``llmp sample`` or ``llmp import-samples`` files) the store's
+prediction and the roofline alone are compared with the measured time; MAPE and p90 of
+|predicted / measured - 1| are reported per family, per operator (family and variant), per pass
+and overall, with the rows counted. ``--residuals`` defaults to the store ``llmp predict`` would
+use for the samples' device; a store that does not serve that device is refused (exit 1).
+Library: ``llmp.residuals.score``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("samples", nargs="+", type=Path, help="sample directories or files")
+    parser.add_argument("--residuals", metavar="STORE", default="default",
+                        help="residual store to score: a directory, 'default' (as llmp predict) or 'none' "
+                             "(the roofline alone)")
+    parser.add_argument("--device-id", help="catalog id of the sampled device (overrides the files' record)")
+    parser.add_argument("--node-id", help="catalog node the collectives ran on (default cpu_host for cpu)")
+    parser.add_argument("--families", help="comma-separated subset of families/collective kinds to score")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from llmp.residuals import dataset, score
+
+    families = [f.strip() for f in args.families.split(",")] if args.families else None
+    data = dataset.load(args.samples, device_id=args.device_id, node_id=args.node_id, families=families)
+    result = score.score(data.observations, args.residuals)
+    if args.json:
+        print(json.dumps({**result.to_dict(), "files": list(data.files), "rows_skipped": data.skipped}, indent=1))
+    else:
+        print(result.to_table())
+        for reason, n in data.skipped.items():
+            print(f"skipped {n} rows: {reason}")
+    return 0

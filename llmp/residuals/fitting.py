@@ -1,0 +1,85 @@
+"""Sample files -> a residual store on disk: what ``llmp fit`` runs.
+
+Two ways (``adapt.py`` explains when each is best):
+
+* ``fit``: fit a store on sample files (one XGBoost model per group, CV error, conformal band);
+  ``upweight`` weights a new device's few samples among many of other devices; ``serves="any"``
+  makes it a cross-GPU store.
+* ``adapt_store``: adapt a fitted store to the device of the samples with ``budget`` samples per
+  (operator, pass) stratum, chosen actively; the adapted store and the store before adaptation
+  are both scored on the samples left unused, so the report says what the adaptation bought.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmp.errors import InputError
+from llmp.residuals import adapt, dataset, score, store
+from llmp.residuals.model import ResidualModel
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FitResult:
+    store: store.Residuals
+    """The store written, loaded back."""
+    data: dataset.LoadReport
+    adaptation: adapt.Adaptation | None = None
+    held_out: score.Score | None = None
+    """The adapted store on the samples the budget left unused (None: none were left)."""
+    held_out_before: score.Score | None = None
+    """The same samples scored before adaptation (the base trees on the new device)."""
+
+
+def _load(samples: Sequence[str | Path], *, device_id: str | None, node_id: str | None,
+          families: Sequence[str] | None) -> dataset.LoadReport:
+    data = dataset.load(samples, device_id=device_id, node_id=node_id, families=families)
+    if not data.observations:
+        reasons = "; ".join(f"{k}: {v}" for k, v in data.skipped.items())
+        raise InputError("the sample files hold no usable rows", hint=reasons or None)
+    return data
+
+
+def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None = None, node_id: str | None = None,
+        families: Sequence[str] | None = None, group_by: Sequence[str] = ("family",), alpha: float = 0.1,
+        seed: int = 0, members: int = 0, upweight: str | None = None, serves: str | Sequence[str] | None = None,
+        xgb_params: dict[str, object] | None = None) -> FitResult:
+    """Fit a store on the samples under ``samples`` and write it to ``out``."""
+    data = _load(samples, device_id=device_id, node_id=node_id, families=families)
+    store.serving(data.devices, serves)  # refuse before fitting, not after
+    observations = list(data.observations)
+    if upweight is not None:
+        new = [o for o in observations if o.device.id == upweight]
+        if not new:
+            raise InputError(f"--upweight {upweight}: no samples of that device",
+                             hint=f"devices in the samples: {', '.join(d.id for d in data.devices)}")
+        observations = adapt.weighted([o for o in observations if o.device.id != upweight], new)
+    model = ResidualModel(group_by=tuple(group_by), alpha=alpha, random_state=seed, n_members=members,
+                          xgb_params=xgb_params).fit(observations)
+    store.save(model, out, devices=data.devices, serves=serves, samples=data.files)
+    return FitResult(store=store.load(out), data=data)
+
+
+def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path | store.Residuals, *,
+                budget: int | None = None, device_id: str | None = None, node_id: str | None = None,
+                families: Sequence[str] | None = None) -> FitResult:
+    """Adapt the store ``base`` to the samples' device with ``budget`` samples per (operator,
+    pass) stratum (None: all of them) and write the adapted store to ``out``."""
+    base = base if isinstance(base, store.Residuals) else store.load(base)
+    data = _load(samples, device_id=device_id, node_id=node_id, families=families)
+    result = adapt.adapt(base, data.observations, budget)
+    device = result.device
+    store.save(base.model, out, devices=[device], serves=[device.id], samples=data.files,
+               adjustments=result.adjustments,
+               extra={"adapted_from": {"path": str(base.path), "id": base.id, "scope": base.scope},
+                      "adaptation": {"budget": budget, "chosen": len(result.chosen), "unused": len(result.unused)}})
+    adapted = store.load(out)
+    held_out = before = None
+    if result.unused:
+        rest = [data.observations[i] for i in result.unused]
+        held_out = score.score(rest, adapted)
+        before = score.score(rest, dataclasses.replace(adapted, adjustments={}))
+    return FitResult(store=adapted, data=data, adaptation=result, held_out=held_out, held_out_before=before)
