@@ -247,6 +247,11 @@ class ResidualModel:
             inside &= (col >= lo - margin) & (col <= hi + margin)
         return inside
 
+    def families(self) -> tuple[str, ...]:
+        """The families (and collective kinds) with a fitted group."""
+        self._check_fitted()
+        return tuple(sorted({dict(k)["family"] for k in self.models_}))
+
     def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
                 blocks: dict[str, features.Block] | None = None, spread: bool = False) -> GroupPrediction:
         """Log factors for ``items`` on ``device`` (rows without a model: 0, uncovered).

@@ -179,7 +179,7 @@ class Residuals:
         return "cross-GPU" if self.serves == ANY else "per-device"
 
     def families(self) -> tuple[str, ...]:
-        return tuple(sorted({dict(k)["family"] for k in self.model.models_}))
+        return self.model.families()
 
     def refusal(self, device: Device) -> str | None:
         """Why this store must not correct ``device`` (None: it serves it)."""
@@ -240,17 +240,81 @@ class Residuals:
         domain of their group keep the model's factor with a band ``OUT_OF_DOMAIN_WIDEN`` times
         wider and are flagged ``out_of_domain``.
         """
-        self.require_serves(spec.cluster.gpu)
-        unique: dict[Kernel | Collective, int] = {}
-        for item in items:  # a step repeats the same kernels per layer: predict each once
-            unique.setdefault(item, len(unique))
-        pred = self.predict(list(unique), spec.cluster.gpu, links=Links.of(spec))
-        pick = np.asarray([unique[it] for it in items], dtype=np.int64)
-        widen = np.where(pred.in_domain, 1.0, OUT_OF_DOMAIN_WIDEN)
-        factor = np.exp(pred.log_factor)
-        return Correction(factor=factor[pick], low=(factor * np.exp(-pred.q * widen))[pick],
-                          high=(factor * np.exp(pred.q * widen))[pick], covered=pred.has_model[pick],
-                          out_of_domain=(pred.has_model & ~pred.in_domain)[pick])
+        return _correct(self, items, spec)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Layered:
+    """A device's own store, with the cross-GPU store for the families it never measured.
+
+    The public measurements cover each GPU unevenly (the H100 has GEMMs and norms but no
+    attention; the H200 attention and norms only), so a device's store alone would leave whole
+    families at the bare roofline. Rows its own store covers use it; the others the cross-GPU
+    store, whose band says how far off an unmeasured GPU tends to be.
+    """
+
+    primary: Residuals
+    fallback: Residuals
+
+    @property
+    def id(self) -> str:
+        return f"{self.primary.id}+{self.fallback.id}"
+
+    @property
+    def path(self) -> Path:
+        return self.primary.path
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.primary.manifest
+
+    @property
+    def serves(self) -> str | tuple[str, ...]:
+        return self.primary.serves
+
+    @property
+    def scope(self) -> str:
+        return "per-device, cross-GPU where it has no model"
+
+    def families(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.primary.families()) | set(self.fallback.families())))
+
+    def refusal(self, device: Device) -> str | None:
+        return self.primary.refusal(device)
+
+    def require_serves(self, device: Device) -> None:
+        self.primary.require_serves(device)
+
+    def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
+                blocks: dict[str, features.Block] | None = None, spread: bool = False) -> GroupPrediction:
+        if blocks is None:
+            blocks, _ = features.blocks(items, device, links=links)
+        own = self.primary.predict(items, device, links=links, blocks=blocks, spread=spread)
+        if own.has_model.all():
+            return own
+        other = self.fallback.predict(items, device, links=links, blocks=blocks, spread=spread)
+        use = ~own.has_model & other.has_model
+        for name in ("log_factor", "q", "has_model", "in_domain", "spread"):
+            getattr(own, name)[use] = getattr(other, name)[use]
+        return own
+
+    def correct(self, items: Sequence[Kernel | Collective], spec: Spec) -> Correction:
+        """As :meth:`Residuals.correct`, each row from the store that covers it."""
+        return _correct(self, items, spec)
+
+
+def _correct(store: Residuals | Layered, items: Sequence[Kernel | Collective], spec: Spec) -> Correction:
+    store.require_serves(spec.cluster.gpu)
+    unique: dict[Kernel | Collective, int] = {}
+    for item in items:  # a step repeats the same kernels per layer: predict each once
+        unique.setdefault(item, len(unique))
+    pred = store.predict(list(unique), spec.cluster.gpu, links=Links.of(spec))
+    pick = np.asarray([unique[it] for it in items], dtype=np.int64)
+    widen = np.where(pred.in_domain, 1.0, OUT_OF_DOMAIN_WIDEN)
+    factor = np.exp(pred.log_factor)
+    return Correction(factor=factor[pick], low=(factor * np.exp(-pred.q * widen))[pick],
+                      high=(factor * np.exp(pred.q * widen))[pick], covered=pred.has_model[pick],
+                      out_of_domain=(pred.has_model & ~pred.in_domain)[pick])
 
 
 # -- saving ----------------------------------------------------------------------------------
@@ -302,6 +366,32 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
         "adjustments": [{"family": s[0], "variant": s[1], "pass": s[2], "offset": a.offset, "slope": a.slope,
                          "feature": a.feature, "center": a.center, "n": a.n, "q": a.q}
                         for s, a in sorted((adjustments or {}).items())],
+        **(extra or {}),
+    }
+    path = directory / "manifest.json"
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    return path
+
+
+def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Device],
+                   samples: Sequence[str] = (), extra: dict[str, Any] | None = None) -> Path:
+    """Write a fitted ``transfer.CrossGpuModel`` as a store that serves any device (``kind``
+    ``cross_gpu``): the same header and fingerprints as :func:`save`, its families as
+    ``transfer`` entries instead of ``groups``."""
+    from llmp.residuals import transfer
+
+    directory = Path(directory)
+    entries = transfer.to_manifest(model, directory)
+    versions = sorted({fit.forest.version for fit in model.families_.values() if fit.forest is not None})
+    manifest = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "kind": CROSS_GPU, "llmp": __version__,
+        "xgboost": ",".join(versions) or "none", "grammar": grammar_version(),
+        "schema_version": features.SCHEMA_VERSION,
+        "features": {fam: list(features.FEATURES[fam]) for fam in sorted(model.families_)},
+        "target": "log_ratio", "group_by": ["family"], "alpha": model.alpha, "seed": model.random_state,
+        "xgb_params": dict(transfer.TREE_PARAMS), "cv_folds": 2, "min_samples": model.min_samples,
+        "groups": [], "transfer": entries, "skipped_groups": [], "adjustments": [],
+        "hardware": [device_fingerprint(d) for d in devices], "serves": ANY, "samples": list(samples),
         **(extra or {}),
     }
     path = directory / "manifest.json"
@@ -504,6 +594,11 @@ def load(directory: str | Path) -> Residuals:
         raise c.fail("manifest.json is not a JSON object")
     _check_header(c, manifest)
     _check_hardware(c, manifest)
+    kind = manifest.get("kind", "groups")
+    if kind == CROSS_GPU:
+        return _load_cross_gpu(c, manifest, directory)
+    if kind != "groups":
+        raise c.fail(f"unknown store kind {kind!r}", "refit it with this llmp")
     group_by = tuple(manifest["group_by"])
     schema = manifest["features"]
     model = ResidualModel(group_by=group_by, target=manifest["target"],
@@ -529,6 +624,18 @@ def load(directory: str | Path) -> Residuals:
         model.conformal_q_[key] = float(group["conformal_q"])
         model.domain_[key] = {k: (float(v[0]), float(v[1])) for k, v in group["domain"].items()}
     model.models_, model.members_ = _Lazy(models), _Lazy(members)
+    return Residuals(path=directory, manifest=manifest, model=model, adjustments=_check_adjustments(c, manifest))
+
+
+def _load_cross_gpu(c: _Checker, manifest: dict[str, Any], directory: Path) -> Residuals:
+    from llmp.residuals import transfer
+
+    if manifest.get("serves") != ANY:
+        raise c.fail("a cross-GPU store must serve 'any' device", "rebuild it (benchmarks/fit_public.py)")
+    entries = c.items(manifest, "transfer", "dict")
+    if not entries:
+        raise c.fail("the cross-GPU store has no families")
+    model = transfer.from_manifest(entries, directory, alpha=float(manifest["alpha"]), seed=int(manifest["seed"]))
     return Residuals(path=directory, manifest=manifest, model=model, adjustments=_check_adjustments(c, manifest))
 
 
@@ -562,17 +669,21 @@ def default_for(device: Device, *, root: Path | None = None) -> Choice:
     """The default store of ``device``: the one shipped for it if it serves these numbers, else the
     shipped cross-GPU store, else none (``root`` as for ``shipped``)."""
     skipped = ""
+    cross = shipped(CROSS_GPU, root)
+    if cross is not None and cross.serves != ANY:
+        raise ResidualSchemaError(f"the shipped cross-GPU store {cross.path} does not serve 'any' device",
+                                  hint="the shipped store is misconfigured: refit it with --serves any")
     own = shipped(device.id, root)
     if own is not None:
         why = own.refusal(device)
         if why is None:
-            return Choice(residuals=own, note=f"default: the store shipped for {device.id}")
+            if cross is None or set(own.families()) >= set(cross.families()):
+                return Choice(residuals=own, note=f"default: the store shipped for {device.id}")
+            return Choice(residuals=Layered(primary=own, fallback=cross),
+                          note=f"default: the store shipped for {device.id}, the shipped cross-GPU store for "
+                               f"families it has no model of")
         skipped = f"the store shipped for {device.id} does not apply ({why}); "
-    cross = shipped(CROSS_GPU, root)
     if cross is not None:
-        if cross.serves != ANY:
-            raise ResidualSchemaError(f"the shipped cross-GPU store {cross.path} does not serve 'any' device",
-                                      hint="the shipped store is misconfigured: refit it with --serves any")
         return Choice(residuals=cross, note=f"default: {skipped}the shipped cross-GPU store")
     return Choice(residuals=None, note=f"default: {skipped}no residual store ships for {device.id}, "
                                        "nor a cross-GPU one")

@@ -43,6 +43,7 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
+from llmp.residuals.forest import Forest
 from llmp.residuals.model import DEFAULT_XGB, GroupPrediction, Observation
 
 _ABSOLUTE = frozenset({"log_flops", "log_bytes", "log_t_roof", "log_m", "log_n", "log_k", "log_batch", "log_tokens",
@@ -93,7 +94,8 @@ class FamilyFit:
     """For an operator no GPU measured: the median of the family's operator offsets."""
     columns: tuple[str, ...]
     """Features the tree reads (empty without a tree)."""
-    booster: object | None
+    forest: Forest | None
+    """The tree (evaluated with numpy: predicting never imports xgboost)."""
     q: float
     """Band half-width (log): conformal quantile of the held-out GPUs' log errors."""
     gpus: tuple[str, ...]
@@ -106,9 +108,9 @@ class FamilyFit:
         if self.candidate.kind == "roofline":
             return np.zeros(len(ops))
         base = np.asarray([self.offsets.get(op, self.default_offset) for op in ops])
-        if self.booster is not None:
+        if self.forest is not None:
             cols = [names.index(c) for c in self.columns]
-            base = base + np.asarray(self.booster.get_booster().inplace_predict(X[:, cols]), dtype=np.float64)
+            base = base + self.forest.predict(X[:, cols])
         return self.candidate.lam * base
 
 
@@ -149,7 +151,7 @@ def _offsets(rows: _Rows) -> tuple[dict[str, float], float]:
 def _fit_family(family: str, rows: _Rows, candidate: Candidate, seed: int) -> FamilyFit:
     offsets, default = _offsets(rows)
     columns: tuple[str, ...] = ()
-    booster = None
+    forest = None
     if candidate.kind == "offsets+tree":
         import xgboost
 
@@ -161,8 +163,9 @@ def _fit_family(family: str, rows: _Rows, candidate: Candidate, seed: int) -> Fa
         booster = xgboost.XGBRegressor(**{**TREE_PARAMS, "random_state": seed,
                                           "monotone_constraints": tuple(mono.get(c, 0) for c in columns)})
         booster.fit(rows.X[:, cols], rows.y - base, sample_weight=_gpu_weights(rows.gpu))
+        forest = Forest.of(booster)
     return FamilyFit(family=family, candidate=candidate, offsets=offsets, default_offset=default, columns=columns,
-                     booster=booster, q=0.0, gpus=tuple(sorted(set(rows.gpu.tolist()))), logo={},
+                     forest=forest, q=0.0, gpus=tuple(sorted(set(rows.gpu.tolist()))), logo={},
                      n_samples=len(rows.y))
 
 
@@ -234,7 +237,7 @@ class CrossGpuModel:
                 logo = {}
             self.families_[family] = FamilyFit(
                 family=family, candidate=best, offsets=fit.offsets, default_offset=fit.default_offset,
-                columns=fit.columns, booster=fit.booster, q=float(q), gpus=fit.gpus, logo=logo,
+                columns=fit.columns, forest=fit.forest, q=float(q), gpus=fit.gpus, logo=logo,
                 n_samples=fit.n_samples)
         if not self.families_:
             raise InputError(f"no family has {self.min_samples}+ samples; nothing to fit")
@@ -244,9 +247,15 @@ class CrossGpuModel:
         if not hasattr(self, "families_"):
             raise NotFittedError("this CrossGpuModel is not fitted yet; call fit(observations) first")
 
+    def families(self) -> tuple[str, ...]:
+        """The families (and collective kinds) this model corrects."""
+        self._check_fitted()
+        return tuple(sorted(self.families_))
+
     def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
-                blocks: dict[str, features.Block] | None = None) -> GroupPrediction:
+                blocks: dict[str, features.Block] | None = None, spread: bool = False) -> GroupPrediction:
         """Log factors for ``items`` on any ``device`` (families without a fit: 0, uncovered).
+        ``spread`` is accepted for the store's interface; this model has no bootstrap members.
 
         ``in_domain`` is False everywhere: a cross-GPU answer is by construction outside every
         GPU's sampled domain, and the provenance says so.
@@ -307,9 +316,9 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
     entries = []
     for family, fit in sorted(model.families_.items()):
         file = None
-        if fit.booster is not None:
+        if fit.forest is not None:
             file = f"groups/{family}.ubj"
-            fit.booster.save_model(directory / file)
+            (directory / file).write_bytes(fit.forest.raw)
         entries.append({"family": family, "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
                         "offsets": dict(sorted(fit.offsets.items())), "default_offset": fit.default_offset,
                         "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
@@ -320,8 +329,6 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
 def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alpha: float, seed: int) -> CrossGpuModel:
     """Rebuild a fitted model from :func:`to_manifest` entries; malformed entries raise
     ``ResidualSchemaError`` naming the family."""
-    import xgboost
-
     from llmp.errors import ResidualSchemaError
 
     model = CrossGpuModel(alpha=alpha, random_state=seed)
@@ -342,20 +349,23 @@ def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alph
             numbers = [*offsets.values(), float(e["default_offset"]), float(e["q"])]
             if not all(math.isfinite(x) for x in numbers) or float(e["q"]) < 0:
                 raise ValueError("non-finite offsets or band")
-            booster = None
+            forest = None
             if e.get("file"):
-                booster = xgboost.XGBRegressor()
-                booster.load_model(directory / str(e["file"]))
-                booster.get_booster().set_param({"nthread": 1})
+                rel = Path(str(e["file"]))
+                if rel.is_absolute() or ".." in rel.parts:
+                    raise ValueError(f"tree file {rel} lies outside the store")
+                forest = Forest.from_bytes((directory / rel).read_bytes())
+                if forest.n_features != len(columns):
+                    raise ValueError(f"its tree reads {forest.n_features} features, the entry names {len(columns)}")
             elif candidate.kind == "offsets+tree":
                 raise ValueError("an offsets+tree candidate without its tree file")
-        except (KeyError, TypeError, ValueError, OSError, xgboost.core.XGBoostError) as err:
+        except (KeyError, TypeError, ValueError, OSError, ResidualSchemaError) as err:
             raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {family!r} is malformed "
                                       f"({str(err).splitlines()[0] if str(err) else type(err).__name__})",
                                       hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)")
         model.families_[family] = FamilyFit(
             family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
-            columns=columns, booster=booster, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
+            columns=columns, forest=forest, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
             logo={str(g): {k: float(x) for k, x in dict(v).items()} for g, v in dict(e["logo"]).items()},
             n_samples=int(e["n_samples"]))
     return model

@@ -53,9 +53,9 @@ def test_collective_samples_of_a_dgx_node_load(tmp_path):
 
 
 def test_kernel_of_carries_the_variant_of_every_family_but_the_gemm_role():
-    norm = dataset.kernel_of({"family": "norm", "pass": "fwd", "variant": "fused", "dtype": "bf16",
+    norm = dataset.kernel_of({"family": "norm", "pass": "fwd", "variant": "unfused", "dtype": "bf16",
                               "tokens": "64", "hidden": "128", "rms": "1"})
-    assert norm.family is Family.NORM and norm.variant == "fused"
+    assert norm.family is Family.NORM and norm.variant == "unfused"
     gemm = dataset.kernel_of({"family": "gemm", "pass": "bwd", "variant": "dgrad", "dtype": "bf16",
                               "m": "8", "n": "8", "k": "8", "batch": "1"})
     assert gemm.variant == ""

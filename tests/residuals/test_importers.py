@@ -465,14 +465,13 @@ def vidur_nodes():
     return vidur.NETWORKS
 
 
-def test_vidur_device_not_in_catalog_is_written_and_flagged(tmp_path):
-    root = write_vidur(tmp_path / "vidur")
-    report = run("vidur", [root / "compute"], tmp_path / "out", device="a40")
+def test_a_device_not_in_the_catalog_is_written_and_flagged(tmp_path):
+    gemm = KERNEL_ROWS[1]  # the current (not superseded) XLA row
+    path = write_kernels(tmp_path / "data" / "kernels.csv", [{**gemm, "gpu": "MI210", "gpu_id": "mi210"}])
+    report = run("kernels", [path], tmp_path / "out", device="mi210")
     assert not report.manifest["device_in_catalog"]
     assert "not in the catalog yet" in report.manifest["notes"][0]
-    rows = rows_of(tmp_path / "out", "gemm")
-    assert rows and all("/a40/" in r["source_ref"] for r in rows)
-    assert samplefile.read(tmp_path / "out" / "gemm.csv").meta["device_id"] == "a40"
+    assert samplefile.read(tmp_path / "out" / "gemm.csv").meta["device_id"] == "mi210"
 
 
 # ---------------------------------------------------------------------------------------------- kernels

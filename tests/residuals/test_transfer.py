@@ -132,3 +132,35 @@ def test_collectives_transfer_across_machines_by_tier(devices):
     test = [o for o in obs if o.device.id == "mi300x"]
     pred = model.predict([o.item for o in test], devices["mi300x"], links=machines["mi300x"])
     assert np.allclose(pred.log_factor, 0.4 * fit.candidate.lam, atol=0.1)
+
+
+def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devices, tmp_path):
+
+    from llmp import dsl
+    from llmp.analytic.graph import decompose
+    from llmp.residuals import store
+    from llmp.residuals.model import ResidualModel
+
+    data = [o for i, (g, d) in enumerate(devices.items()) for o in synthetic(d, ("norm", "gemm", "elementwise"), 30, seed=i)]
+    root = tmp_path / "defaults"
+    store.save_cross_gpu(CrossGpuModel().fit(data), root / store.CROSS_GPU, devices=list(devices.values()))
+    cross = store.load(root / store.CROSS_GPU)
+    assert cross.scope == "cross-GPU" and set(cross.families()) == {"norm", "gemm", "elementwise"}
+    h100 = devices["h100_sxm5_80gb"]
+    own = ResidualModel(xgb_params={"n_estimators": 20, "n_jobs": 1}).fit([o for o in data if o.device.id == h100.id
+                                                                          and o.item.family.value == "gemm"])
+    store.save(own, root / h100.id, devices=[h100])
+    spec = dsl.loads('use "dgx_h100"\ncluster c { node = dgx_h100  nodes = 1 }\n'
+                     "model m { arch = llama  layers = 2  hidden = 1024  heads = 8  ffn_hidden = 2816  vocab = 32000  seq_len = 1024 }\n"
+                     "train { global_batch = 8 }\n")
+    choice = store.default_for(h100, root=root)
+    assert isinstance(choice.residuals, store.Layered) and "families it has no model of" in choice.note
+    items = [op.work for op in decompose(spec).ops]
+    layered = choice.residuals.correct(items, spec)
+    alone = store.load(root / h100.id).correct(items, spec)
+    fallback = cross.correct(items, spec)
+    gemm = np.asarray([getattr(it, "family", None) is not None and it.family.value == "gemm" for it in items])
+    norm = np.asarray([getattr(it, "family", None) is not None and it.family.value == "norm" for it in items])
+    assert np.allclose(layered.factor[gemm], alone.factor[gemm])
+    assert np.allclose(layered.factor[norm], fallback.factor[norm]) and layered.covered[norm].all()
+    assert not alone.covered[norm].any()
