@@ -78,9 +78,9 @@ def head(m: ModelSpec, p: ParallelSpec, pp: int) -> Any:
     return norm + (m.vocab * m.hidden / p.tp if own_head else 0)
 
 
-def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, first: bool, last: bool) -> LocalParams:
-    """Everything one GPU of a pipeline rank holds (``first``/``last``: it is the first/last rank)."""
+def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, layers: Any, first: bool, last: bool) -> LocalParams:
+    """Everything one GPU of a pipeline rank holds: its ``layers`` transformer layers, plus the
+    embedding on the first rank and the head on the last (``first``/``last``)."""
     lay = layer(m, p)
-    per_rank = m.layers / p.pp
-    dense = per_rank * lay.dense + (embedding(m, p) if first else 0) + (head(m, p, pp) if last else 0)
-    return LocalParams(dense=dense, expert=per_rank * lay.expert)
+    dense = layers * lay.dense + (embedding(m, p) if first else 0) + (head(m, p, pp) if last else 0)
+    return LocalParams(dense=dense, expert=layers * lay.expert)

@@ -10,7 +10,9 @@
   sent forward, and its gradient sent back, once per microbatch per boundary.
 * Per rank and step: gradient reduction over the data-parallel replicas, bucketed; the tied
   embedding's all-reduce between first and last stage (pp > 1); the optimizer over the local
-  shard; with ZeRO-1/2 the parameter all-gather after the update.
+  shard; with ZeRO-1/2 the parameter all-gather after the update. A rank's parameters are those
+  of its own layers (an uneven split gives ranks different shares), plus the embedding on the
+  first rank and the head on the last.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_kinds
+from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Kernel, Tier
 from llmp.analytic.layer import Block, Context, grad_bytes, norm, tp_in, zero3
 from llmp.analytic.layout import Axis
@@ -74,7 +76,8 @@ def _sharded(ctx: Context) -> bool:
     return ctx.spec.parallel.zero is not ZeroStage.NONE
 
 
-def _grad_sync(ctx: Context, kind: RankKind, params: Any, group: str, label: str) -> list[Op]:
+def _grad_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: Any, group: str,
+               label: str) -> list[Op]:
     """Gradient reduction of ``params`` over ``group``, in buckets of ``dp_bucket_size`` bytes.
 
     The collective is priced per bucket (``count`` buckets) so the overlap rule can expose the
@@ -88,11 +91,11 @@ def _grad_sync(ctx: Context, kind: RankKind, params: Any, group: str, label: str
     buckets = vmax(1, total / p.dp_bucket_size)
     kind_ = CollectiveKind.REDUCE_SCATTER if _sharded(ctx) else CollectiveKind.ALL_REDUCE
     return [Op(name=f"step.{label}_grad_{kind_.value}", work=ctx.collective(kind_, total / buckets, group),
-               phase=Phase.COMM, part=Part.GRAD_SYNC, scope=Scope.RANK, rank_kind=kind, count=buckets,
+               phase=Phase.COMM, part=Part.GRAD_SYNC, scope=Scope.RANK, rank_kind=kind, ranks=ranks, count=buckets,
                axis=Axis.DP, overlap=Overlap.BUCKETED if p.dp_overlap else Overlap.NONE)]
 
 
-def _tied_sync(ctx: Context, kind: RankKind) -> list[Op]:
+def _tied_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...]) -> list[Op]:
     """With tied embeddings and pp > 1, first and last stage all-reduce the embedding gradient."""
     m, p = ctx.spec.model, ctx.spec.parallel
     if not (m.tied_embeddings and ctx.st.pp > 1 and kind in (RankKind.FIRST, RankKind.LAST)):
@@ -101,10 +104,10 @@ def _tied_sync(ctx: Context, kind: RankKind) -> list[Op]:
     work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=m.vocab * m.hidden / p.tp * grad_bytes(ctx),
                       group=2, ranks_per_node=2 if tier is Tier.INTRA else 1, tier=tier)
     return [Op(name="step.tied_embedding_all_reduce", work=work, phase=Phase.COMM, part=Part.GRAD_SYNC,
-               scope=Scope.RANK, rank_kind=kind, axis=Axis.PP)]
+               scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.PP)]
 
 
-def _update(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[Op]:
+def _update(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams) -> list[Op]:
     """The optimizer over this GPU's shard; ZeRO-1/2 then all-gather the updated parameters."""
     p, t = ctx.spec.parallel, ctx.spec.train
     dense_shard = ctx.groups["dp"].size if _sharded(ctx) else 1
@@ -112,27 +115,30 @@ def _update(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[Op]
     local = params.dense / dense_shard + params.expert / expert_shard
     variant = "sgd" if t.optimizer is Optimizer.SGD else "adam"
     ops = [Op(name="step.optimizer", work=Kernel.make(Family.OPTIMIZER, ctx.act, variant=variant, params=local),
-              phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind)]
+              phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks)]
     if p.zero in (ZeroStage.Z1, ZeroStage.Z2):
         for label, n, group in (("dense", params.dense, "dp"), ("expert", params.expert, "expert_dp")):
             if ctx.st.active(group) and (label == "dense" or ctx.spec.model.moe is not None):
                 ops.append(Op(name=f"step.{label}_param_all_gather",
                               work=ctx.collective(CollectiveKind.ALL_GATHER, n * ctx.e, group),
-                              phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP))
+                              phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks,
+                              axis=Axis.DP))
     return ops
 
 
-def rank_ops(ctx: Context) -> list[Op]:
-    """Once-per-step work of every kind of pipeline rank (scope ``rank``)."""
+def rank_ops(ctx: Context, chunk_layers: tuple[Any, ...]) -> list[Op]:
+    """Once-per-step work of every class of pipeline rank (scope ``rank``); ``chunk_layers`` are
+    the layers of each chunk (a rank holds chunks ``r, r + pp, ...``)."""
     pp = ctx.st.pp
     ops: list[Op] = []
-    for kind in rank_kinds(pp):
+    for kind, ranks in rank_classes(ctx.st):
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, first=first, last=last)
-        ops += _tied_sync(ctx, kind)
-        ops += _grad_sync(ctx, kind, params.dense, "dp", "dense")
+        params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=sum(chunk_layers[ranks[0]::pp]),
+                            first=first, last=last)
+        ops += _tied_sync(ctx, kind, ranks)
+        ops += _grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")
         if ctx.spec.model.moe is not None:
-            ops += _grad_sync(ctx, kind, params.expert, "expert_dp", "expert")
-        ops += _update(ctx, kind, params)
+            ops += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")
+        ops += _update(ctx, kind, ranks, params)
     return ops

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Norm, Optimizer, Position, Precision, Recompute,
-                           Schedule, ZeroStage)
+from llmp.dsl.spec import (Activation, Arch, Norm, Optimizer, PipeModule, Position, Precision,
+                           Recompute, Schedule, ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
@@ -34,6 +34,8 @@ class Kind(StrEnum):
     """The id of a block of another kind (``node.gpu = h100_sxm5_80gb``)."""
     LINK = "link"
     """A link: the id of a ``link`` block, or an inline ``link { ... }``."""
+    COUNTS = "counts"
+    """A list of whole numbers ``[9, 12, 12, 11]``: the list is the value, not a sweep."""
 
 
 class Bound(StrEnum):
@@ -165,6 +167,9 @@ NODE = _section("node", "A server: identical devices, an intra-node link and a n
              "(bandwidth per device).", required=True, bound=None),
     FieldDef(name="inter", kind=Kind.LINK, doc="The node's injection into the network "
              "(bandwidth per node, all NICs together).", required=True, bound=None),
+    _count("nvlink_domain", "GPUs joined by the intra link's switch fabric, a whole number of "
+           "nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups inside it run on intra.",
+           default="gpus_per_node"),
 ])
 
 CLUSTER = _section("cluster", "`nodes` identical nodes on one network.", [
@@ -221,7 +226,7 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
                     "inside train).", [
     _count("dp", "Data-parallel degree.",
            default="cluster.nodes * node.gpus_per_node / (tp * pp * cp)"),
-    _count("tp", "Tensor-parallel degree (inside one node).", default="1"),
+    _count("tp", "Tensor-parallel degree.", default="1"),
     _count("pp", "Pipeline-parallel degree.", default="1"),
     _count("cp", "Context-parallel degree.", default="1"),
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
@@ -234,6 +239,22 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _bool("tp_comm_overlap", "TP collectives overlapped with GEMMs.", "false"),
     _bool("dp_overlap", "DP gradient reduction overlapped with backward.", "true"),
     _real("dp_bucket_size", SIZE, "Gradient bucket size.", default="100 MB"),
+    FieldDef(name="stage_layers", kind=Kind.COUNTS, doc="Layers of each pipeline stage (pp "
+             "entries, each a multiple of vp) or of each model chunk in model order (pp * vp "
+             "entries).", bound=None),
+    _count("first_stage_layers", "Layers on the first pipeline stage (Megatron "
+           "--decoder-first-pipeline-num-layers)."),
+    _count("last_stage_layers", "Layers on the last pipeline stage (Megatron "
+           "--decoder-last-pipeline-num-layers)."),
+    _bool("account_for_embedding", "The embedding counts as a layer in the pipeline split "
+          "(Megatron --account-for-embedding-in-pipeline-split).", "false"),
+    _bool("account_for_loss", "The output layer and loss count as a layer in the pipeline split "
+          "(Megatron --account-for-loss-in-pipeline-split).", "false"),
+    FieldDef(name="partition", kind=Kind.STRING, doc="DeepSpeed pipeline partition_method: "
+             "\"uniform\", \"parameters\" or \"type:REGEX\"; \"\" for none.", default='""',
+             bound=None),
+    _enum("pipe_module", PipeModule, "The DeepSpeed PipelineModule a partition method splits: "
+          "gpt_neox or megatron_deepspeed.", default="gpt_neox"),
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (
