@@ -77,11 +77,6 @@ class Split:
 
     chunks: tuple[int, ...]
 
-    @property
-    def even(self) -> bool:
-        """Every chunk holds the same number of layers."""
-        return len(set(self.chunks)) == 1
-
     def stages(self, pp: int) -> tuple[int, ...]:
         """Layers per pipeline rank (its chunks ``r, r + pp, ...`` together)."""
         return tuple(sum(self.chunks[r::pp]) for r in range(pp))

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from llmp.analytic import shard
@@ -130,15 +131,20 @@ def rank_ops(ctx: Context, chunk_layers: tuple[Any, ...]) -> list[Op]:
     """Once-per-step work of every class of pipeline rank (scope ``rank``); ``chunk_layers`` are
     the layers of each chunk (a rank holds chunks ``r, r + pp, ...``)."""
     pp = ctx.st.pp
+    classes = rank_classes(ctx.st)
+    split_kinds = {k for k in RankKind if sum(kind is k for kind, _ in classes) > 1}
     ops: list[Op] = []
-    for kind, ranks in rank_classes(ctx.st):
+    for kind, ranks in classes:
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
         params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=sum(chunk_layers[ranks[0]::pp]),
                             first=first, last=last)
-        ops += _tied_sync(ctx, kind, ranks)
-        ops += _grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")
+        mine = [*_tied_sync(ctx, kind, ranks), *_grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")]
         if ctx.spec.model.moe is not None:
-            ops += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")
-        ops += _update(ctx, kind, ranks, params)
+            mine += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")
+        mine += _update(ctx, kind, ranks, params)
+        if kind in split_kinds:  # middle ranks holding different layers: name each class's ops
+            suffix = "@ranks " + ",".join(map(str, ranks))
+            mine = [dataclasses.replace(op, name=op.name + suffix) for op in mine]
+        ops += mine
     return ops

@@ -118,7 +118,9 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
     for part in (Part.FORWARD, Part.BACKWARD):
         by_cat: dict[str, Any] = defaultdict(int)
         compute: Any = 0
-        groups: list[tuple[Scope, Any]] = [(Scope.LAYER, layers)]
+        # A chunk may hold no layers (Megatron's embedding-only first chunk): then no layer ops
+        # run, not even a ZeRO-3 prefetch.
+        groups: list[tuple[Scope, Any]] = [(Scope.LAYER, layers)] if layers != 0 else []
         if first:
             groups.append((Scope.FIRST, 1))
         if last:

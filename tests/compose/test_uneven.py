@@ -145,3 +145,13 @@ def test_deepspeed_partition_splits_neox_20b_on_eight_stages():
     layers = [int(sum(predict(spec).step.layers[r::8])) for r in range(8)]
     assert layers == [5, 6, 6, 6, 6, 6, 6, 3]
     assert dataclasses.replace(spec.parallel, partition="").partition == ""
+
+
+def test_a_chunk_without_layers_runs_only_its_embedding_even_under_zero3():
+    from llmp.dsl.spec import ZeroStage
+    spec = make_spec(_model(8), nodes=2, gpus_per_node=4, pp=2, global_batch=16, zero=ZeroStage.Z3,
+                     stage_layers=(0, 8))
+    p = predict(spec)
+    first = p.step.works[0].fwd.by_category
+    gather = next(r.roofline_s for r in p.ops if r.name == "embedding.embedding.zero_all_gather")
+    assert first.get("gemm", 0) == 0 and first["dp"] == pytest.approx(gather)
