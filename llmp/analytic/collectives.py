@@ -5,12 +5,21 @@ bandwidth terms are NCCL's bus-bandwidth factors (NCCL tests ``doc/PERFORMANCE.m
 all-reduce moves ``2 (n-1)/n * S`` per rank, all-gather and reduce-scatter ``(n-1)/n * S``;
 latency is one ``alpha`` per ring step (Thakur, Rabenseifner & Gropp 2005, "Optimization of
 collective communication operations in MPICH"). Inside one node NCCL runs rings (its "tree"
-is a chain through the node's GPUs there, no fewer latency steps than the ring). A group that
-spans nodes may also run all-reduce as NCCL's tree: a chain inside each node and a pipelined
-double binary tree across the ``N`` nodes, ``2 ((r - 1) alpha_intra + log2(N) alpha_inter)``
-latency and ``2 S`` over the bottleneck; or hierarchically (reduce-scatter inside the node,
-all-reduce across nodes on ``S / r`` per rank, all-gather inside the node). NCCL's tuner picks
-the fastest algorithm for the size, so the cost is the minimum over the algorithms that apply.
+is a chain through the node's GPUs there, no fewer latency steps than the ring).
+
+A group that spans nodes (``n`` ranks, ``r`` in each of ``N = n / r`` nodes) runs NCCL's ring
+through all its ranks: the ``N`` hops that leave a node are the bottleneck, each node's ``r``
+ring channels leave on its ``r`` NIC rails, and of a ring's steps only the node-crossing ones
+pay the network latency (NVIDIA/nccl src/graph/tuning.cc ``ncclTopoTuneModel``: ring latency
+``(nsteps - nInterSteps) * intraLat + nInterSteps * interLat`` with ``nInterSteps = 2 (N - 1)``
+for all-reduce, ``N - 1`` for all-gather and reduce-scatter). All-reduce may also run as NCCL's
+tree: a chain inside each node and a pipelined double binary tree across the nodes,
+``2 ((r - 1) alpha_intra + log2(N) alpha_inter)`` latency (the same file) and ``2 S`` over the
+bottleneck; or hierarchically (reduce-scatter inside the node, all-reduce across nodes on
+``S / r`` per rank, all-gather inside the node: NCCL's NVLS-tree and CollNet paths). NCCL's tuner
+picks the fastest algorithm for the size, so the cost is the minimum over the algorithms that
+apply. "Node" here means an NVLink domain (:mod:`~llmp.analytic.layout`): on a GB200 NVL72
+rack the 72 GPUs of 18 trays share one NVLink fabric, and only groups beyond it use the NICs.
 
 Links. Inside a node, each GPU has ``node.intra.bandwidth`` per direction. Across nodes,
 ``cluster.inter.bandwidth`` is the whole node's injection bandwidth (all NICs). Every GPU of a
@@ -116,12 +125,12 @@ def _inter(kind: CollectiveKind, n: Any, size: Any, r: Any, links: Links) -> Any
         return (n - 1) * a + vmax((n - r) / n * size / rail, (r - 1) / n * size / bw_in)
     local = _ring(r - 1, (r - 1) / r * size, a_in, bw_in)  # one intra-node RS or AG phase
     if kind is CollectiveKind.ALL_REDUCE:
-        ring = _ring(2 * (n - 1), 2 * (n - 1) / n * size, a, ring_bw)
+        ring = 2 * (n - nodes) * a_in + _ring(2 * (nodes - 1), 2 * (n - 1) / n * size, a, ring_bw)
         tree = 2 * (r - 1) * a_in + _ring(2 * vlog2(nodes), 2 * size, a, ring_bw)
         hier = 2 * local + _ring(2 * (nodes - 1), 2 * (nodes - 1) / nodes * size / r, a, rail)
         return vmin(ring, tree, hier)
     # all-gather / reduce-scatter: flat ring, or the inter-node phase on S / r plus one local phase
-    ring = _ring(n - 1, (n - 1) / n * size, a, ring_bw)
+    ring = (n - nodes) * a_in + _ring(nodes - 1, (n - 1) / n * size, a, ring_bw)
     hier = local + _ring(nodes - 1, (nodes - 1) / nodes * size / r, a, rail)
     return vmin(ring, hier)
 

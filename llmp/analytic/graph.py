@@ -5,10 +5,12 @@ recompute, the collectives between them) plus the once-per-step work of each pip
 (gradient sync, optimizer). Each :class:`Op` is a kernel or a collective with a *scope* that
 says where it repeats:
 
-* ``layer``: once per transformer layer of a chunk (a chunk has ``layers / (pp * vp)`` layers);
+* ``layer``: once per transformer layer of a chunk (``OpGraph.chunk_layers``: ``layers / (pp *
+  vp)`` each, or the stack's uneven split, :mod:`~llmp.analytic.split`);
 * ``first`` / ``last``: once per microbatch on the chunk holding the embedding / the head;
 * ``boundary``: once per microbatch between consecutive chunks (pipeline send/recv);
-* ``rank``: once per step on one kind of pipeline rank (``rank_kind``: only, first, middle, last).
+* ``rank``: once per step on the pipeline ranks ``ranks`` (ranks of one kind, only, first,
+  middle or last, that hold the same number of layers, so the same parameters).
 
 ``count`` is the multiplicity inside the scope (``cp - 1`` ring steps, gradient buckets, ...).
 Dims are whatever the spec holds: numbers (one prediction), numpy arrays (a sweep) or SymPy
@@ -23,7 +25,7 @@ from typing import Any
 
 from llmp.analytic.kernels import Collective, Family, Kernel
 from llmp.analytic.layout import Axis
-from llmp.analytic.structure import Structure, structure_of
+from llmp.analytic.structure import Structure, chunk_layers, structure_of
 from llmp.dsl.spec import Spec
 
 
@@ -106,7 +108,9 @@ class Op:
     count: Any = 1
     """Calls per scope unit (per layer, per microbatch, per step)."""
     rank_kind: RankKind | None = None
-    """For ``rank``-scope ops: which pipeline ranks run it."""
+    """For ``rank``-scope ops: which kind of pipeline rank runs it."""
+    ranks: tuple[int, ...] = ()
+    """For ``rank``-scope ops: the pipeline ranks that run it (each once per step)."""
     axis: Axis | None = None
     """For collectives: the parallel axis (its breakdown category)."""
     overlap: Overlap = Overlap.NONE
@@ -140,22 +144,29 @@ class OpGraph:
 
     ops: tuple[Op, ...]
     structure: Structure
-    layers_per_chunk: Any
-    """Transformer layers in one pipeline chunk: layers / (pp * vp)."""
-    groups: dict[tuple[Scope, Part | RankKind], tuple[int, ...]]
-    """Indices of the ops of each (scope, part), and of each (rank scope, rank kind)."""
+    chunk_layers: tuple[Any, ...]
+    """Transformer layers of each pipeline chunk in model order (chunk g on rank g % pp):
+    ``layers / (pp * vp)`` each for an even split (symbolic if ``layers`` is), else the split's
+    counts."""
+    groups: dict[tuple[Scope, Part | int], tuple[int, ...]]
+    """Indices of the ops of each (scope, part), and of each (rank scope, pipeline rank)."""
 
     @classmethod
-    def of(cls, ops: tuple[Op, ...], structure: Structure, layers_per_chunk: Any) -> OpGraph:
-        groups: dict[tuple[Scope, Part | RankKind], list[int]] = {}
+    def of(cls, ops: tuple[Op, ...], structure: Structure, chunk_layers: tuple[Any, ...]) -> OpGraph:
+        groups: dict[tuple[Scope, Part | int], list[int]] = {}
         for i, op in enumerate(ops):
-            key = (op.scope, op.rank_kind if op.scope is Scope.RANK else op.part)
-            groups.setdefault(key, []).append(i)
-        return cls(ops=ops, structure=structure, layers_per_chunk=layers_per_chunk,
+            for key in ([(op.scope, r) for r in op.ranks] if op.scope is Scope.RANK else [(op.scope, op.part)]):
+                groups.setdefault(key, []).append(i)
+        return cls(ops=ops, structure=structure, chunk_layers=chunk_layers,
                    groups={k: tuple(v) for k, v in groups.items()})
 
-    def indices(self, scope: Scope, part: Part | RankKind) -> tuple[int, ...]:
-        """Positions in ``ops`` of one scope's ops for one part (or, for ``rank``, one rank kind)."""
+    @property
+    def layers_per_chunk(self) -> Any:
+        """Mean layers per chunk: ``layers / (pp * vp)``."""
+        return sum(self.chunk_layers) / len(self.chunk_layers)
+
+    def indices(self, scope: Scope, part: Part | int) -> tuple[int, ...]:
+        """Positions in ``ops`` of one scope's ops for one part (or, for ``rank``, one pipeline rank)."""
         return self.groups.get((scope, part), ())
 
     def __iter__(self):  # noqa: ANN204 - a plain iterator over ops
@@ -163,16 +174,6 @@ class OpGraph:
 
     def __len__(self) -> int:
         return len(self.ops)
-
-    def rank_kinds(self) -> tuple[RankKind, ...]:
-        return rank_kinds(self.structure.pp)
-
-
-def rank_kinds(pp: int) -> tuple[RankKind, ...]:
-    """The kinds of pipeline ranks present: only; first, last; or first, middle, last."""
-    if pp == 1:
-        return (RankKind.ONLY,)
-    return (RankKind.FIRST, RankKind.LAST) if pp == 2 else (RankKind.FIRST, RankKind.MIDDLE, RankKind.LAST)
 
 
 def rank_kind_of(rank: int, pp: int) -> RankKind:
@@ -182,6 +183,16 @@ def rank_kind_of(rank: int, pp: int) -> RankKind:
     if rank == 0:
         return RankKind.FIRST
     return RankKind.LAST if rank == pp - 1 else RankKind.MIDDLE
+
+
+def rank_classes(st: Structure) -> tuple[tuple[RankKind, tuple[int, ...]], ...]:
+    """Pipeline ranks grouped by what their once-per-step work depends on: their kind (the first
+    holds the embedding, the last the head) and their layer count. An even split gives only;
+    first, last; or first, middle (ranks 1 .. pp - 2), last."""
+    classes: dict[tuple[RankKind, int], list[int]] = {}
+    for r in range(st.pp):
+        classes.setdefault((rank_kind_of(r, st.pp), st.stage_layers(r)), []).append(r)
+    return tuple((kind, tuple(ranks)) for (kind, _), ranks in classes.items())
 
 
 def decompose(spec: Spec, structure: Structure | None = None) -> OpGraph:
@@ -194,7 +205,7 @@ def decompose(spec: Spec, structure: Structure | None = None) -> OpGraph:
 
     st = structure if structure is not None else structure_of(spec)
     ctx = layer.Context.of(spec, st)
+    per_chunk = chunk_layers(spec, st)
     ops = (*layer.layer_ops(ctx), *stage.embedding_ops(ctx), *stage.head_ops(ctx),
-           *stage.boundary_ops(ctx), *stage.rank_ops(ctx))
-    per_chunk = spec.model.layers / (spec.parallel.pp * spec.parallel.vp)
+           *stage.boundary_ops(ctx), *stage.rank_ops(ctx, per_chunk))
     return OpGraph.of(tuple(ops), st, per_chunk)

@@ -75,7 +75,7 @@ class Context:
         m, p, prec = spec.model, spec.parallel, spec.train.precision
         tokens = spec.train.micro_batch * m.seq_len / p.cp
         act = {Precision.FP32: Dtype.FP32, Precision.TF32: Dtype.FP32, Precision.FP16: Dtype.FP16}.get(prec, Dtype.BF16)
-        groups = {name: layout.group(spec, name, st.tier(name)) for name in layout.GROUP_NAMES}
+        groups = {name: layout.group(spec, name, st) for name in layout.GROUP_NAMES}
         return cls(spec=spec, st=st, tokens=tokens,
                    sp_tokens=tokens / p.tp if p.sequence_parallel else tokens,
                    q_width=m.heads * m.head_dim / p.tp,

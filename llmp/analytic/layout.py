@@ -1,27 +1,40 @@
-"""Where the ranks of each parallel axis sit: group sizes, ranks per node and the link tier.
+"""Where the ranks of each parallel axis sit: group sizes, members per NVLink domain, link tier.
 
 Placement (the team contract, ``ParallelSpec``): ranks are numbered with tensor parallelism
-innermost, so a TP group is consecutive ranks inside one node; then context parallel, then the
-expert-parallel slice of data parallelism, then pipeline, then the rest of data parallelism
-outermost. Each axis is a set of mesh dims ``(stride, size)``; a group's members are the rank
-offsets ``sum(j_i * stride_i)``. Megatron-Core's own default order is ``tp-cp-ep-dp-pp``
-(pipeline outermost); the order here is one constant, :data:`MESH_ORDER`.
+innermost, so a TP group is consecutive ranks; then context parallel, then the expert-parallel
+slice of data parallelism, then pipeline, then the rest of data parallelism outermost. Each axis
+is a set of mesh dims ``(stride, size)``; a group's members are the rank offsets
+``sum(j_i * stride_i)``. Megatron-Core's own default order is ``tp-cp-ep-dp-pp`` (pipeline
+outermost); the order here is one constant, :data:`MESH_ORDER`.
 
-A node holds ``gpus_per_node`` consecutive ranks, so a dim with stride ``st`` contributes
-``min(size, max(1, gpus_per_node / st))`` members to one node (dims are nested: each stride is
-a multiple of the previous stride times size). A group whose members all fit in a node runs on
-the intra-node link (tier ``intra``); otherwise on the network (tier ``inter``).
+Consecutive ranks fill a node (``gpus_per_node``), and consecutive nodes an NVLink domain
+(``node.nvlink_domain``: the whole switch fabric, 72 GPUs on a GB200 NVL72 rack of 4-GPU trays;
+the node itself otherwise). A group whose members all share one domain runs on the ``intra``
+link (tier ``intra``); any group that reaches beyond its domain runs across the NICs (tier
+``inter``), priced by :mod:`~llmp.analytic.collectives` as NCCL runs it over the members each
+domain holds. Groups of any size are allowed: a tp group of 8 on Perlmutter's 4-GPU nodes spans
+two nodes, and every tp > 1 on TACC Vista (one GPU per node) crosses InfiniBand.
+
+:func:`placement` counts members exactly by laying out every rank, so groups that straddle a
+domain boundary unevenly (tp 16 on 72-GPU domains: some groups hold 8 + 8) are seen: a tier is
+``inter`` if any group of the axis crosses, and ``ranks_per_node`` is the fewest members one
+domain holds of any crossing group (its NIC rails carry the ring's inter-domain hop).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llmp.analytic.algebra import vmax, vmin
+import numpy as np
+
 from llmp.analytic.kernels import Tier
 from llmp.dsl.spec import Spec
+
+if TYPE_CHECKING:
+    from llmp.analytic.structure import Structure
 
 
 class Axis(StrEnum):
@@ -40,23 +53,13 @@ MESH_ORDER: tuple[str, ...] = ("tp", "cp", "ep", "pp", "dp_rest")
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Group:
-    """The process group of one collective: its size and its footprint on a node."""
+    """The process group of one collective: its size and its footprint on an NVLink domain."""
 
     size: Any
     ranks_per_node: Any
+    """Members sharing one NVLink domain (the node, unless ``nvlink_domain`` is larger): the whole
+    group when the tier is ``intra``; the fewest a domain holds when the group crosses domains."""
     tier: Tier
-
-
-def _mesh(spec: Spec) -> dict[str, tuple[Any, Any]]:
-    """dim name → (stride, size), strides as products of the inner sizes."""
-    p = spec.parallel
-    sizes = {"tp": p.tp, "cp": p.cp, "ep": p.ep, "pp": p.pp, "dp_rest": p.dp / p.ep}
-    out: dict[str, tuple[Any, Any]] = {}
-    stride: Any = 1
-    for name in MESH_ORDER:
-        out[name] = (stride, sizes[name])
-        stride = stride * sizes[name]
-    return out
 
 
 # The dims each communication group spans. Gradients of dense weights are reduced over every
@@ -68,33 +71,62 @@ _GROUP_DIMS: dict[str, tuple[str, ...]] = {
     "dp": ("cp", "ep", "dp_rest"), "expert_dp": ("cp", "dp_rest"),
 }
 
-
-def _numeric(x: Any) -> float | None:
-    try:
-        return float(x)
-    except TypeError:
-        return None
-
-
-def group(spec: Spec, name: str, tier: Tier | None = None) -> Group:
-    """The group ``name`` (``tp``, ``cp``, ``ep``, ``pp``, ``dp``, ``expert_dp``) of ``spec``.
-
-    ``tier`` must be given when the spec's degrees are symbols or arrays (the tier is a
-    structural choice, fixed per structure); otherwise it is computed here.
-    """
-    mesh = _mesh(spec)
-    gpn = spec.cluster.node.gpus_per_node
-    size: Any = 1
-    per_node: Any = 1
-    for dim in _GROUP_DIMS[name]:
-        stride, n = mesh[dim]
-        size = size * n
-        per_node = per_node * vmin(n, vmax(1, gpn / stride))
-    if tier is None:
-        s, r = _numeric(size), _numeric(per_node)
-        assert s is not None and r is not None, "tier needed for symbolic or array degrees"
-        tier = Tier.INTRA if r >= s else Tier.INTER
-    return Group(size=size, ranks_per_node=per_node, tier=tier)
-
-
 GROUP_NAMES: tuple[str, ...] = tuple(_GROUP_DIMS)
+
+
+def mesh_sizes(spec: Spec) -> dict[str, Any]:
+    """Mesh dim → size (``dp_rest`` = dp / ep)."""
+    p = spec.parallel
+    return {"tp": p.tp, "cp": p.cp, "ep": p.ep, "pp": p.pp, "dp_rest": p.dp / p.ep}
+
+
+def group_size(spec: Spec, name: str) -> Any:
+    """Members of group ``name`` (an expression when the degrees are symbols)."""
+    sizes = mesh_sizes(spec)
+    out: Any = 1
+    for dim in _GROUP_DIMS[name]:
+        out = out * sizes[dim]
+    return out
+
+
+@functools.cache
+def placement(sizes: tuple[int, ...], domain: int) -> dict[str, tuple[int, int, Tier]]:
+    """Group name → (size, members per domain, tier) for mesh dim ``sizes`` (in
+    :data:`MESH_ORDER`) and ``domain`` GPUs per NVLink domain, counted over every rank."""
+    ranks = np.arange(int(np.prod(sizes))).reshape(sizes[::-1])  # axis 0 = outermost dim
+    axis_of = {dim: len(MESH_ORDER) - 1 - i for i, dim in enumerate(MESH_ORDER)}
+    out = {}
+    for name, dims in _GROUP_DIMS.items():
+        mine = sorted(axis_of[d] for d in dims)  # outer to inner: members in increasing rank order
+        others = [a for a in range(len(sizes)) if a not in mine]
+        n = int(np.prod([sizes[len(MESH_ORDER) - 1 - a] for a in mine]))
+        members = np.transpose(ranks, others + mine).reshape(-1, n) // domain
+        row = np.repeat(np.arange(len(members)), n)
+        keys, counts = np.unique(row * (int(members.max()) + 1) + members.ravel(), return_counts=True)
+        groups_of_key = keys // (int(members.max()) + 1)
+        spans = np.bincount(groups_of_key)
+        if spans.max() == 1:
+            out[name] = (n, n, Tier.INTRA)
+        else:
+            crossing = spans[groups_of_key] > 1
+            out[name] = (n, int(counts[crossing].min()), Tier.INTER)
+    return out
+
+
+def _whole(value: Any, what: str) -> int:
+    f = float(value)
+    assert f == int(f), f"{what} = {f} is not whole (structure_of checks this)"
+    return int(f)
+
+
+def groups_of(spec: Spec) -> dict[str, tuple[int, int, Tier]]:
+    """:func:`placement` of a spec with numeric degrees."""
+    sizes = mesh_sizes(spec)
+    return placement(tuple(_whole(sizes[d], d) for d in MESH_ORDER),
+                     _whole(spec.cluster.node.domain, "node.nvlink_domain"))
+
+
+def group(spec: Spec, name: str, st: Structure) -> Group:
+    """Group ``name`` (``tp``, ``cp``, ``ep``, ``pp``, ``dp``, ``expert_dp``) of ``spec``: its size
+    from the spec (numbers, arrays or symbols), its footprint and tier from the structure."""
+    return Group(size=group_size(spec, name), ranks_per_node=st.ranks_per_node(name), tier=st.tier(name))

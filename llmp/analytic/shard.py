@@ -87,10 +87,12 @@ def head(m: ModelSpec, p: ParallelSpec, pp: int, vocab: Any = None) -> Any:
     return norm + (rows * m.hidden / p.tp if own_head else 0)
 
 
-def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, first: bool, last: bool, vocab: Any = None) -> LocalParams:
-    """Everything one GPU of a pipeline rank holds (``first``/``last``: it is the first/last rank)."""
+def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, layers: Any, first: bool, last: bool,
+         vocab: Any = None) -> LocalParams:
+    """Everything one GPU of a pipeline rank holds: its ``layers`` transformer layers, plus the
+    embedding on the first rank and the head on the last (``first``/``last``); ``vocab`` is the
+    padded vocabulary the stack allocates (default: the model's)."""
     lay = layer(m, p)
-    per_rank = m.layers / p.pp
-    dense = (per_rank * lay.dense + (embedding(m, p, vocab) if first else 0)
+    dense = (layers * lay.dense + (embedding(m, p, vocab) if first else 0)
              + (head(m, p, pp, vocab) if last else 0))
-    return LocalParams(dense=dense, expert=per_rank * lay.expert)
+    return LocalParams(dense=dense, expert=layers * lay.expert)

@@ -10,7 +10,9 @@
   sent forward, and its gradient sent back, once per microbatch per boundary.
 * Per rank and step: gradient reduction over the data-parallel replicas, bucketed; the tied
   embedding's all-reduce between first and last stage (pp > 1); the optimizer over the local
-  shard; with ZeRO-1/2 the parameter all-gather after the update.
+  shard; with ZeRO-1/2 the parameter all-gather after the update. A rank's parameters are those
+  of its own layers (an uneven split gives ranks different shares), plus the embedding on the
+  first rank and the head on the last.
 * The fixed work the training stack does every step (its profile, :mod:`llmp.stacks`):
   clearing the gradients, fp16 loss scaling (the inf/nan check, its all-reduce and the
   unscale), gradient clipping (the global norm: a pass over the gradients and an all-reduce; the
@@ -20,11 +22,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_kinds
+from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, Tier
 from llmp.analytic.layer import Block, Context, grad_accumulate, grad_bytes, norm, tp_in, zero3
 from llmp.analytic.layout import Axis
@@ -88,7 +91,8 @@ def _sharded(ctx: Context) -> bool:
     return ctx.spec.parallel.zero is not ZeroStage.NONE
 
 
-def _grad_sync(ctx: Context, kind: RankKind, params: Any, group: str, label: str) -> list[Op]:
+def _grad_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: Any, group: str,
+               label: str) -> list[Op]:
     """Gradient reduction of ``params`` over ``group``, in buckets of ``dp_bucket_size`` bytes.
 
     The collective is priced per bucket (``count`` buckets) so the overlap rule can expose the
@@ -102,11 +106,11 @@ def _grad_sync(ctx: Context, kind: RankKind, params: Any, group: str, label: str
     buckets = vmax(1, total / p.dp_bucket_size)
     kind_ = CollectiveKind.REDUCE_SCATTER if _sharded(ctx) else CollectiveKind.ALL_REDUCE
     return [Op(name=f"step.{label}_grad_{kind_.value}", work=ctx.collective(kind_, total / buckets, group),
-               phase=Phase.COMM, part=Part.GRAD_SYNC, scope=Scope.RANK, rank_kind=kind, count=buckets,
+               phase=Phase.COMM, part=Part.GRAD_SYNC, scope=Scope.RANK, rank_kind=kind, ranks=ranks, count=buckets,
                axis=Axis.DP, overlap=Overlap.BUCKETED if p.dp_overlap else Overlap.NONE)]
 
 
-def _tied_sync(ctx: Context, kind: RankKind) -> list[Op]:
+def _tied_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...]) -> list[Op]:
     """With tied embeddings and pp > 1, first and last stage all-reduce the embedding gradient."""
     m, p = ctx.spec.model, ctx.spec.parallel
     if not (m.tied_embeddings and ctx.st.pp > 1 and kind in (RankKind.FIRST, RankKind.LAST)):
@@ -115,7 +119,7 @@ def _tied_sync(ctx: Context, kind: RankKind) -> list[Op]:
     work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=ctx.vocab * m.hidden / p.tp * grad_bytes(ctx),
                       group=2, ranks_per_node=2 if tier is Tier.INTRA else 1, tier=tier)
     return [Op(name="step.tied_embedding_all_reduce", work=work, phase=Phase.COMM, part=Part.GRAD_SYNC,
-               scope=Scope.RANK, rank_kind=kind, axis=Axis.PP)]
+               scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.PP)]
 
 
 # The elementwise steps of torch's Adam(W) without fusion (pytorch/pytorch@v2.4.0
@@ -132,7 +136,8 @@ _SGD_STEPS: tuple[tuple[str, Family], ...] = (
     ("momentum_scale", Family.COPY), ("momentum", Family.ELEMENTWISE), ("update", Family.ELEMENTWISE))
 
 
-def _optimizer_ops(ctx: Context, kind: RankKind, local: Any, first: bool, last: bool) -> list[Op]:
+def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: Any, layers: Any,
+                   first: bool, last: bool) -> list[Op]:
     """The update over ``local`` parameters as the stack launches it: one fused multi-tensor
     kernel, or torch's elementwise steps (``foreach``: one multi-tensor launch each;
     ``per_tensor``: one launch per parameter tensor each) on FP32 states."""
@@ -140,38 +145,39 @@ def _optimizer_ops(ctx: Context, kind: RankKind, local: Any, first: bool, last: 
     variant = "sgd" if t.optimizer is Optimizer.SGD else "adam"
     if t.optimizer_kernel is OptimizerKernel.FUSED:
         return [Op(name="step.optimizer", work=Kernel.make(Family.OPTIMIZER, ctx.act, variant=variant, params=local),
-                   phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind)]
+                   phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks)]
     steps = _SGD_STEPS if t.optimizer is Optimizer.SGD else _ADAM_STEPS
     if t.optimizer is Optimizer.ADAM:
         steps = steps[1:]  # Adam adds L2 decay to the gradient inside exp_avg: no decay pass
     count: Any = 1
     if t.optimizer_kernel is OptimizerKernel.PER_TENSOR:
         per_layer, outside = tensors(ctx.spec.model)
-        count = ctx.spec.model.layers / ctx.spec.parallel.pp * per_layer + (outside if (first or last) else 0)
+        count = layers * per_layer + (outside if (first or last) else 0)
     ops = []
     for name, family in steps:
         dims = {"elements": local / count}
         work = (Kernel.make(family, Dtype.FP32, **dims) if family is Family.COPY
                 else Kernel.make(family, Dtype.FP32, variant=Elementwise.ADD, **dims))
         ops.append(Op(name=f"step.optimizer.{name}", work=work, phase=Phase.OPTIM, part=Part.UPDATE,
-                      scope=Scope.RANK, rank_kind=kind, count=count))
+                      scope=Scope.RANK, rank_kind=kind, ranks=ranks, count=count))
     return ops
 
 
-def _update(ctx: Context, kind: RankKind, params: shard.LocalParams, first: bool, last: bool) -> list[Op]:
+def _update(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams, layers: Any,
+            first: bool, last: bool) -> list[Op]:
     """The optimizer over this GPU's shard; ZeRO-1/2 then all-gather the updated parameters
     (hidden behind the next step's first forward with ``param_gather_overlap``)."""
     p = ctx.spec.parallel
     local = _local(ctx, params)
-    ops = _optimizer_ops(ctx, kind, local, first, last)
+    ops = _optimizer_ops(ctx, kind, ranks, local, layers, first, last)
     if p.zero in (ZeroStage.Z1, ZeroStage.Z2):
         overlap = Overlap.NEXT_FORWARD if p.param_gather_overlap else Overlap.NONE
         for label, n, group in (("dense", params.dense, "dp"), ("expert", params.expert, "expert_dp")):
             if ctx.st.active(group) and (label == "dense" or ctx.spec.model.moe is not None):
                 ops.append(Op(name=f"step.{label}_param_all_gather",
                               work=ctx.collective(CollectiveKind.ALL_GATHER, n * ctx.e, group),
-                              phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP,
-                              overlap=overlap))
+                              phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks,
+                              axis=Axis.DP, overlap=overlap))
     return ops
 
 
@@ -196,7 +202,7 @@ def _model_parallel(ctx: Context, *, with_dp: bool) -> Collective:
     return Collective(kind=CollectiveKind.ALL_REDUCE, bytes=4, group=size, ranks_per_node=per_node, tier=tier)
 
 
-def _step_work(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[Op]:
+def _step_work(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams) -> list[Op]:
     """The stack's fixed per-step work on one kind of rank (module docstring), before the update.
 
     Passes over gradients run on the gradients the GPU holds: all of its replica's with no
@@ -213,11 +219,12 @@ def _step_work(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[
 
     def kernel(name: str, elements: Any) -> None:
         ops.append(Op(name=f"step.{name}", work=Kernel.make(Family.COPY, gdt, Pass.FWD, elements=elements),
-                      phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind))
+                      phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks))
 
     def reduce(name: str) -> None:
         ops.append(Op(name=f"step.{name}", work=_model_parallel(ctx, with_dp=sharded), phase=Phase.COMM,
-                      part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP if sharded else Axis.PP))
+                      part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks,
+                      axis=Axis.DP if sharded else Axis.PP))
 
     if prof.zero_grad.value is ZeroGrad.MEMSET:
         # The whole gradient buffer is cleared: sharded only from ZeRO-2 on.
@@ -241,26 +248,36 @@ def _step_work(ctx: Context, kind: RankKind, params: shard.LocalParams) -> list[
     sync = prof.loss_sync.value
     if last and sync in (LossSync.PER_STEP, LossSync.PIPELINE_BROADCAST) and ctx.st.active("dp"):
         ops.append(Op(name="step.loss_all_reduce", work=ctx.collective(CollectiveKind.ALL_REDUCE, 4, "dp"),
-                      phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.DP))
+                      phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks,
+                      axis=Axis.DP))
     if sync is LossSync.PIPELINE_BROADCAST and ctx.st.active("pp"):
         # dist.broadcast from the last stage to the pipeline group: priced as an all-reduce of 4 bytes.
         ops.append(Op(name="step.loss_broadcast", work=ctx.collective(CollectiveKind.ALL_REDUCE, 4, "pp"),
-                      phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, axis=Axis.PP))
+                      phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks,
+                      axis=Axis.PP))
     return ops
 
 
-def rank_ops(ctx: Context) -> list[Op]:
-    """Once-per-step work of every kind of pipeline rank (scope ``rank``)."""
+def rank_ops(ctx: Context, chunk_layers: tuple[Any, ...]) -> list[Op]:
+    """Once-per-step work of every class of pipeline rank (scope ``rank``); ``chunk_layers`` are
+    the layers of each chunk (a rank holds chunks ``r, r + pp, ...``)."""
     pp = ctx.st.pp
+    classes = rank_classes(ctx.st)
+    split_kinds = {k for k in RankKind if sum(kind is k for kind, _ in classes) > 1}
     ops: list[Op] = []
-    for kind in rank_kinds(pp):
+    for kind, ranks in classes:
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, first=first, last=last, vocab=ctx.vocab)
-        ops += _tied_sync(ctx, kind)
-        ops += _grad_sync(ctx, kind, params.dense, "dp", "dense")
+        layers = sum(chunk_layers[ranks[0]::pp])
+        params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=layers, first=first, last=last,
+                            vocab=ctx.vocab)
+        mine = [*_tied_sync(ctx, kind, ranks), *_grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")]
         if ctx.spec.model.moe is not None:
-            ops += _grad_sync(ctx, kind, params.expert, "expert_dp", "expert")
-        ops += _step_work(ctx, kind, params)
-        ops += _update(ctx, kind, params, first, last)
+            mine += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")
+        mine += _step_work(ctx, kind, ranks, params)
+        mine += _update(ctx, kind, ranks, params, layers, first, last)
+        if kind in split_kinds:  # middle ranks holding different layers: name each class's ops
+            suffix = "@ranks " + ",".join(map(str, ranks))
+            mine = [dataclasses.replace(op, name=op.name + suffix) for op in mine]
+        ops += mine
     return ops

@@ -1,11 +1,12 @@
 """The structural facts of a spec: what decides the *shape* of the operator graph.
 
 Numeric fields enter the cost formulas as values or symbols; a few numeric facts instead decide
-which operators exist and how the step is scheduled: the pipeline depth and chunks, the number
-of microbatches, which axes have degree > 1 (a degree-1 axis has no collective), the link tier
-of each group and whether dropout or shared experts exist. :class:`Structure` holds them, so
-the graph can be built from symbols or arrays while its shape stays fixed; sweeps group their
-configurations by it.
+which operators exist and how the step is scheduled: the pipeline depth and chunks, the layers
+of each chunk (:mod:`~llmp.analytic.split`), the number of microbatches, which axes have degree
+> 1 (a degree-1 axis has no collective), the link tier and NVLink-domain footprint of each group
+(:mod:`~llmp.analytic.layout`) and whether dropout or shared experts exist. :class:`Structure`
+holds them, so the graph can be built from symbols or arrays while its shape stays fixed; sweeps
+group their configurations by it.
 
 :func:`structure_of` also checks that the layout can run at all and says why not.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.analytic import layout
+from llmp.analytic import layout, split
 from llmp.analytic.kernels import Tier
 from llmp.dsl.spec import Schedule, Spec
 from llmp.errors import InfeasibleError, SpecError
@@ -34,7 +35,11 @@ class Structure:
     groups: tuple[tuple[str, int], ...]
     """Communication group name → size: tp, cp, ep, pp, dp (= dp x cp), expert_dp (= dp x cp / ep)."""
     tiers: tuple[tuple[str, Tier], ...]
-    """Group name → link tier (intra- or inter-node)."""
+    """Group name → link tier (inside one NVLink domain, or across the NICs)."""
+    footprints: tuple[tuple[str, int], ...]
+    """Group name → members per NVLink domain (the fewest, for a group that crosses domains)."""
+    chunk_layers: tuple[int, ...]
+    """Transformer layers of each pipeline chunk, in model order (chunk g on rank g % pp)."""
     dropout: bool
     shared_experts: bool
 
@@ -51,6 +56,18 @@ class Structure:
 
     def tier(self, name: str) -> Tier:
         return dict(self.tiers)[name]
+
+    def ranks_per_node(self, name: str) -> int:
+        return dict(self.footprints)[name]
+
+    @property
+    def even(self) -> bool:
+        """Every chunk holds the same number of layers."""
+        return len(set(self.chunk_layers)) == 1
+
+    def stage_layers(self, rank: int) -> int:
+        """Layers held by pipeline rank ``rank`` (all its chunks)."""
+        return sum(self.chunk_layers[rank::self.pp])
 
     def active(self, name: str) -> bool:
         """The group has more than one member, so its collectives exist."""
@@ -81,16 +98,13 @@ def structure_of(spec: Spec) -> Structure:
     """The structure of a spec with numeric values; raises when the layout cannot run."""
     m, p, t = spec.model, spec.parallel, spec.train
     deg = {name: _int(getattr(p, name), f"parallel.{name}") for name in ("dp", "tp", "pp", "cp", "ep", "vp")}
-    layers = _int(m.layers, "model.layers")
+    _int(m.layers, "model.layers")
     gpus = _int(spec.cluster.world_size, "cluster world size")
     world = deg["dp"] * deg["tp"] * deg["pp"] * deg["cp"]
     if world != gpus:
         raise InfeasibleError(
             f"dp({deg['dp']}) * tp({deg['tp']}) * pp({deg['pp']}) * cp({deg['cp']}) = {world} "
             f"!= GPUs in the cluster ({gpus})", hint="change a degree or cluster.nodes")
-    chunks = deg["pp"] * deg["vp"]
-    if layers % chunks:
-        raise InfeasibleError(f"layers({layers}) is not divisible by pp({deg['pp']}) * vp({deg['vp']})")
     if deg["vp"] > 1 and deg["pp"] == 1:
         raise InfeasibleError(f"vp = {deg['vp']} (virtual pipeline stages) needs pp > 1")
     if deg["vp"] > 1 and p.schedule is not Schedule.INTERLEAVED:
@@ -114,14 +128,25 @@ def structure_of(spec: Spec) -> Structure:
     if moe is not None and (_int(moe.experts, "model.moe.experts") % deg["ep"]
                             or (deg["dp"] * deg["cp"]) % deg["ep"]):
         raise InfeasibleError(f"ep({deg['ep']}) must divide experts and dp * cp")
-    sizes = {}
-    tiers = {}
-    for name in layout.GROUP_NAMES:
-        g = layout.group(spec, name)
-        sizes[name] = _int(g.size, f"{name} group size")
-        tiers[name] = g.tier
+    if deg["dp"] % deg["ep"]:
+        raise InfeasibleError(f"ep({deg['ep']}) does not divide dp({deg['dp']}): llmp places the expert-parallel "
+                              "ranks as a slice of data parallelism (mesh order tp, cp, ep, pp, dp)")
+    _int(spec.cluster.node.domain, "node.nvlink_domain")
+    placed = layout.groups_of(spec)
+    chunks = split.split(spec).chunks
     dropout = _number(m.dropout, "model.dropout") > 0
     shared = moe is not None and _int(moe.shared_experts, "model.moe.shared_experts") > 0
     return Structure(pp=deg["pp"], vp=deg["vp"], microbatches=micro, degrees=tuple(deg.items()),
-                     groups=tuple(sizes.items()), tiers=tuple(tiers.items()),
+                     groups=tuple((n, g[0]) for n, g in placed.items()),
+                     tiers=tuple((n, g[2]) for n, g in placed.items()),
+                     footprints=tuple((n, g[1]) for n, g in placed.items()), chunk_layers=chunks,
                      dropout=dropout, shared_experts=shared)
+
+
+def chunk_layers(spec: Spec, st: Structure) -> tuple[Any, ...]:
+    """Layers of each chunk as the cost formulas see them: ``layers / (pp * vp)`` from the spec
+    when the split is even (a symbol stays a symbol), else the structure's counts."""
+    if st.even:
+        p = spec.parallel
+        return (spec.model.layers / (p.pp * p.vp),) * st.chunks
+    return st.chunk_layers

@@ -2,8 +2,8 @@
 
 The table groups fields by section with units formatted (``80 GiB``, ``3.35 TB/s``); the
 derived block shows what is computed, never typed in: world size, microbatches per step,
-tokens per step, parameters (and active parameters for MoE), layers per pipeline stage and the
-cluster's peak. ``--json`` prints the same as one object: the spec's fields plus ``derived``.
+tokens per step, parameters (and active parameters for MoE), layers per pipeline stage (each
+stage's own count when the split is uneven) and the cluster's peak. ``--json`` prints the same as one object: the spec's fields plus ``derived``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sympy as sp
 
 from llmp import stacks
 from llmp.analytic import params
+from llmp.analytic.split import SplitError, split
 from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
 from llmp.dsl.schema import Kind, Section
 from llmp.dsl.serialize import plain
@@ -61,9 +62,8 @@ def derived(spec: Spec) -> dict[str, Any]:
         "tokens_per_step": spec.tokens_per_step,
         "padded_vocab": spec.padded_vocab,
         "params": sp.expand(params.count(m, spec.padded_vocab)),
-        "layers_per_stage": _ratio(m.layers, p.pp),
-        "layers_per_chunk": _ratio(m.layers, p.pp * p.vp),
     }
+    out.update(_layers(spec))
     if m.moe is not None:
         out["active_params"] = sp.expand(params.active(m, spec.padded_vocab))
     dtype = spec.train.precision.compute_dtype
@@ -71,6 +71,19 @@ def derived(spec: Spec) -> dict[str, Any]:
     if peak is not None:
         out["cluster_peak_flops"] = peak * cl.world_size
     return out
+
+
+def _layers(spec: Spec) -> dict[str, Any]:
+    """Layers per stage and chunk: one number for an even split, one per stage (and chunk) else."""
+    m, p = spec.model, spec.parallel
+    try:
+        chunks = split(spec).chunks
+    except SplitError:  # a free symbol leaves the split open
+        chunks = ()
+    if len(set(chunks)) > 1:
+        stages = [sum(chunks[r::int(p.pp)]) for r in range(int(p.pp))]
+        return {"stage_layers": stages, **({"chunk_layers": list(chunks)} if int(p.vp) > 1 else {})}
+    return {"layers_per_stage": _ratio(m.layers, p.pp), "layers_per_chunk": _ratio(m.layers, p.pp * p.vp)}
 
 
 def to_json(spec: Spec) -> dict[str, Any]:
@@ -159,7 +172,8 @@ def render(spec: Spec) -> str:
         out += _rows("  moe", m.moe, schema.MOE, "model.moe")
     out += ["", *_rows("train", spec.train, schema.TRAIN, "train")]
     out += ["", *_rows("parallel", spec.parallel, schema.PARALLEL, "parallel")]
-    out += ["", f"cluster {cl.id}: {cl.nodes} x node {cl.node.id} = {cl.world_size} devices"]
+    domain = "" if cl.node.domain == cl.node.gpus_per_node else f", NVLink domains of {cl.node.domain}"
+    out += ["", f"cluster {cl.id}: {cl.nodes} x node {cl.node.id} = {cl.world_size} devices{domain}"]
     for label, link in (("node.intra", cl.node.intra), ("node.inter", cl.node.inter),
                         ("cluster.inter", cl.inter)):
         bandwidth = format_quantity(link.bandwidth, BANDWIDTH)
@@ -210,6 +224,8 @@ def render(spec: Spec) -> str:
 
 
 def _derived_text(name: str, value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
     if isinstance(value, sp.Basic) and value.free_symbols:
         return str(value)
     if name == "cluster_peak_flops":

@@ -30,7 +30,8 @@ three formulas. Full recompute keeps only each layer's input ``e Tsp h`` and, du
 backward, that one layer's activations. A pipeline rank holds the activations of every
 microbatch it has run forward but not yet backward: the schedule's in-flight peak (1F1B: ``pp -
 r`` on rank ``r``; GPipe: all ``m``; interleaved: ``(pp - r - 1) 2 + (vp - 1) pp + 1`` chunk
-passes). The last rank also holds one microbatch's logits (model dtype) and the FP32 softmax that
+passes), each pass holding its own chunk's layers (an uneven split weighs them). A rank's
+weights, gradients and optimizer states are those of its own layers. The last rank also holds one microbatch's logits (model dtype) and the FP32 softmax that
 vocab-parallel cross-entropy saves for its backward.
 """
 
@@ -44,8 +45,8 @@ import numpy as np
 from llmp.analytic import shard
 from llmp.analytic.graph import RankKind, rank_kind_of
 from llmp.analytic.layer import Context, grad_bytes
-from llmp.analytic.structure import Structure
-from llmp.compose.schedule import Plan
+from llmp.analytic.structure import Structure, chunk_layers
+from llmp.compose.schedule import Plan, layers_in_flight
 from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, ZeroStage
 
 GIB = 2**30
@@ -124,7 +125,8 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     m, par, zero = spec.model, spec.parallel, spec.parallel.zero
     dp, edp = ctx.groups["dp"].size, ctx.groups["expert_dp"].size
     e = ctx.e
-    layers_per_chunk = m.layers / (par.pp * par.vp)
+    chunks = chunk_layers(spec, st)
+    held = None if st.even else layers_in_flight(p, st.chunk_layers)
     per_layer = layer_activation_bytes(ctx)
     if spec.train.recompute is Recompute.FULL:
         kept, working = e * ctx.sp_tokens * m.hidden, per_layer
@@ -135,7 +137,7 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     for r in range(st.pp):
         kind = rank_kind_of(r, st.pp)
         first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(m, par, pp=st.pp, first=first, last=last)
+        params = shard.rank(m, par, pp=st.pp, layers=sum(chunks[r::st.pp]), first=first, last=last)
 
         def split(level: int, bytes_per: Any) -> Any:
             return bytes_per * (params.dense / (dp if sharded >= level else 1)
@@ -144,7 +146,7 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         gathered = 2 * shard.layer(m, par).total * e if sharded == 3 else 0
         cand = Memory(
             weights=split(3, e) + gathered, grads=split(2, grad_bytes(ctx)), optimizer=split(1, _state_bytes(spec)),
-            activations=p.peak_in_flight[r] * layers_per_chunk * kept + working,
+            activations=(p.peak_in_flight[r] * chunks[0] if held is None else held[r]) * kept + working,
             logits=(e + 4) * ctx.tokens * m.vocab / par.tp if last else 0,
             overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.algebra import positive_part, vmax
-from llmp.analytic.graph import COMPUTE_FAMILIES, Op, OpGraph, Overlap, Part, RankKind, Scope, Stream
+from llmp.analytic.graph import COMPUTE_FAMILIES, Op, OpGraph, Overlap, Part, Scope, Stream
 from llmp.dsl.spec import Spec
 
 NON_COMPUTE = ("recompute", "optimizer")
@@ -112,14 +112,18 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
     return out, compute * repeat
 
 
-def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool) -> ChunkWork:
-    """Forward and backward work of one microbatch on one chunk (``first``/``last``: it holds the
-    embedding / the head; the sends to the next and previous chunk follow from that)."""
+def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool,
+               layers: Any) -> ChunkWork:
+    """Forward and backward work of one microbatch on one chunk of ``layers`` transformer layers
+    (``first``/``last``: it holds the embedding / the head; the sends to the next and previous
+    chunk follow from that)."""
     passes = {}
     for part in (Part.FORWARD, Part.BACKWARD):
         by_cat: dict[str, Any] = defaultdict(int)
         compute: Any = 0
-        groups: list[tuple[Scope, Any]] = [(Scope.LAYER, graph.layers_per_chunk)]
+        # A chunk may hold no layers (Megatron's embedding-only first chunk): then no layer ops
+        # run, not even a ZeRO-3 prefetch.
+        groups: list[tuple[Scope, Any]] = [(Scope.LAYER, layers)] if layers != 0 else []
         if first:
             groups.append((Scope.FIRST, 1))
         if last:
@@ -136,15 +140,15 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
     return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD])
 
 
-def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, kind: RankKind, window: Any,
+def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int, window: Any,
               forward: Any = 0) -> RankTail:
-    """Gradient sync and update of one kind of pipeline rank; ``window`` is the compute time of
-    its last microbatch's backward, behind which bucketed reductions hide; ``forward`` that of
-    one microbatch's forward, behind which ``next_forward`` gathers hide."""
+    """Gradient sync and update of pipeline rank ``rank``; ``window`` is the compute time of its
+    last microbatch's backward, behind which bucketed reductions hide; ``forward`` that of one
+    microbatch's forward, behind which ``next_forward`` gathers hide."""
     sync: dict[str, Any] = defaultdict(int)
     update: dict[str, Any] = defaultdict(int)
     bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
-    for i in graph.indices(Scope.RANK, kind):
+    for i in graph.indices(Scope.RANK, rank):
         op, t = graph.ops[i], times[i]
         if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
             update[op.category] += positive_part(op.count * t - forward)

@@ -16,7 +16,7 @@ from typing import Any
 import sympy as sp
 
 from llmp.analytic import kernels, params, specpath
-from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose, rank_kind_of
+from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
@@ -68,7 +68,7 @@ def gpu_flops(graph: OpGraph, flops: Sequence[Any], keep: Callable[[Op], bool] =
     first = sum(total(Scope.FIRST, p) for p in (Part.FORWARD, Part.BACKWARD))
     last = sum(total(Scope.LAST, p) for p in (Part.FORWARD, Part.BACKWARD))
     chunks = st.microbatches * (st.chunks * layer + first + last)
-    ranks = sum(total(Scope.RANK, rank_kind_of(r, st.pp)) for r in range(st.pp))
+    ranks = sum(total(Scope.RANK, r) for r in range(st.pp))
     return (chunks + ranks) / st.pp
 
 

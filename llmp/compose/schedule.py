@@ -168,3 +168,14 @@ def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
             start[i] = s
             end[i] = free[r] = s + durations[kind[i]]
     return Timeline(plan=p, start=tuple(start), end=tuple(end), rank_end=tuple(free))
+
+
+@functools.cache
+def layers_in_flight(p: Plan, layers: tuple[int, ...]) -> tuple[int, ...]:
+    """Per rank: the most transformer layers whose forward activations it holds at once (chunk
+    ``g`` has ``layers[g]``): ``peak_in_flight`` weighted by each pass's layers, for uneven chunks."""
+    live, peak = [0] * p.pp, [0] * p.pp
+    for r, g, forward in zip(p.rank, p.chunk, p.forward):
+        live[r] += layers[g] if forward else -layers[g]
+        peak[r] = max(peak[r], live[r])
+    return tuple(peak)

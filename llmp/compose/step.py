@@ -1,8 +1,9 @@
 """One training step: chunk work, the pipeline timeline, gradient sync, optimizer, breakdown.
 
 Given each op's time per call (after residual factors), :func:`compose` builds the forward and
-backward task time of every pipeline chunk (compute plus exposed communication, by the overlap
-rules), times the schedule's tasks, and ends the step on each rank with its exposed gradient
+backward task time of every pipeline chunk from its own layer count (compute plus exposed
+communication, by the overlap rules; an uneven split gives chunks different times, and the
+slowest stage then sets the pace of the timeline), times the schedule's tasks, and ends the step on each rank with its exposed gradient
 sync; the optimizer starts once every rank has synced (the gradient-norm all-reduce across the
 model-parallel ranks makes the optimizer step collective) and the step ends when the slowest
 rank's update ends.
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.graph import OpGraph, rank_kind_of
+from llmp.analytic.graph import OpGraph
 from llmp.compose.overlap import ChunkWork, OverlapRules, RankTail, chunk_work, merge, rank_tail
 from llmp.compose.schedule import Plan, Timeline, plan, simulate
 from llmp.dsl.spec import Schedule
@@ -37,6 +38,8 @@ class Step:
     timeline: Timeline
     works: tuple[ChunkWork, ...]
     """Per global chunk."""
+    layers: tuple[Any, ...]
+    """Transformer layers of each global chunk."""
     tails: tuple[RankTail, ...]
     """Per pipeline rank."""
     sync_start: tuple[Any, ...]
@@ -74,12 +77,12 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     """Compose per-op times (floats or arrays, aligned with ``graph.ops``) into one step."""
     st = graph.structure
     pp, chunks, m = st.pp, st.chunks, st.microbatches
-    kinds: dict[tuple[bool, bool], ChunkWork] = {}
+    kinds: dict[tuple[bool, bool, Any], ChunkWork] = {}
     works = []
     for g in range(chunks):
-        key = (g == 0, g == chunks - 1)
+        key = (g == 0, g == chunks - 1, graph.chunk_layers[g])
         if key not in kinds:
-            kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1])
+            kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2])
         works.append(kinds[key])
     arrays = any(isinstance(t, np.ndarray) for t in times)
     p = schedule_plan(graph, schedule)
@@ -89,8 +92,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     for r in range(pp):
         mine = [works[g] for g in range(r, chunks, pp)]
         busy.append(merge(*(w.fwd.by_category for w in mine), *(w.bwd.by_category for w in mine), scale=m))
-        tail = rank_tail(graph, times, rules, rank_kind_of(r, pp), sum(w.bwd.compute for w in mine),
-                         sum(w.fwd.compute for w in mine))
+        tail = rank_tail(graph, times, rules, r, sum(w.bwd.compute for w in mine), sum(w.fwd.compute for w in mine))
         tails.append(tail)
         syncs.append(tl.rank_end[r] + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))
@@ -100,4 +102,4 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))
     breakdown["bubble"] = sync_end - sum(before.values())
     return Step(step_time=sync_end + update, breakdown=breakdown, timeline=tl, works=tuple(works),
-                tails=tuple(tails), sync_start=tl.rank_end, update_start=sync_end, critical_rank=crit)
+                layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=tl.rank_end, update_start=sync_end, critical_rank=crit)

@@ -31,10 +31,19 @@ from llmp.errors import InfeasibleError, InputError
 
 STRUCTURAL: frozenset[str] = frozenset({
     "parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp",
+    "parallel.first_stage_layers", "parallel.last_stage_layers",
     "train.global_batch", "train.micro_batch", "model.layers", "model.heads", "model.kv_heads",
     "model.seq_len", "model.dropout", "model.moe.experts", "model.moe.shared_experts",
-    "node.gpus_per_node", "cluster.nodes"})
+    "node.gpus_per_node", "node.nvlink_domain", "cluster.nodes"})
 """Numeric paths that change the graph's shape or the schedule; grouped on, not vectorised."""
+
+
+def structural(spec: Spec) -> frozenset[str]:
+    """:data:`STRUCTURAL`, plus every model size when DeepSpeed balances the pipeline stages by
+    parameter count (``partition = "parameters"``): then they decide each stage's layers."""
+    if spec.parallel.partition.lower() != "parameters":
+        return STRUCTURAL
+    return STRUCTURAL | {p for p in specpath.paths(spec) if p.startswith("model.")}
 
 OUTPUTS = ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes", "compute_s", "exposed_comm_s",
            "bubble_s", "recompute_s", "optimizer_s")
@@ -70,7 +79,8 @@ def _columns(spec: Spec, grid: Mapping[str, Any]) -> tuple[int, dict[str, np.nda
 def evaluate(spec: Spec, grid: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Step time, throughput, MFU, memory and breakdown sums for every configuration of ``grid``."""
     n, numeric, other = _columns(spec, grid)
-    keys = [p for p in numeric if p in STRUCTURAL]
+    shape = structural(spec)
+    keys = [p for p in numeric if p in shape]
     codes = [np.unique(other[p], return_inverse=True)[1] for p in other]
     table = np.column_stack([numeric[p] for p in keys] + codes) if keys or codes else np.zeros((n, 0))
     groups, inverse = np.unique(table, axis=0, return_inverse=True)
@@ -84,7 +94,7 @@ def evaluate(spec: Spec, grid: Mapping[str, Any]) -> dict[str, np.ndarray]:
         s = spec
         for path, col in other.items():
             s = _set_field(s, path, col[i0])
-        s = specpath.replace(s, {p: (_scalar(numeric[p][i0]) if p in STRUCTURAL else numeric[p][idx]) for p in numeric})
+        s = specpath.replace(s, {p: (_scalar(numeric[p][i0]) if p in shape else numeric[p][idx]) for p in numeric})
         try:
             result = _evaluate_group(s, len(idx))
         except InfeasibleError:

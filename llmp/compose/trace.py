@@ -1,10 +1,11 @@
 """The predicted step as a Chrome-trace / Perfetto JSON (``chrome://tracing``, ui.perfetto.dev).
 
-One process per pipeline rank, two threads: the compute stream and the exposed communication.
-Each task (forward or backward of one microbatch on one chunk) is laid out as consecutive
-events, one per breakdown category (op family, recompute, exposed collective by axis), in a
-fixed order; the rank's gradient sync and update follow its last backward. Times in
-microseconds, as the format wants.
+One process per pipeline rank, named with the transformer layers it holds (an uneven split
+shows in the names and in the lengths of the tasks), two threads: the compute stream and the
+exposed communication. Each task (forward or backward of one microbatch on one chunk) is laid
+out as consecutive events, one per breakdown category (op family, recompute, exposed collective
+by axis), in a fixed order, its args naming the chunk and its layers; the rank's gradient sync
+and update follow its last backward. Times in microseconds, as the format wants.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def _events(pid: int, start: float, parts: dict[str, Any], label: str,
     return out
 
 
+def _count(layers: Any) -> int | float:
+    f = float(layers)
+    return int(f) if f.is_integer() else f
+
+
 def trace(pred: Prediction) -> dict[str, Any]:
     """Chrome-trace JSON object of ``pred``'s step."""
     step = pred.step
@@ -43,14 +49,17 @@ def trace(pred: Prediction) -> dict[str, Any]:
     p = tl.plan
     events: list[dict[str, Any]] = []
     for r in range(p.pp):
-        events.append({"name": "process_name", "ph": "M", "pid": r, "args": {"name": f"pipeline rank {r}"}})
+        layers = _count(sum(step.layers[r::p.pp]))
+        events.append({"name": "process_name", "ph": "M", "pid": r,
+                       "args": {"name": f"pipeline rank {r} ({layers} layers)"}})
         for key, name in (("compute", "compute"), ("comm", "exposed communication")):
             events.append({"name": "thread_name", "ph": "M", "pid": r, "tid": _THREADS[key], "args": {"name": name}})
     for i in range(len(p.rank)):
         work = step.works[p.chunk[i]]
         part = work.fwd if p.forward[i] else work.bwd
         label = f"{'F' if p.forward[i] else 'B'}{p.microbatch[i]}"
-        args = {"microbatch": p.microbatch[i], "chunk": p.chunk[i], "pass": "fwd" if p.forward[i] else "bwd"}
+        args = {"microbatch": p.microbatch[i], "chunk": p.chunk[i], "layers": _count(step.layers[p.chunk[i]]),
+                "pass": "fwd" if p.forward[i] else "bwd"}
         events += _events(p.rank[i], float(tl.start[i]), dict(part.by_category), label, args)
     for r, tail in enumerate(step.tails):
         events += _events(r, float(step.sync_start[r]), dict(tail.sync), "grad sync", {})

@@ -74,6 +74,7 @@ def _cluster(resolver: Resolver) -> Cluster:
     node_frame = resolver.frame("node")
     node = Node(id=node_frame.block_id, gpu=_device(resolver),
                 gpus_per_node=resolver.get(node_frame, "gpus_per_node"),
+                nvlink_domain=resolver.get(node_frame, "nvlink_domain"),
                 intra=_link(resolver, "node.intra"), inter=_link(resolver, "node.inter"))
     # A cluster that names no inter link of its own uses the node's, the very same Link, so
     # `--set node.inter.bandwidth=...` moves it (a second resolution would miss that override).

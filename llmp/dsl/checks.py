@@ -89,10 +89,11 @@ def _layout(c: _Checker) -> None:
                f"(cluster.nodes({cl.nodes}) * node.gpus_per_node({cl.node.gpus_per_node}))",
                ("parallel.dp", "parallel.tp", "cluster.nodes"), "layout mismatch",
                "make the degrees multiply to the GPU count, or leave dp out to derive it")
-    if _compare(p.tp, cl.node.gpus_per_node) == 1:
-        c.fail(f"tp({p.tp}) > node.gpus_per_node({cl.node.gpus_per_node}): tensor parallelism "
-               "across nodes is not supported", ("parallel.tp",), "tp across nodes",
-               "keep tp within one node; split across nodes with pp or dp")
+    node = cl.node
+    c.need_divides(node.gpus_per_node, node.domain,
+                   f"node.nvlink_domain({node.domain}) % gpus_per_node({node.gpus_per_node}){{rem}}: an "
+                   "NVLink domain is a whole number of nodes", ("node.nvlink_domain",),
+                   "give the GPUs of the whole switch fabric, e.g. 72 for 18 trays of 4")
 
 
 def _heads(c: _Checker) -> None:
@@ -142,9 +143,20 @@ def _pipeline(c: _Checker) -> None:
         c.fail(f"vp({p.vp}) > 1 needs schedule = interleaved (got {p.schedule.value})",
                ("parallel.vp",), "bad schedule",
                "set schedule = interleaved, or vp = 1")
-    c.need_divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp}))"
-                   "{rem}: every pipeline stage (and virtual chunk) needs the same number of "
-                   "layers", ("parallel.pp", "model.layers"))
+    if all(isinstance(v, int) for v in (m.layers, p.pp, p.vp)):
+        try:
+            # The split rules live with the analytic model; imported here because the analytic
+            # package imports the DSL.
+            from llmp.analytic.split import SplitError, split
+            split(c.spec)
+        except SplitError as err:
+            if not err.symbolic:  # a free symbol leaves the split undecided: checked when evaluated
+                c.fail(err.message, (err.path,), err.label, err.hint)
+    elif p.stage_layers is None and p.first_stage_layers is None and p.last_stage_layers is None \
+            and not (p.account_for_embedding or p.account_for_loss or p.partition):
+        c.need_divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp}))"
+                       "{rem}: the layers do not split equally over the pipeline chunks",
+                       ("parallel.pp", "model.layers"))
 
 
 def _batch(c: _Checker) -> None:

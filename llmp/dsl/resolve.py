@@ -22,7 +22,7 @@ from typing import Any
 from llmp.dsl import ast, derive
 from llmp.dsl.blocks import Definitions, active
 from llmp.dsl.overrides import SET_FILE
-from llmp.dsl.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, FieldDef, Kind, Section
+from llmp.dsl.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDef, Kind, Section
 from llmp.dsl.spec import Sweep
 from llmp.dsl.symbols import symbol_for
 from llmp.dsl.transform import parse_value
@@ -291,6 +291,8 @@ class Resolver:
             if path not in self.symbols:
                 self.symbols.append(path)
             return Num(sym, fdef.dim if fdef.kind is Kind.REAL else COUNT), sym
+        if fdef.kind is Kind.COUNTS:
+            return self._counts(frame, fdef, value, path)
         if isinstance(value, ast.Sweep):
             if fdef.kind is Kind.LINK:
                 raise SpecError(f"{path} cannot be swept", value.span, label="bad sweep",
@@ -305,6 +307,20 @@ class Resolver:
             link_id = f"{frame.block_id}.{fdef.name}"
             return None, LinkTarget(link_id, value.body, value.span)
         return self._scalar(frame, fdef, value, path)
+
+    def _counts(self, frame: Frame, fdef: FieldDef, value: ast.Value, path: str) -> tuple[None, tuple[int, ...]]:
+        """A list of whole numbers (``[9, 12, 12, 11]``): here the brackets are the value itself."""
+        if not isinstance(value, ast.Sweep):
+            raise SpecError(f"{path} expects a list of whole numbers in brackets, e.g. [9, 12, 12, 11]",
+                            value.span, label="wrong type", hint="write the list even for one entry: [12]")
+        item = FieldDef(name=fdef.name, kind=Kind.COUNT, doc=fdef.doc, bound=Bound.NONNEGATIVE)
+        out = []
+        for expr in value.items:
+            count = to_count(self.eval(expr, frame, fdef.name), item, path, expr.span)
+            if not isinstance(count, int):
+                raise SpecError(f"{path} entries must be numbers, got {count}", expr.span, label="bad value")
+            out.append(count)
+        return None, tuple(out)
 
     def _scalar(self, frame: Frame, fdef: FieldDef, expr: ast.Expr,
                 path: str) -> tuple[Val | None, Any]:
@@ -394,6 +410,8 @@ class Resolver:
             raise SpecError(f"{owner.path}.{name} is a link, not a value", ref.span,
                             label="wrong type",
                             hint=f"refer to {owner.path}.{name}.bandwidth or .latency")
+        if fdef.kind is Kind.COUNTS:
+            raise SpecError(f"{owner.path}.{name} is a list, not a value", ref.span, label="wrong type")
         val = self.val(owner, name, ref.span)
         if val is None:
             raise SpecError(f"{owner.path}.{name} is not set, so it cannot be used here",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Attention, Norm, Optimizer, OptimizerKernel, Position,
+from llmp.dsl.spec import (Activation, Arch, Attention, Norm, Optimizer, OptimizerKernel, PipeModule, Position,
                            Precision, Recompute, Schedule, Stack, ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
@@ -34,6 +34,8 @@ class Kind(StrEnum):
     """The id of a block of another kind (``node.gpu = h100_sxm5_80gb``)."""
     LINK = "link"
     """A link: the id of a ``link`` block, or an inline ``link { ... }``."""
+    COUNTS = "counts"
+    """A list of whole numbers ``[9, 12, 12, 11]``: the list is the value, not a sweep."""
 
 
 class Bound(StrEnum):
@@ -167,6 +169,9 @@ NODE = _section("node", "A server: identical devices, an intra-node link and a n
              "(bandwidth per device).", required=True, bound=None),
     FieldDef(name="inter", kind=Kind.LINK, doc="The node's injection into the network "
              "(bandwidth per node, all NICs together).", required=True, bound=None),
+    _count("nvlink_domain", "GPUs joined by the intra link's switch fabric, a whole number of "
+           "nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups inside it run on intra.",
+           default="gpus_per_node"),
 ])
 
 CLUSTER = _section("cluster", "`nodes` identical nodes on one network.", [
@@ -243,7 +248,7 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
                     "inside train).", [
     _count("dp", "Data-parallel degree.",
            default="cluster.nodes * node.gpus_per_node / (tp * pp * cp)"),
-    _count("tp", "Tensor-parallel degree (inside one node).", default="1"),
+    _count("tp", "Tensor-parallel degree.", default="1"),
     _count("pp", "Pipeline-parallel degree.", default="1"),
     _count("cp", "Context-parallel degree.", default="1"),
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
@@ -259,6 +264,22 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _bool("param_gather_overlap", "ZeRO-1/2 parameter all-gather overlapped with the next "
           "step's forward.", STACK),
     _bool("fsdp_prefetch", "ZeRO-3/FSDP gathers prefetched one layer ahead.", STACK),
+    FieldDef(name="stage_layers", kind=Kind.COUNTS, doc="Layers of each pipeline stage (pp "
+             "entries, each a multiple of vp) or of each model chunk in model order (pp * vp "
+             "entries).", bound=None),
+    _count("first_stage_layers", "Layers on the first pipeline stage (Megatron "
+           "--decoder-first-pipeline-num-layers)."),
+    _count("last_stage_layers", "Layers on the last pipeline stage (Megatron "
+           "--decoder-last-pipeline-num-layers)."),
+    _bool("account_for_embedding", "The embedding counts as a layer in the pipeline split "
+          "(Megatron --account-for-embedding-in-pipeline-split).", "false"),
+    _bool("account_for_loss", "The output layer and loss count as a layer in the pipeline split "
+          "(Megatron --account-for-loss-in-pipeline-split).", "false"),
+    FieldDef(name="partition", kind=Kind.STRING, doc="DeepSpeed pipeline partition_method: "
+             "\"uniform\", \"parameters\" or \"type:REGEX\"; \"\" for none.", default='""',
+             bound=None),
+    _enum("pipe_module", PipeModule, "The DeepSpeed PipelineModule a partition method splits: "
+          "gpt_neox or megatron_deepspeed.", default="gpt_neox"),
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (

@@ -59,6 +59,24 @@ class Schedule(StrEnum):
     INTERLEAVED = "interleaved"
 
 
+class PipeModule(StrEnum):
+    """The DeepSpeed ``PipelineModule`` whose layer list a DeepSpeed ``partition`` method splits.
+
+    Its list is more than the transformer layers: embedding, head and a few parameter-free
+    functions are items too, and ``uniform`` counts them and ``type:`` matches their names.
+    """
+
+    GPT_NEOX = "gpt_neox"
+    """GPT-NeoX ``GPT2ModelPipe`` (megatron/model/gpt2_model.py ``init_specs``): EmbeddingPipe,
+    the function ``_pre_transformer_block``, the layers, ``_post_transformer_block``, NormPipe,
+    then ParallelLinearPipe (or EmbeddingPipe again when tied). Run on EleutherAI's DeeperSpeed,
+    the DeepSpeed fork GPT-NeoX pins."""
+    MEGATRON_DEEPSPEED = "megatron_deepspeed"
+    """Megatron-DeepSpeed ``GPTModelPipe`` (megatron/model/gpt_model.py): ``_to_float16``,
+    EmbeddingPipe, a transpose lambda, the layers, ``undo``, the final LayerNorm, EmbeddingPipe
+    again (tied head), ``float16_to_fp32``. Run on microsoft/DeepSpeed."""
+
+
 class Recompute(StrEnum):
     NONE = "none"
     SELECTIVE = "selective"
@@ -231,6 +249,24 @@ class ParallelSpec:
     forward (Megatron-Core ``overlap_param_gather``); exposed after the update otherwise."""
     fsdp_prefetch: bool = True
     """ZeRO-3/FSDP gathers prefetched one layer ahead; exposed per layer otherwise."""
+    stage_layers: tuple[int, ...] | None = None
+    """Transformer layers of each pipeline stage (``pp`` entries; each a multiple of ``vp``) or of
+    each model chunk in model order (``pp * vp`` entries). None: derived (see
+    :mod:`llmp.analytic.split`)."""
+    first_stage_layers: Count | None = None
+    """Layers on the first pipeline stage (Megatron ``--decoder-first-pipeline-num-layers``)."""
+    last_stage_layers: Count | None = None
+    """Layers on the last pipeline stage (Megatron ``--decoder-last-pipeline-num-layers``)."""
+    account_for_embedding: bool = False
+    """The embedding counts as one layer in the split (Megatron
+    ``--account-for-embedding-in-pipeline-split``): the first chunk gets one layer fewer."""
+    account_for_loss: bool = False
+    """The output layer and loss count as one layer (Megatron
+    ``--account-for-loss-in-pipeline-split``): the last chunk gets one layer fewer."""
+    partition: str = ""
+    """DeepSpeed ``partition_method``: ``uniform``, ``parameters`` or ``type:REGEX``; "" = none."""
+    pipe_module: PipeModule = PipeModule.GPT_NEOX
+    """Whose pipeline layer list a DeepSpeed ``partition`` splits."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

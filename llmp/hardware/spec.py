@@ -130,6 +130,15 @@ class Node:
     """Device-to-device link inside the node (bandwidth per device per direction)."""
     inter: Link
     """The node's injection into the network (bandwidth per node per direction, all NICs)."""
+    nvlink_domain: Count | None = None
+    """GPUs joined by the ``intra`` link's switch fabric, a whole number of nodes: 72 for a GB200
+    NVL72 rack of 18 four-GPU trays. Groups inside one domain run on ``intra``; beyond it, on
+    the NICs. None: the node itself."""
+
+    @property
+    def domain(self) -> Count:
+        """GPUs per NVLink domain (``nvlink_domain``, else ``gpus_per_node``)."""
+        return self.gpus_per_node if self.nvlink_domain is None else self.nvlink_domain
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

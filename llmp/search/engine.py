@@ -30,7 +30,7 @@ from llmp.analytic.structure import structure_of
 from llmp.compose import evaluate
 from llmp.compose.memory import memory
 from llmp.compose.step import schedule_plan
-from llmp.compose.sweep import STRUCTURAL
+from llmp.compose.sweep import structural
 from llmp.dsl import checks
 from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.spec import Spec
@@ -43,10 +43,11 @@ from llmp.units import format_bytes
 Progress = Callable[[int, int], None]
 """Called with (configurations evaluated, total) as the evaluation advances."""
 
-SHAPE = STRUCTURAL | {"model.ffn_hidden", "model.moe.expert_ffn_hidden"}
-"""Numeric fields the layout rules read: the step's structure, plus the MLP widths tp must divide.
-Every other numeric field (hardware numbers, ``hidden``, ``vocab``, ...) is checked on its own
-and evaluated as an array within a group."""
+def shape(spec: Spec) -> frozenset[str]:
+    """Numeric fields the layout rules read: the step's structure, plus the MLP widths tp must
+    divide. Every other numeric field (hardware numbers, ``hidden``, ``vocab``, ...) is checked on
+    its own and evaluated as an array within a group."""
+    return structural(spec) | {"model.ffn_hidden", "model.moe.expert_ffn_hidden"}
 HARDWARE = ("gpu.", "node.", "cluster.")
 CHUNKS = 40
 """Evaluation calls per search (at least one structural group each), for the progress bar."""
@@ -194,8 +195,8 @@ def _groups(grid: Grid, paths: Sequence[str], rows: np.ndarray) -> list[np.ndarr
     return np.split(rows[order], cuts)
 
 
-def _is_layout(grid: Grid, path: str) -> bool:
-    return path in SHAPE or grid.columns[path].dtype in (object, bool)
+def _is_layout(grid: Grid, path: str, fields: frozenset[str]) -> bool:
+    return path in fields or grid.columns[path].dtype in (object, bool)
 
 
 def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
@@ -204,15 +205,16 @@ def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
     Hardware numbers are checked once per combination of them, on the spec's own layout (their
     rules, e.g. a measured rate not above the datasheet peak, involve no layout). The layout
     rules and the structure run once per group of configurations sharing the layout fields
-    (:data:`SHAPE` and the options); within a group memory is computed on arrays and compared
+    (:func:`shape` and the options); within a group memory is computed on arrays and compared
     with each configuration's limit (``max_memory``, else its GPU's capacity), so configurations
     that do not fit are dropped before their step time is evaluated.
     """
     reasons = grid.reasons()
     numeric = frozenset(specpath.paths(spec))
-    hardware = [p for p in grid.columns if p.startswith(HARDWARE) and not _is_layout(grid, p)]
-    layout = [p for p in grid.columns if _is_layout(grid, p)]
-    arrays = [p for p in grid.columns if p in numeric and not _is_layout(grid, p)]
+    fields = shape(spec)
+    hardware = [p for p in grid.columns if p.startswith(HARDWARE) and not _is_layout(grid, p, fields)]
+    layout = [p for p in grid.columns if _is_layout(grid, p, fields)]
+    arrays = [p for p in grid.columns if p in numeric and not _is_layout(grid, p, fields)]
     if hardware:
         for rows in _groups(grid, hardware, np.flatnonzero(reasons == "")):
             try:
@@ -245,9 +247,10 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray,
     out["feasible"] = np.zeros(grid.size, dtype=bool)
     if len(rows) == 0:
         return out, 0
-    structural = [p for p in grid.columns if p in STRUCTURAL or grid.columns[p].dtype == object
-                  or grid.columns[p].dtype == bool]
-    keys = _keys(grid, structural)[rows]
+    fields = structural(spec)
+    grouped = [p for p in grid.columns if p in fields or grid.columns[p].dtype == object
+               or grid.columns[p].dtype == bool]
+    keys = _keys(grid, grouped)[rows]
     ordered = rows[np.argsort(keys, kind="stable")]
     sorted_keys = np.sort(keys, kind="stable")
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])

@@ -104,8 +104,9 @@ def divisors(n: int) -> list[int]:
 def layout_axes(spec: Spec, gpus: int) -> tuple[list[Axis], dict[str, Any]]:
     """Axes of every layout on ``gpus`` GPUs, and the fixed fields that resize the cluster to it.
 
-    Candidates: tp divides the GPUs and fits in a node; pp divides the GPUs and is at most the
-    layer count; vp, micro-batch, recompute, sequence parallelism and ZeRO from short lists that
+    Candidates: tp divides the GPUs and is at most the attention heads (a group larger than a
+    node or NVLink domain runs across the NICs, priced as such); pp divides the GPUs and is at
+    most the layer count; vp, micro-batch, recompute, sequence parallelism and ZeRO from short lists that
     include the spec's own values. Combinations that cannot run are dropped later, with reasons.
     """
     per_node = int(spec.cluster.node.gpus_per_node)
@@ -118,10 +119,9 @@ def layout_axes(spec: Spec, gpus: int) -> tuple[list[Axis], dict[str, Any]]:
     else:
         raise InputError(f"--gpus {gpus} does not fill whole nodes of {per_node} GPUs",
                          hint=f"use a multiple of {per_node}, or a divisor of it for part of one node")
-    layers = int(spec.model.layers)
-    node = min(per_node, gpus)
+    layers, heads = int(spec.model.layers), int(spec.model.heads)
     axes = [
-        Axis(path="parallel.tp", values=tuple(d for d in divisors(gpus) if d <= node)),
+        Axis(path="parallel.tp", values=tuple(d for d in divisors(gpus) if d <= heads)),
         Axis(path="parallel.pp", values=tuple(d for d in divisors(gpus) if d <= layers)),
         Axis(path="parallel.vp", values=tuple(sorted({*LAYOUT_VP, int(spec.parallel.vp)}))),
         Axis(path="train.micro_batch", values=tuple(sorted({*LAYOUT_MICRO_BATCH, int(spec.train.micro_batch)}))),

@@ -30,7 +30,7 @@ def op_weight(op: Op, sc: SymbolicCost) -> Any:
 
     Per microbatch a rank runs ``layers / pp`` layers; the first and last chunks and the
     ``pp vp - 1`` chunk boundaries occur once per microbatch in the whole pipeline; once-per-step
-    rank work runs on one rank of its kind (``pp - 2`` middle ranks).
+    rank work runs on each of its ranks (``pp - 2`` middle ranks when the split is even).
     """
     spec = sc.spec
     m, pp, vp, layers = spec.microbatches, spec.parallel.pp, spec.parallel.vp, spec.model.layers
@@ -41,7 +41,8 @@ def op_weight(op: Op, sc: SymbolicCost) -> Any:
     elif op.scope is Scope.BOUNDARY:
         reps = m * (pp * vp - 1) / pp
     else:
-        reps = (pp - 2 if op.rank_kind is RankKind.MIDDLE else 1) / pp
+        middle = op.rank_kind is RankKind.MIDDLE and sc.graph.structure.even
+        reps = (pp - 2 if middle else len(op.ranks)) / pp
     return op.count * reps
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from llmp.analytic import layout
 from llmp.analytic.collectives import Links, time
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
+from llmp.analytic.structure import structure_of
 
 LINKS = Links(gpus_per_node=8, intra_bandwidth=450e9, intra_latency=2e-6, inter_bandwidth=400e9, inter_latency=5e-6)
 GIB = 2**30
@@ -81,6 +82,7 @@ def test_more_bytes_cost_more_and_faster_links_cost_less(kind, n, r, size, facto
 ])
 def test_placement_puts_tp_innermost_then_pp_then_dp(tp, pp, expect):
     spec = make_spec(nodes=4, tp=tp, pp=pp, global_batch=64)
+    st_ = structure_of(spec)
     for name, (tier, per_node) in expect.items():
-        g = layout.group(spec, name)
+        g = layout.group(spec, name, st_)
         assert (g.tier, g.ranks_per_node) == (tier, per_node), name

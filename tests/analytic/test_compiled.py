@@ -106,10 +106,13 @@ def test_partial_substitution_never_takes_a_wrong_branch():
 
 def test_group_placement_survives_sequential_subs():
     from llmp.analytic import layout, specpath
+    from llmp.analytic.structure import structure_of
     spec = make_spec(gpt(layers=2, hidden=512, heads=8, seq_len=512, vocab=32000), nodes=2, global_batch=32,
                      tp=2, cp=2)
     sym, point = specpath.symbolize(spec)
+    st_ = structure_of(spec)
     for name in layout.GROUP_NAMES:
-        numeric = layout.group(spec, name)
-        symbolic = layout.group(sym, name, numeric.tier)
-        assert float(sp.sympify(symbolic.ranks_per_node).subs(point)) == numeric.ranks_per_node, name
+        numeric = layout.group(spec, name, st_)
+        symbolic = layout.group(sym, name, st_)
+        assert float(sp.sympify(symbolic.size).subs(point)) == numeric.size, name
+        assert (symbolic.ranks_per_node, symbolic.tier) == (numeric.ranks_per_node, numeric.tier), name

@@ -40,7 +40,8 @@ def test_per_gpu_compute_does_not_change_with_dp(dp):
 
     def per_microbatch(spec):
         g = decompose(spec)
-        w = chunk_work(g, price(g, spec).time, OverlapRules.of(spec), first=True, last=True)
+        w = chunk_work(g, price(g, spec).time, OverlapRules.of(spec), first=True, last=True,
+                       layers=g.chunk_layers[0])
         return w.fwd.compute + w.bwd.compute
 
     base = make_spec(model, gpus_per_node=1, global_batch=8, dp=1)
@@ -88,8 +89,8 @@ def test_local_params_sum_to_the_model():
     for model in (llama(layers=4, hidden=1024, heads=8, kv_heads=4, ffn=2816, vocab=32000, seq_len=2048),):
         for pp in (1, 2, 4):
             spec = make_spec(model, pp=pp)
-            total = sum(shard.rank(spec.model, spec.parallel, pp=pp, first=r == 0, last=r == pp - 1).total
-                        for r in range(pp))
+            total = sum(shard.rank(spec.model, spec.parallel, pp=pp, layers=model.layers / pp, first=r == 0,
+                                   last=r == pp - 1).total for r in range(pp))
             assert total == pytest.approx(params.count(model))
 
 

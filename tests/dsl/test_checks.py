@@ -19,9 +19,9 @@ VIOLATIONS = [
     pytest.param([("    pp = 2", "    pp = 2\n    dp = 4")], "layout mismatch",
                  "dp(4) * tp(2) * pp(2) * cp(1) = 16 != 8 GPUs (cluster.nodes(2) * "
                  "node.gpus_per_node(4))", id="world"),
-    pytest.param([("    tp = 2", "    tp = 8"), ("    pp = 2", "    pp = 1")], "tp across nodes",
-                 "tp(8) > node.gpus_per_node(4): tensor parallelism across nodes is not "
-                 "supported", id="tp-in-node"),
+    pytest.param([("  gpus_per_node = 4", "  gpus_per_node = 4  nvlink_domain = 6")], "not divisible",
+                 "node.nvlink_domain(6) % gpus_per_node(4) = 2: an NVLink domain is a whole number "
+                 "of nodes", id="nvlink-domain"),
     pytest.param([("hidden = 512", "hidden = 384"), ("heads = 8", "heads = 6"),
                   ("    tp = 2", "    tp = 4"), ("    pp = 2", "    pp = 1")], "not divisible",
                  "model.heads(6) % tp(4) = 2: tp must divide the attention heads", id="heads"),
@@ -38,12 +38,46 @@ VIOLATIONS = [
     pytest.param([("heads = 8", "heads = 8  ffn_hidden = 1001")], "not divisible",
                  "model.ffn_hidden(1001) % tp(2) = 1: tp must divide the MLP width", id="ffn"),
     pytest.param([("layers = 8", "layers = 7")], "not divisible",
-                 "model.layers(7) % (pp(2) * vp(1)) = 1: every pipeline stage (and virtual "
-                 "chunk) needs the same number of layers", id="layers"),
+                 "model.layers(7) % (pp(2) * vp(1)) = 1: the layers do not split equally over the "
+                 "pipeline chunks (Megatron-LM refuses this too)", id="layers"),
     pytest.param([("layers = 8", "layers = 6"), ("    pp = 2", "    pp = 2  vp = 2  "
                                                  "schedule = interleaved")], "not divisible",
-                 "model.layers(6) % (pp(2) * vp(2)) = 2: every pipeline stage (and virtual "
-                 "chunk) needs the same number of layers", id="layers-vp"),
+                 "model.layers(6) % (pp(2) * vp(2)) = 2: the layers do not split equally over the "
+                 "pipeline chunks (Megatron-LM refuses this too)", id="layers-vp"),
+    pytest.param([("    pp = 2", "    pp = 2  stage_layers = [3, 4]")], "pipeline split",
+                 "stage_layers sums to 7, not model.layers(8)", id="stage-layers-sum"),
+    pytest.param([("    pp = 2", "    pp = 2  stage_layers = [2, 3, 3]")], "pipeline split",
+                 "stage_layers has 3 entries; it needs pp(2)", id="stage-layers-length"),
+    pytest.param([("    pp = 2", "    pp = 2  vp = 2  schedule = interleaved  stage_layers = [3, 5]")],
+                 "pipeline split", "stage_layers entry 3 % vp(2) = 1: each stage's layers are split "
+                 "equally over its vp chunks", id="stage-layers-vp"),
+    pytest.param([("    pp = 2", "    pp = 2  stage_layers = [3, 5]  first_stage_layers = 3")],
+                 "pipeline split", "stage_layers gives the split; drop first_stage_layers",
+                 id="stage-layers-alone"),
+    pytest.param([("    pp = 2", "    pp = 2  first_stage_layers = 3  account_for_loss = true")],
+                 "pipeline split", "first_stage_layers cannot be combined with account_for_loss "
+                 "(Megatron-LM refuses the mix)", id="megatron-mix"),
+    pytest.param([("layers = 8", "layers = 9"), ("    tp = 2", "    tp = 1"),
+                  ("    pp = 2", "    pp = 4  first_stage_layers = 4")], "pipeline split",
+                 "the 5 remaining layers do not split equally over 3 middle stages (and their vp(1) "
+                 "chunks), as Megatron-LM requires", id="megatron-middle"),
+    pytest.param([("    pp = 2", "    pp = 2  vp = 2  schedule = interleaved  last_stage_layers = 3")],
+                 "pipeline split", "last_stage_layers(3) % vp(2) = 1: a stage's layers are split "
+                 "equally over its vp chunks (Megatron-LM requires it)", id="megatron-vp"),
+    pytest.param([("    pp = 2", "    pp = 2  account_for_embedding = true")], "pipeline split",
+                 "model.layers(8) + 1 accounted = 9 % (pp(2) * vp(1)) = 1: Megatron-LM needs the "
+                 "accounted layers to split equally", id="megatron-accounting"),
+    pytest.param([("    pp = 2", '    pp = 2  partition = "balanced"')], "pipeline split",
+                 'partition = "balanced" is not a DeepSpeed partition method', id="partition-name"),
+    pytest.param([("    pp = 2", '    pp = 2  partition = "type:(transformer"')], "pipeline split",
+                 'partition = "type:(transformer": bad regular expression (missing ), unterminated '
+                 "subpattern at position 0)", id="partition-regex"),
+    pytest.param([("    pp = 2", '    pp = 2  vp = 2  schedule = interleaved  partition = "uniform"')],
+                 "pipeline split", 'partition = "uniform" is DeepSpeed\'s pipeline, which has no '
+                 "interleaved schedule; vp(2) must be 1", id="partition-vp"),
+    pytest.param([("    pp = 2", '    pp = 2  partition = "uniform"  account_for_loss = true')],
+                 "pipeline split", 'partition = "uniform" is DeepSpeed\'s split; account_for_loss are '
+                 "Megatron-LM's", id="partition-megatron"),
     pytest.param([("    pp = 2", "    pp = 2  vp = 2")], "bad schedule",
                  "vp(2) > 1 needs schedule = interleaved (got 1f1b)", id="vp-needs-interleaved"),
     pytest.param([("    pp = 2", "    pp = 2  schedule = interleaved")], "bad schedule",
@@ -93,6 +127,14 @@ def test_violation_is_reported_with_its_equation(replacements: list[tuple[str, s
      ("    pp = 2", "    pp = 2  ep = 2")],
     [("    pp = 2", "    pp = 1  cp = 2  sequence_parallel = true")],
     [("    tp = 2", "    tp = 4"), ("    pp = 2", "    pp = 2  dp = 1")],
+    [("    tp = 2", "    tp = 8"), ("    pp = 2", "    pp = 1")],                # tp across two nodes
+    [("  gpus_per_node = 4", "  gpus_per_node = 4  nvlink_domain = 8"), ("    tp = 2", "    tp = 8"),
+     ("    pp = 2", "    pp = 1")],                                            # one NVLink domain
+    [("layers = 8", "layers = 7"), ("    pp = 2", "    pp = 2  stage_layers = [3, 4]")],
+    [("layers = 8", "layers = 7"), ("    pp = 2", "    pp = 2  last_stage_layers = 3")],
+    [("layers = 8", "layers = 6"),
+     ("    pp = 2", "    pp = 2  account_for_embedding = true  account_for_loss = true")],
+    [("layers = 8", "layers = 7"), ("    pp = 2", '    pp = 2  partition = "type:transformer|mlp"')],
 ])
 def test_valid_layouts_pass(replacements: list[tuple[str, str]]) -> None:
     spec = debug(*replacements)

@@ -142,3 +142,15 @@ def test_hardware_values_are_checked_per_value():
     (why,) = result.infeasible
     assert "gpu.achievable.bf16" in why and "gpu.flops.bf16" in why
     assert result.ranked[0].config["gpu.achievable.bf16"] == 500e12
+
+
+def test_layouts_include_tensor_parallelism_across_nodes_and_equal_predict():
+    # The seed's Vista layout: one GPU per node, so tp 2 crosses InfiniBand; search enumerates it.
+    vista = ROOT / "examples" / "vista_llemma_7b.llmp"
+    result = search(vista, gpus=[16], vary=["train.recompute=full", "parallel.zero=none",
+                                            "parallel.sequence_parallel=false", "train.micro_batch=4",
+                                            "parallel.vp=1", "parallel.pp=4"], top=None)
+    tps = {int(c.config["parallel.tp"]) for c in result.ranked}
+    assert tps == {1, 2, 4}
+    for c in result.ranked:
+        assert c.step_time_s == pytest.approx(_predicted(vista, c.overrides()), rel=1e-9)

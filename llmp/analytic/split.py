@@ -1,0 +1,325 @@
+"""How many transformer layers each pipeline chunk holds, split the way the training stack splits them.
+
+Chunks are numbered in model order: chunk ``g`` holds the ``g``-th slice of the layers and lives
+on pipeline rank ``g % pp`` (Megatron's interleaving; with ``vp = 1`` a chunk is a stage). The
+first chunk also holds the embedding, the last one the final norm, the output layer and the loss,
+whatever the split. One rule applies per spec, chosen by the ``parallel`` fields:
+
+* nothing given: ``layers / (pp * vp)`` on every chunk. Megatron-LM refuses layer counts that do
+  not divide (``transformer_block.get_num_layers_to_build``: "num_layers should be divisible by
+  pipeline_model_parallel_size"), so llmp does too and names the options below;
+* ``stage_layers``: explicit counts per stage (each split equally over its ``vp`` chunks) or per
+  chunk (Megatron-Core's ``pipeline_model_parallel_layout`` is the same idea);
+* ``first_stage_layers`` / ``last_stage_layers``: Megatron-Core's uneven pipeline
+  (``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``): the named
+  stages get those counts, the others share the rest equally; a stage's count is split equally
+  over its ``vp`` chunks. Its rules (``transformer_config.TransformerConfig.__post_init__``):
+  counts positive and divisible by ``vp``, the rest divisible by the middle stages, and not
+  combined with the accounting below;
+* ``account_for_embedding`` / ``account_for_loss``: Megatron-Core counts the embedding (the loss)
+  as one more layer, splits ``layers + 1 (+ 1)`` equally, and builds one transformer layer fewer
+  on the very first (last) virtual stage (``get_num_layers_to_build``: "Reduce the number of
+  layers to construct by 1 on the first (or last) stage"), which may leave it none;
+* ``partition``: DeepSpeed's ``PipelineModule._partition_layers`` (deepspeed/runtime/pipe/
+  module.py) over the pipeline module's whole layer list (:class:`~llmp.dsl.spec.PipeModule`):
+  ``uniform`` splits the item count (``utils.partition_uniform``); ``parameters`` balances each
+  item's parameter count on one tensor-parallel rank (``_count_layer_params`` builds the
+  TP-sharded modules), embedding and head included; ``type:REGEX`` balances the items whose
+  class or function name matches (``_find_layer_type``, case-insensitive), e.g. GPT-NeoX's
+  default ``type:transformer|mlp`` or BLOOM's ``type:transformer|embedding``. DeepSpeed has no
+  interleaved schedule, so ``vp = 1``.
+
+Two DeepSpeed generations balance differently, and GPT-NeoX runs the older one:
+microsoft/DeepSpeed ``utils.partition_balanced`` solves the linear partition problem by dynamic
+programming (minimising heaviest minus lightest part) and ``partition_uniform`` gives the first
+parts one extra item each; EleutherAI's DeeperSpeed (pinned by GPT-NeoX) binary-searches the
+smallest heaviest part (``_rb_partition_balanced``, eps 1e-3) and fills parts greedily up to it
+(``_lprobe``), and its ``partition_uniform`` leaves the remainder to the last part. For the
+seed paper's Llemma 7B (32 layers, pp 4, ``type:transformer|mlp``, which also matches GPT-NeoX's
+``_pre_transformer_block`` and ``_post_transformer_block`` functions) DeeperSpeed gives 8, 9, 9, 6
+layers: the split the seed's own estimator used (data/seed-estimate-train-time/README.md §7.1).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmp.analytic import shard
+from llmp.dsl.spec import Norm, ParallelSpec, PipeModule, Precision, Spec
+from llmp.errors import InfeasibleError
+
+OPTIONS = ("stage_layers = [...]; Megatron-LM: first_stage_layers / last_stage_layers, or "
+           "account_for_embedding / account_for_loss; DeepSpeed (GPT-NeoX, Megatron-DeepSpeed): "
+           'partition = "type:transformer" | "parameters" | "uniform"')
+"""The ways to split layers that do not divide, for error hints."""
+
+
+class SplitError(InfeasibleError):
+    """The layers cannot be split as the spec asks; ``path`` names the field to point at."""
+
+    def __init__(self, message: str, path: str, hint: str | None = None, label: str = "pipeline split",
+                 symbolic: bool = False) -> None:
+        super().__init__(message, hint=hint, label=label)
+        self.path = path
+        self.symbolic = symbolic
+        """The split needs a number that a free symbol stands for (undecided, not wrong)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Layers per chunk in model order."""
+
+    chunks: tuple[int, ...]
+
+    def stages(self, pp: int) -> tuple[int, ...]:
+        """Layers per pipeline rank (its chunks ``r, r + pp, ...`` together)."""
+        return tuple(sum(self.chunks[r::pp]) for r in range(pp))
+
+
+def _int(value: Any, path: str) -> int:
+    try:
+        f = float(value)
+    except TypeError:
+        raise SplitError(f"{path} decides the pipeline split and must be a number, got {value}", path,
+                         hint="give it a value with --set", symbolic=True) from None
+    if f != int(f):
+        raise SplitError(f"{path} = {f:g} is not a whole number", path)
+    return int(f)
+
+
+def split(spec: Spec) -> Split:
+    """The chunk layer counts of ``spec`` (numbers needed), or :class:`SplitError` saying why not."""
+    p = spec.parallel
+    layers = _int(spec.model.layers, "model.layers")
+    pp, vp = _int(p.pp, "parallel.pp"), _int(p.vp, "parallel.vp")
+    megatron = [name for name in ("first_stage_layers", "last_stage_layers") if getattr(p, name) is not None]
+    accounts = [name for name in ("account_for_embedding", "account_for_loss") if getattr(p, name)]
+    given = [*(["stage_layers"] if p.stage_layers is not None else []), *megatron, *accounts,
+             *(["partition"] if p.partition else [])]
+    if p.stage_layers is not None and len(given) > 1:
+        raise SplitError(f"stage_layers gives the split; drop {', '.join(given[1:])}", "parallel.stage_layers")
+    if megatron and accounts:
+        raise SplitError(f"{' and '.join(megatron)} cannot be combined with {' and '.join(accounts)} "
+                         "(Megatron-LM refuses the mix)", f"parallel.{megatron[0]}",
+                         hint="use one of the two ways to make the first/last stage lighter")
+    if p.partition and (megatron or accounts):
+        raise SplitError(f'partition = "{p.partition}" is DeepSpeed\'s split; '
+                         f"{', '.join([*megatron, *accounts])} are Megatron-LM's", "parallel.partition",
+                         hint="keep the options of the stack the run used")
+    if p.stage_layers is not None:
+        chunks = _explicit(p.stage_layers, layers, pp, vp)
+    elif megatron:
+        chunks = _megatron_edges(p, layers, pp, vp)
+    elif accounts:
+        chunks = _megatron_accounting(p, layers, pp, vp)
+    elif p.partition:
+        chunks = _deepspeed(spec, layers, pp, vp)
+    else:
+        if layers % (pp * vp):
+            raise SplitError(f"model.layers({layers}) % (pp({pp}) * vp({vp})) = {layers % (pp * vp)}: the "
+                             "layers do not split equally over the pipeline chunks (Megatron-LM refuses this too)",
+                             "parallel.pp", hint=f"say how the stack splits them: {OPTIONS}", label="not divisible")
+        chunks = (layers // (pp * vp),) * (pp * vp)
+    return Split(chunks=chunks)
+
+
+def _per_stage(stages: tuple[int, ...], vp: int) -> tuple[int, ...]:
+    """Chunk counts in model order from per-stage counts, each stage split equally over its chunks."""
+    pp = len(stages)
+    return tuple(stages[g % pp] // vp for g in range(pp * vp))
+
+
+def _explicit(stage_layers: tuple[int, ...], layers: int, pp: int, vp: int) -> tuple[int, ...]:
+    path = "parallel.stage_layers"
+    if len(stage_layers) not in (pp, pp * vp):
+        want = f"pp({pp})" if vp == 1 else f"pp({pp}) or pp * vp({pp * vp})"
+        raise SplitError(f"stage_layers has {len(stage_layers)} entries; it needs {want}", path,
+                         hint="one count per pipeline stage, or one per model chunk in model order")
+    if sum(stage_layers) != layers:
+        raise SplitError(f"stage_layers sums to {sum(stage_layers)}, not model.layers({layers})", path)
+    if len(stage_layers) == pp * vp:
+        return tuple(stage_layers)
+    odd = [n for n in stage_layers if n % vp]
+    if odd:
+        raise SplitError(f"stage_layers entry {odd[0]} % vp({vp}) = {odd[0] % vp}: each stage's layers are "
+                         "split equally over its vp chunks", path,
+                         hint=f"give {pp * vp} per-chunk counts instead")
+    return _per_stage(stage_layers, vp)
+
+
+def _megatron_edges(p: ParallelSpec, layers: int, pp: int, vp: int) -> tuple[int, ...]:
+    """Megatron-Core ``--decoder-first/last-pipeline-num-layers``."""
+    first = None if p.first_stage_layers is None else _int(p.first_stage_layers, "parallel.first_stage_layers")
+    last = None if p.last_stage_layers is None else _int(p.last_stage_layers, "parallel.last_stage_layers")
+    path = "parallel.first_stage_layers" if first is not None else "parallel.last_stage_layers"
+    if pp == 1:
+        raise SplitError("first_stage_layers / last_stage_layers need pp > 1", path)
+    for name, n in (("first_stage_layers", first), ("last_stage_layers", last)):
+        if n is not None and n % vp:
+            raise SplitError(f"{name}({n}) % vp({vp}) = {n % vp}: a stage's layers are split equally over "
+                             "its vp chunks (Megatron-LM requires it)", f"parallel.{name}")
+    middle_stages = pp - (first is not None) - (last is not None)
+    rest = layers - (first or 0) - (last or 0)
+    if rest < 0 or (rest > 0) != (middle_stages > 0):
+        raise SplitError(f"first/last stages take {(first or 0) + (last or 0)} of model.layers({layers}), leaving "
+                         f"{rest} for {middle_stages} middle stages", path)
+    if middle_stages and (rest % middle_stages or (rest // middle_stages) % vp):
+        raise SplitError(f"the {rest} remaining layers do not split equally over {middle_stages} middle stages "
+                         f"(and their vp({vp}) chunks), as Megatron-LM requires", path)
+    middle = rest // middle_stages if middle_stages else 0
+    stages = tuple(first if (r == 0 and first is not None) else last if (r == pp - 1 and last is not None)
+                   else middle for r in range(pp))
+    return _per_stage(stages, vp)
+
+
+def _megatron_accounting(p: ParallelSpec, layers: int, pp: int, vp: int) -> tuple[int, ...]:
+    """Megatron-Core ``--account-for-embedding/loss-in-pipeline-split``."""
+    total = layers + p.account_for_embedding + p.account_for_loss
+    path = "parallel.account_for_embedding" if p.account_for_embedding else "parallel.account_for_loss"
+    if total % (pp * vp):
+        raise SplitError(f"model.layers({layers}) + {total - layers} accounted = {total} % (pp({pp}) * vp({vp})) = "
+                         f"{total % (pp * vp)}: Megatron-LM needs the accounted layers to split equally", path)
+    chunks = [total // (pp * vp)] * (pp * vp)
+    chunks[0] -= p.account_for_embedding
+    chunks[-1] -= p.account_for_loss
+    if min(chunks) < 0:
+        raise SplitError("not enough layers for the embedding and loss stages (a chunk would hold fewer than "
+                         "0 layers)", path)
+    return tuple(chunks)
+
+
+# ---- DeepSpeed ------------------------------------------------------------------------------
+
+def _deepspeed(spec: Spec, layers: int, pp: int, vp: int) -> tuple[int, ...]:
+    p = spec.parallel
+    method = p.partition.lower()  # _partition_layers: method = method.lower()
+    path = "parallel.partition"
+    if vp > 1:
+        raise SplitError(f'partition = "{p.partition}" is DeepSpeed\'s pipeline, which has no interleaved '
+                         f"schedule; vp({vp}) must be 1", path)
+    names, params, is_layer = _items(spec, layers)
+    if method == "uniform":
+        bounds = _uniform(len(names), pp, p.pipe_module)
+    elif method == "parameters":
+        bounds = _balanced(tuple(_whole(w) for w in params), pp, p.pipe_module)
+    elif method.startswith("type:"):
+        try:
+            pattern = re.compile(method.split(":", 1)[1], re.IGNORECASE)
+        except re.error as err:
+            raise SplitError(f'partition = "{p.partition}": bad regular expression ({err})', path) from None
+        bounds = _balanced(tuple(int(bool(pattern.search(n))) for n in names), pp, p.pipe_module)
+    else:
+        raise SplitError(f'partition = "{p.partition}" is not a DeepSpeed partition method', path,
+                         hint='use "uniform", "parameters" or "type:REGEX" (e.g. "type:transformer")')
+    return tuple(sum(is_layer[bounds[s]:bounds[s + 1]]) for s in range(pp))
+
+
+def _whole(params: Any) -> int:
+    try:
+        return round(float(params))
+    except TypeError:
+        raise SplitError(f"partition = \"parameters\" needs the model's sizes as numbers, got {params}",
+                         "parallel.partition", hint="give the free fields values with --set", symbolic=True) from None
+
+
+def _items(spec: Spec, layers: int) -> tuple[tuple[str, ...], tuple[Any, ...], tuple[bool, ...]]:
+    """The pipeline module's layer list: names, parameters on one TP rank, transformer layer or not."""
+    m, p = spec.model, spec.parallel
+    embed = shard.embedding(m, p)
+    layer = shard.layer(m, p).total
+    norm = (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
+    if p.pipe_module is PipeModule.GPT_NEOX:
+        head = ("EmbeddingPipe", embed) if m.tied_embeddings else ("ParallelLinearPipe", m.vocab * m.hidden / p.tp)
+        before = [("EmbeddingPipe", embed), ("_pre_transformer_block", 0)]
+        after = [("_post_transformer_block", 0), ("NormPipe", norm), head]
+    else:
+        head = ("EmbeddingPipe", embed) if m.tied_embeddings else ("LMHeadPipe", m.vocab * m.hidden / p.tp)
+        before = [("_to_float16", 0), ("EmbeddingPipe", embed), ("<lambda>", 0)]
+        after = [("undo", 0), ("LayerNorm", norm), head]
+        if spec.train.precision not in (Precision.FP32, Precision.TF32):
+            after.append(("float16_to_fp32", 0))
+    items = [*before, *[("ParallelTransformerLayerPipe", layer)] * layers, *after]
+    flags = [False] * len(before) + [True] * layers + [False] * len(after)
+    return tuple(n for n, _ in items), tuple(w for _, w in items), tuple(flags)
+
+
+def _uniform(n: int, parts: int, module: PipeModule) -> list[int]:
+    """``partition_uniform``: part boundaries over ``n`` items."""
+    if n <= parts:
+        return [min(p, n) for p in range(parts + 1)]
+    size = n // parts
+    if module is PipeModule.GPT_NEOX:  # DeeperSpeed: equal parts, the remainder on the last one
+        return [size * p for p in range(parts)] + [n]
+    extra = n - size * parts  # microsoft/DeepSpeed: the first `extra` parts get one more
+    return [size * p + min(p, extra) for p in range(parts + 1)]
+
+
+@functools.cache
+def _balanced(weights: tuple[int, ...], parts: int, module: PipeModule) -> list[int]:
+    """``partition_balanced``: part boundaries balancing ``weights``, per DeepSpeed generation."""
+    if len(weights) <= parts:
+        return _uniform(len(weights), parts, module)
+    if module is PipeModule.GPT_NEOX:
+        return _bisection(weights, parts)
+    return _linear_partition(weights, parts)
+
+
+def _lprobe(prefix: list[float], parts: int, bottleneck: float) -> tuple[list[int], bool]:
+    """DeeperSpeed ``_lprobe``: fill parts greedily while each stays below ``bottleneck``."""
+    n = len(prefix)
+    bounds = [0] + [n] * parts
+    target = bottleneck
+    chunk = n // parts
+    step = chunk
+    for p in range(1, parts):
+        while step < n and prefix[step] < target:
+            step += chunk
+        bounds[p] = bisect.bisect_left(prefix, target, lo=step - chunk, hi=min(step, n))
+        if bounds[p] == n:
+            return bounds, prefix[-1] - prefix[bounds[p - 1]] < bottleneck
+        target = prefix[bounds[p] - 1] + bottleneck
+    return bounds, target >= prefix[-1]
+
+
+def _bisection(weights: tuple[int, ...], parts: int, eps: float = 1e-3) -> list[int]:
+    """DeeperSpeed: binary-search the smallest heaviest part, then probe with it."""
+    prefix = [float(x) for x in np.cumsum(weights)]
+    lower, upper = prefix[-1] / parts, prefix[-1]
+    while upper > lower + eps:
+        mid = lower + (upper - lower) / 2
+        if _lprobe(prefix, parts, mid)[1]:
+            upper = mid
+        else:
+            lower = mid + eps
+    bounds, ok = _lprobe(prefix, parts, upper)
+    assert ok, "the bisection's bottleneck always fits"
+    return bounds
+
+
+def _linear_partition(weights: tuple[int, ...], parts: int) -> list[int]:
+    """microsoft/DeepSpeed: dynamic programme over (items, parts) minimising heaviest minus lightest
+    part, keeping the last split point among equally good ones (its ``>=`` comparison)."""
+    n = len(weights)
+    prefix = np.concatenate(([0.0], np.cumsum(np.asarray(weights, dtype=float))))
+    dp_max = np.full((n + 1, parts + 1), np.inf)
+    dp_min = np.full((n + 1, parts + 1), np.inf)
+    dp_max[0, 0] = 0.0
+    position = np.zeros((n + 1, parts + 1), dtype=int)
+    for i in range(1, n + 1):
+        for j in range(1, min(i, parts) + 1):
+            last = prefix[i] - prefix[:i]
+            hi = np.maximum(dp_max[:i, j - 1], last)
+            lo = np.minimum(dp_min[:i, j - 1], last)
+            cost = hi - lo  # unreachable splits: inf - finite = inf
+            k = int(np.flatnonzero(cost == cost.min())[-1])
+            dp_max[i, j], dp_min[i, j], position[i, j] = hi[k], lo[k], k
+    bounds = [n]
+    for j in range(parts, 0, -1):
+        bounds.append(int(position[bounds[-1], j]))
+    return bounds[::-1]
