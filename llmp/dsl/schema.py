@@ -276,10 +276,10 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _bool("account_for_loss", "The output layer and loss count as a layer in the pipeline split "
           "(Megatron --account-for-loss-in-pipeline-split).", "false"),
     FieldDef(name="partition", kind=Kind.STRING, doc="DeepSpeed pipeline partition_method: "
-             "\"uniform\", \"parameters\" or \"type:REGEX\"; \"\" for none.", default='""',
+             "\"uniform\", \"parameters\" or \"type:REGEX\"; \"\" for none.", default=STACK,
              bound=None),
     _enum("pipe_module", PipeModule, "The DeepSpeed PipelineModule a partition method splits: "
-          "gpt_neox or megatron_deepspeed.", default="gpt_neox"),
+          "gpt_neox or megatron_deepspeed.", default=STACK),
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (

@@ -11,8 +11,10 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from llmp.dsl.spec import Attention as A
-from llmp.dsl.spec import OptimizerKernel, Stack, ZeroStage
+from llmp.dsl.spec import OptimizerKernel, PipeModule, Stack, ZeroStage
 from llmp.stacks.profile import ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+
+_EQUAL = "equal split; layers that do not divide need stage_layers or first/last_stage_layers"
 
 FLASH_LIKE = (A.FLASH2, A.FLASH3, A.CUDNN, A.SDPA)
 
@@ -68,6 +70,8 @@ GENERIC = Profile(
     dp_bucket_size=Item(100e6, "llmp default", "100 MB buckets"),
     param_gather_overlap=Item(False, "llmp default"),
     fsdp_prefetch=Item(True, "llmp default"),
+    partition=Item("", "llmp default", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item(tuple(A), "llmp default"),
     fused_softmax_max_seq=Item(16384, "llmp default"),
     vocab_pad_tp=Item(False, "llmp default"),
@@ -110,6 +114,8 @@ MEGATRON_LM = Profile(
                         "contiguous buffer)", "one bucket: the whole buffer"),
     param_gather_overlap=_no("no distributed optimizer", _MLM_ARGS),
     fsdp_prefetch=Item(False, _MLM_ARGS, "no FSDP"),
+    partition=Item("", "NVIDIA/Megatron-LM@v2.6:megatron/arguments.py (num_layers must divide by pipeline_model_parallel_size)", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX), f"{_MLM_ARGS} (--no-masked-softmax-fusion)"),
     fused_softmax_max_seq=Item(2048, "NVIDIA/Megatron-LM@v2.6:megatron/model/fused_softmax.py "
                                "(FusedScaleMaskSoftmax.is_kernel_available: 16 < sk <= 2048)"),
@@ -152,6 +158,8 @@ MEGATRON_CORE = Profile(
                         "40 M fp32 main grads = 160 MB; Megatron grows it to 1 M x dp parameters past dp = 40"),
     param_gather_overlap=Item(True, f"{_MC_DDP_CONFIG} (overlap_param_gather; --overlap-param-gather)"),
     fsdp_prefetch=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
+    partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py (get_num_layers_to_build)", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item(tuple(A), f"{_MC_ARGS} (--attention-backend flash|fused|unfused|local); {_TE_ATTN}"),
     fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py "
                                "(is_kernel_available: 16 < sk <= 16384)"),
@@ -189,6 +197,8 @@ NEMO = Profile(
                         "40 M fp32 main grads = 160 MB"),
     param_gather_overlap=Item(True, f"{_NEMO}/recipes/llama3_8b.py (DistributedDataParallelConfig(overlap_param_gather=True))"),
     fsdp_prefetch=Item(True, f"{_MC_DDP_CONFIG}"),
+    partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py (get_num_layers_to_build)", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item(tuple(A), _TE_ATTN),
     fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py"),
     vocab_pad_tp=Item(True, "NVIDIA/NeMo@v2.0.0:nemo/collections/llm/gpt/model/base.py (get_vocab_size: "
@@ -227,6 +237,9 @@ MEGATRON_DEEPSPEED = Profile(
     dp_bucket_size=Item(1e9, f"{_DS_CONFIG} (reduce_bucket_size default 5e8 elements)", "5e8 16-bit gradients = 1 GB"),
     param_gather_overlap=_no("ZeRO-1 all-gathers the updated parameters after the step", f"{_DS_ZERO} (step: all_gather_dp_groups)"),
     fsdp_prefetch=Item(False, _DS_PIPE, "no ZeRO-3 with the pipeline engine"),
+    partition=Item("type:transformer", "microsoft/Megatron-DeepSpeed:megatron/model/gpt_model.py "
+                   "(GPTModelPipe: partition_method='type:transformer')"),
+    pipe_module=Item(PipeModule.MEGATRON_DEEPSPEED, "microsoft/Megatron-DeepSpeed:megatron/model/gpt_model.py (GPTModelPipe)"),
     attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX, A.FLASH2), f"{_MDS}/arguments.py (--use-flash-attn-v2)"),
     fused_softmax_max_seq=Item(2048, f"{_MDS}/model/fused_softmax.py (is_kernel_available: 16 < sk <= 2048)"),
     vocab_pad_tp=Item(True, f"{_MDS}/tokenizer/tokenizer.py (_vocab_size_with_padding)"),
@@ -272,6 +285,10 @@ GPT_NEOX = Profile(
     param_gather_overlap=_no("ZeRO-1 all-gathers the updated fp16 parameters after the step",
                              f"{_DS_ZERO} (step: all_gather_dp_groups; {_NEOX_20B} allgather_bucket_size)"),
     fsdp_prefetch=Item(False, _DS_PIPE, "no ZeRO-3 with the pipeline engine"),
+    partition=Item("type:transformer|mlp", "EleutherAI/gpt-neox:megatron/neox_arguments/neox_args.py "
+                   "(pipe_partition_method default; configs/20B.yml does not override it)",
+                   "balances the layers whose names match: 44 layers on pp 8 give 5, 6, 6, 6, 6, 6, 6, 3"),
+    pipe_module=Item(PipeModule.GPT_NEOX, "EleutherAI/gpt-neox:megatron/model/gpt2_model.py (GPT2ModelPipe)"),
     attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX, A.FLASH2),
                     f"{_NEOX_TF} (ParallelSelfAttention.__init__: global -> FusedScaleMaskSoftmax, flash -> "
                     "flash_attn_unpadded_qkvpacked_func_cuda)"),
@@ -318,6 +335,8 @@ COMPOSER = Profile(
     param_gather_overlap=_no("FSDP gathers per layer instead", _FOUNDRY),
     fsdp_prefetch=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py (backward_prefetch BACKWARD_PRE, "
                        "limit_all_gathers)"),
+    partition=Item("", "unused: llm-foundry trains with FSDP, without pipeline parallelism", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item((A.FLASH2, A.SDPA, A.UNFUSED), f"{_FOUNDRY}:llmfoundry/models/layers/attention.py "
                     "(attn_impl flash | torch)"),
     fused_softmax_max_seq=Item(0, _FOUNDRY, "no fused masked softmax kernel"),
@@ -358,6 +377,8 @@ TORCHTITAN = Profile(
     param_gather_overlap=_no("FSDP2 gathers per block instead", _TITAN),
     fsdp_prefetch=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/fully_shard.py "
                        "(implicit forward and backward prefetching)"),
+    partition=Item("", "pytorch/torchtitan:torchtitan/distributed/pipeline.py (layers split evenly over stages)", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item((A.SDPA, A.FLASH2, A.CUDNN), f"{_TITAN} (model.use_flex_attn = False: SDPA)"),
     fused_softmax_max_seq=Item(0, _TITAN, "no fused masked softmax kernel"),
     vocab_pad_tp=_no("DTensor shards the embedding unevenly", _TITAN),
@@ -390,6 +411,8 @@ NEMO_AUTOMODEL = Profile(
     dp_bucket_size=Item(100e6, "unused with FSDP", "FSDP2 reduce-scatters per block"),
     param_gather_overlap=_no("FSDP2 gathers per block instead", _AUTOMODEL),
     fsdp_prefetch=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/fully_shard.py"),
+    partition=Item("", "unused: the NeMo AutoModel runs modelled use FSDP2, without pipeline parallelism", _EQUAL),
+    pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item(FLASH_LIKE + (A.UNFUSED,), f"{_AUTOMODEL} (attn_implementation sdpa | flash_attention_2 | eager)"),
     fused_softmax_max_seq=Item(0, _AUTOMODEL, "no fused masked softmax kernel"),
     vocab_pad_tp=_no("DTensor shards the embedding unevenly", _AUTOMODEL),

@@ -15,6 +15,8 @@ field wins); the rest are facts the operator graph reads directly.
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
@@ -108,6 +110,10 @@ class Profile:
     dp_bucket_size: Item
     param_gather_overlap: Item
     fsdp_prefetch: Item
+    partition: Item
+    """DeepSpeed pipeline ``partition_method`` ("" = Megatron's equal split)."""
+    pipe_module: Item
+    """Whose DeepSpeed PipelineModule layer list ``partition`` splits."""
     # facts the graph reads (no spec field)
     attentions: Item
     """The attention kernels this stack can launch (a spec asking for another is an error)."""
@@ -137,6 +143,8 @@ class Profile:
             return "true" if value else "false"
         if isinstance(value, StrEnum):
             return value.value
+        if isinstance(value, str):
+            return json.dumps(value)  # a string field: written as a quoted .llmp string
         if isinstance(value, float):
             return f"{value!r} B"  # the only real-valued item is a size in bytes
         return str(value)
@@ -146,6 +154,6 @@ DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
     "train": ("attention", "fused_norm", "fused_bias_act", "fused_bias_dropout_add", "fused_rope",
               "fused_cross_entropy", "grad_accum_fusion", "optimizer_kernel", "grad_clip", "vocab_divisible_by"),
     "parallel": ("zero", "tp_comm_overlap", "dp_overlap", "dp_bucket_size", "param_gather_overlap",
-                 "fsdp_prefetch"),
+                 "fsdp_prefetch", "partition", "pipe_module"),
 }
 """Spec fields whose default comes from the stack profile, by section."""
