@@ -1,8 +1,9 @@
 """Shared pytest setup: Hypothesis profiles and the ``--update-golden`` switch.
 
-Profiles: ``dev`` (the default: few examples, fast feedback) and ``ci`` (more examples,
+Profiles: ``dev`` (the default: few examples, fast feedback), ``ci`` (more examples,
 derandomized so a CI failure reproduces), selected when the ``CI`` environment variable is
-set. Deadlines are off in both: the first example of a test may build the grammar or import
+set, and ``thorough`` (1,000 random examples per property, for the scaling-law properties run
+on their own: ``LLMP_HYPOTHESIS_PROFILE=thorough python -m pytest tests/analytic/test_scaling.py``). Deadlines are off in both: the first example of a test may build the grammar or import
 SymPy, and a timing flake is not a finding.
 """
 
@@ -16,7 +17,9 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("dev", max_examples=40, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True,
                           print_blob=True, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.register_profile("thorough", max_examples=1000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("LLMP_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -77,9 +77,24 @@ class SoftmaxKind(StrEnum):
     scaled_upper_triang_masked_softmax.h): reads only the causal triangle, writes zeros above it."""
 
 
+class AttentionKernel(StrEnum):
+    """Which fused attention kernel runs (the ``variant`` of a ``flash = 1`` attention kernel).
+
+    They differ by up to 2x on the same GPU (FlashAttention-3 paper, Shah et al. 2024, Fig. 5:
+    FA2 reaches ~350 TFLOP/s forward on an H100, FA3 and cuDNN 600-750), so each has its own
+    ceiling (:func:`ceiling`) and its own residual one-hot."""
+
+    FLASH2 = ""
+    """FlashAttention-2 (and flash-attn's earlier kernels): the default."""
+    FLASH3 = "flash3"
+    """FlashAttention-3 (Hopper warp-specialised, wgmma/TMA)."""
+    CUDNN = "cudnn"
+    """cuDNN fused attention (TransformerEngine's FusedAttention, torch SDPA's cuDNN backend)."""
+
+
 VARIANTS: dict[Family, tuple[str, ...]] = {
     Family.GEMM: ("",),
-    Family.ATTENTION: ("",),
+    Family.ATTENTION: tuple(a.value for a in AttentionKernel),
     Family.NORM: tuple(f.value for f in Fusion),
     Family.ELEMENTWISE: tuple(e.value for e in Elementwise),
     Family.SOFTMAX: tuple(s.value for s in SoftmaxKind),
@@ -343,16 +358,19 @@ def ceiling(k: Kernel, tensor_core: bool, device: Device) -> tuple[Any, Ceiling]
     """The compute rate ``k``'s roofline runs against, and which one it is (an "empirical roofline").
 
     Tensor-core kernels take the best rate measured on the device for their kind when the
-    catalog has one: flash attention its ``flash_attention`` rate, else the ``achievable`` GEMM
-    rate (attention is two GEMMs and a softmax on the same tensor cores, so the GEMM ceiling
-    bounds it too); GEMMs and unfused attention the ``achievable`` rate; else the datasheet peak.
+    catalog has one: FlashAttention-2 its ``flash_attention`` rate (the published FA2 figures),
+    else the ``achievable`` GEMM rate (attention is two GEMMs and a softmax on the same tensor
+    cores, so the GEMM ceiling bounds it too); FlashAttention-3 and cuDNN attention, which use
+    the same tensor-core paths as the best GEMMs, the ``achievable`` GEMM rate; GEMMs and
+    unfused attention the ``achievable`` rate; else the datasheet peak.
     These are ceilings from each benchmark's best shape, so small kernels stay optimistic.
     Raises ``KeyError`` when the device has no peak for the dtype.
     """
     if not tensor_core:
         return device.peak_flops[Dtype.FP32], Ceiling.VECTOR
     peak = device.peak_flops[k.dtype]
-    if k.family is Family.ATTENTION and k.dim("flash") and device.flash_attention is not None:
+    if (k.family is Family.ATTENTION and k.dim("flash") and k.variant == AttentionKernel.FLASH2
+            and device.flash_attention is not None):
         rate = device.flash_attention.rates.get(k.dtype)
         if rate is not None:
             return rate, Ceiling.FLASH_ATTENTION

@@ -25,7 +25,7 @@ import numpy as np
 
 from llmp.analytic import layout, shard
 from llmp.analytic.graph import Op, Overlap, Part, Phase, Scope
-from llmp.analytic.kernels import (Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
+from llmp.analytic.kernels import (AttentionKernel, Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
                                    SoftmaxKind)
 from llmp.analytic.layout import Axis
 from llmp.analytic.structure import Structure
@@ -265,7 +265,8 @@ def _core(blk: Block) -> str:
     seq_q = m.seq_len / p.cp
     batch = t.micro_batch
     if t.attention.fused:
-        blk.kernel("attn.core", Family.ATTENTION, dtype=ctx.attn, batch=batch, heads=heads,
+        blk.kernel("attn.core", Family.ATTENTION, variant=_FUSED_KERNEL[t.attention], dtype=ctx.attn, batch=batch,
+                   heads=heads,
                    kv_heads=ctx.kv_width / m.head_dim, seq_q=seq_q, seq_kv=m.seq_len,
                    head_dim=m.head_dim, causal=True, flash=True)
         return "attn.core"
@@ -283,6 +284,16 @@ def _core(blk: Block) -> str:
         blk.kernel("attn.prob_dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=scores)
     blk.gemm("attn.context", seq_q, m.head_dim, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
     return "attn.context"
+
+
+_FUSED_KERNEL: dict[Attention, AttentionKernel] = {
+    Attention.FLASH2: AttentionKernel.FLASH2, Attention.FLASH3: AttentionKernel.FLASH3,
+    Attention.CUDNN: AttentionKernel.CUDNN,
+    # torch SDPA's default backend order puts its FlashAttention-2 kernels first on NVIDIA GPUs
+    # (pytorch/pytorch@v2.4.0 aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, priority_order).
+    Attention.SDPA: AttentionKernel.FLASH2,
+}
+"""The fused kernel each attention choice launches."""
 
 
 def _attention(blk: Block, *, reduce: bool = True) -> list[str]:

@@ -82,19 +82,25 @@ class RankTail:
     """Optimizer and post-update parameter gathers."""
 
 
-def _exposure(op: Op, total: Any, partner: Any, rules: OverlapRules) -> Any:
-    if op.overlap is Overlap.TP:
-        return positive_part(total - partner) if rules.tp_comm_overlap else total
-    if op.overlap is Overlap.PARTNER:
-        return positive_part(total - partner)
-    return total
+def _hidden(op: Op, total: Any, partner: Any, rules: OverlapRules) -> Any:
+    """Seconds of ``op`` hidden behind its partner compute op (0 when it does not overlap)."""
+    if op.overlap is Overlap.PARTNER or (op.overlap is Overlap.TP and rules.tp_comm_overlap):
+        return total - positive_part(total - partner)
+    return 0
 
 
 def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tuple[dict[str, Any], Any]:
-    """Category seconds of ``ops`` (one scope, one part) run ``repeat`` times; and compute seconds."""
+    """Category seconds of ``ops`` (one scope, one part) run ``repeat`` times; and compute seconds.
+
+    Each second of compute hides at most one collective: the ZeRO-3/FSDP prefetch hides behind
+    the compute that the TP and partner collectives did not already take. (Counting the same
+    GEMM as cover for both made a faster GEMM lengthen the step: a TP collective it hid less of
+    became exposed, and so did the prefetch.)
+    """
     totals = {op.name: op.count * t for op, t in ops}
     acc: dict[str, Any] = defaultdict(int)
     compute: Any = 0
+    covering: Any = 0
     prefetch: list[Any] = []
     for op, _ in ops:
         total = totals[op.name]
@@ -104,11 +110,13 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
         elif op.overlap is Overlap.PREFETCH:
             prefetch.append(total)
         else:
-            acc[op.category] += _exposure(op, total, totals.get(op.partner, 0), rules)
+            hidden = _hidden(op, total, totals.get(op.partner, 0), rules)
+            acc[op.category] += total - hidden
+            covering += hidden
     out = {k: v * repeat for k, v in acc.items()}
     if prefetch:
         gathers = sum(prefetch)
-        out["dp"] = out.get("dp", 0) + gathers + (repeat - 1) * positive_part(gathers - compute)
+        out["dp"] = out.get("dp", 0) + gathers + (repeat - 1) * positive_part(gathers - (compute - covering))
     return out, compute * repeat
 
 

@@ -37,7 +37,7 @@ from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Family, Kernel, Pass, Tier
 from llmp.hardware.spec import Device, Dtype
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TILE = 128
 """Output tile edge of the wave model (cuBLAS/CUTLASS and FlashAttention tiles are 64-256)."""
 

@@ -387,7 +387,7 @@ def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Devic
         "format": FORMAT, "format_version": FORMAT_VERSION, "kind": CROSS_GPU, "llmp": __version__,
         "xgboost": ",".join(versions) or "none", "grammar": grammar_version(),
         "schema_version": features.SCHEMA_VERSION,
-        "features": {fam: list(features.FEATURES[fam]) for fam in sorted(model.families_)},
+        "features": {fam: list(features.FEATURES[fam]) for fam in model.families()},
         "target": "log_ratio", "group_by": ["family"], "alpha": model.alpha, "seed": model.random_state,
         "xgb_params": dict(transfer.TREE_PARAMS), "cv_folds": 2, "min_samples": model.min_samples,
         "groups": [], "transfer": entries, "skipped_groups": [], "adjustments": [],

@@ -64,6 +64,15 @@ def dimensionless(family: str) -> tuple[str, ...]:
     return tuple(n for n in features.FEATURES[family] if n not in _ABSOLUTE)
 
 
+def unit_of(item: Kernel | Collective) -> str:
+    """What a candidate is chosen for: a kernel family in one dtype (``gemm/bf16``), or a collective
+    kind. Dtypes are apart because their evidence is: FP8 GEMMs were measured on other GPUs, by
+    other libraries, than BF16 ones, and one GPU's odd FP8 rows must not veto BF16's transfer."""
+    if isinstance(item, Kernel):
+        return f"{item.family}/{item.dtype}"
+    return str(item.kind)
+
+
 def operator_of(item: Kernel | Collective) -> str:
     """``dtype/variant/pass`` of a kernel; a collective's tier (intra- or inter-node, where NCCL's
     algorithms and their overheads differ): the unit of the offsets."""
@@ -84,8 +93,9 @@ class Candidate:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FamilyFit:
-    """The transfer model of one family, as fitted (a ``CrossGpuModel`` holds one per family)."""
+    """The transfer model of one unit (a family in one dtype; a ``CrossGpuModel`` holds one per unit)."""
 
+    unit: str
     family: str
     candidate: Candidate
     offsets: dict[str, float]
@@ -148,7 +158,7 @@ def _offsets(rows: _Rows) -> tuple[dict[str, float], float]:
     return offsets, float(np.median(list(offsets.values()))) if offsets else 0.0
 
 
-def _fit_family(family: str, rows: _Rows, candidate: Candidate, seed: int) -> FamilyFit:
+def _fit_family(unit: str, family: str, rows: _Rows, candidate: Candidate, seed: int) -> FamilyFit:
     offsets, default = _offsets(rows)
     columns: tuple[str, ...] = ()
     forest = None
@@ -164,7 +174,8 @@ def _fit_family(family: str, rows: _Rows, candidate: Candidate, seed: int) -> Fa
                                           "monotone_constraints": tuple(mono.get(c, 0) for c in columns)})
         booster.fit(rows.X[:, cols], rows.y - base, sample_weight=_gpu_weights(rows.gpu))
         forest = Forest.of(booster)
-    return FamilyFit(family=family, candidate=candidate, offsets=offsets, default_offset=default, columns=columns,
+    return FamilyFit(unit=unit, family=family, candidate=candidate, offsets=offsets, default_offset=default,
+                     columns=columns,
                      forest=forest, q=0.0, gpus=tuple(sorted(set(rows.gpu.tolist()))), logo={},
                      n_samples=len(rows.y))
 
@@ -176,13 +187,14 @@ def _candidates(n_gpus: int) -> list[Candidate]:
             *(Candidate(kind=k, lam=lam) for k in ("offsets", "offsets+tree") for lam in SHRINK)]
 
 
-def _held_out(family: str, rows: _Rows, candidate: Candidate, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _held_out(unit: str, family: str, rows: _Rows, candidate: Candidate,
+              seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per GPU: (predicted log factors, measured log factors) of a fit on the other GPUs."""
     out = {}
     names = features.FEATURES[family]
     for g in sorted(set(rows.gpu.tolist())):
         test = rows.gpu == g
-        fit = _fit_family(family, rows.take(~test), candidate, seed)
+        fit = _fit_family(unit, family, rows.take(~test), candidate, seed)
         out[g] = (fit.predict(rows.X[test], names, rows.op[test].tolist()), rows.y[test])
     return out
 
@@ -205,26 +217,27 @@ class CrossGpuModel:
         self.min_samples = min_samples
 
     def fit(self, observations: Sequence[Observation]) -> CrossGpuModel:
-        """Choose and fit one transfer model per family by leave-one-GPU-out."""
+        """Choose and fit one transfer model per unit (family and dtype) by leave-one-GPU-out."""
         if not 0 < self.alpha < 1:
             raise InputError(f"alpha must lie in (0, 1), got {self.alpha}")
         grouped: dict[str, list[Observation]] = defaultdict(list)
         for o in observations:
             if isinstance(o.item, Kernel) or o.links is not None:
-                grouped[features.family_of(o.item)].append(o)
+                grouped[unit_of(o.item)].append(o)
         self.families_: dict[str, FamilyFit] = {}
-        for n, family in enumerate(sorted(grouped)):
-            rows = _matrix(grouped[family])
+        for n, unit in enumerate(sorted(grouped)):
+            family = features.family_of(grouped[unit][0].item)
+            rows = _matrix(grouped[unit])
             if len(rows.y) < self.min_samples:
                 continue
             seed = self.random_state + 7919 * n
             gpus = sorted(set(rows.gpu.tolist()))
             scored = []
             for cand in _candidates(len(gpus)):
-                held = _held_out(family, rows, cand, seed) if len(gpus) > 1 else {}
+                held = _held_out(unit, family, rows, cand, seed) if len(gpus) > 1 else {}
                 scored.append((_criterion(held) if held else (False, 1.0), cand, held))
             crit, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
-            fit = _fit_family(family, rows, best, seed)
+            fit = _fit_family(unit, family, rows, best, seed)
             if held:
                 errors = np.concatenate([np.abs(p - y) for p, y in held.values()])
                 weights = np.concatenate([np.full(len(y), 1.0 / len(y)) for _, y in held.values()])
@@ -235,12 +248,12 @@ class CrossGpuModel:
                 pred = fit.predict(rows.X, features.FEATURES[family], rows.op.tolist())
                 q = float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha)) + abs(SINGLE_GPU_SHRINK * fit.default_offset)
                 logo = {}
-            self.families_[family] = FamilyFit(
-                family=family, candidate=best, offsets=fit.offsets, default_offset=fit.default_offset,
+            self.families_[unit] = FamilyFit(
+                unit=unit, family=family, candidate=best, offsets=fit.offsets, default_offset=fit.default_offset,
                 columns=fit.columns, forest=fit.forest, q=float(q), gpus=fit.gpus, logo=logo,
                 n_samples=fit.n_samples)
         if not self.families_:
-            raise InputError(f"no family has {self.min_samples}+ samples; nothing to fit")
+            raise InputError(f"no family and dtype has {self.min_samples}+ samples; nothing to fit")
         return self
 
     def _check_fitted(self) -> None:
@@ -250,7 +263,7 @@ class CrossGpuModel:
     def families(self) -> tuple[str, ...]:
         """The families (and collective kinds) this model corrects."""
         self._check_fitted()
-        return tuple(sorted(self.families_))
+        return tuple(sorted({fit.family for fit in self.families_.values()}))
 
     def predict(self, items: Sequence[Kernel | Collective], device: Device, *, links: Links | None = None,
                 blocks: dict[str, features.Block] | None = None, spread: bool = False) -> GroupPrediction:
@@ -266,14 +279,18 @@ class CrossGpuModel:
                               in_domain=np.zeros(n, dtype=bool), spread=np.zeros(n))
         if blocks is None:
             blocks, _ = features.blocks(items, device, links=links)
-        for family, block in blocks.items():
-            fit = self.families_.get(family)
-            if fit is None:
-                continue
-            ops = [operator_of(items[i]) for i in block.index]
-            out.log_factor[block.index] = fit.predict(block.X, block.names, ops)
-            out.q[block.index] = fit.q
-            out.has_model[block.index] = True
+        for block in blocks.values():
+            units = np.asarray([unit_of(items[i]) for i in block.index])
+            for unit in sorted(set(units.tolist())):
+                fit = self.families_.get(unit)
+                if fit is None:
+                    continue
+                rows = np.flatnonzero(units == unit)
+                where = block.index[rows]
+                ops = [operator_of(items[i]) for i in where]
+                out.log_factor[where] = fit.predict(block.X[rows], block.names, ops)
+                out.q[where] = fit.q
+                out.has_model[where] = True
         return out
 
 
@@ -310,16 +327,16 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) ->
 
 # -- persistence (called by ``store.save`` / ``store.load`` for a manifest of kind ``cross_gpu``) --
 def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]]:
-    """Write each family's tree to ``directory/groups/<family>.ubj``; return the manifest entries."""
+    """Write each unit's tree to ``directory/groups/<family>_<dtype>.ubj``; return the manifest entries."""
     model._check_fitted()
     (directory / "groups").mkdir(parents=True, exist_ok=True)
     entries = []
-    for family, fit in sorted(model.families_.items()):
+    for unit, fit in sorted(model.families_.items()):
         file = None
         if fit.forest is not None:
-            file = f"groups/{family}.ubj"
+            file = f"groups/{unit.replace('/', '_')}.ubj"
             (directory / file).write_bytes(fit.forest.raw)
-        entries.append({"family": family, "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
+        entries.append({"unit": unit, "family": fit.family, "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
                         "offsets": dict(sorted(fit.offsets.items())), "default_offset": fit.default_offset,
                         "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
                         "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples})
@@ -334,10 +351,10 @@ def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alph
     model = CrossGpuModel(alpha=alpha, random_state=seed)
     model.families_ = {}
     for e in entries:
-        family = str(e.get("family"))
+        family, unit = str(e.get("family")), str(e.get("unit"))
         try:
-            if family not in features.FEATURES:
-                raise ValueError(f"unknown family {family!r}")
+            if family not in features.FEATURES or unit.split("/")[0] != family:
+                raise ValueError(f"unknown family {family!r} or a unit {unit!r} not of it")
             cand = e["candidate"]
             candidate = Candidate(kind=str(cand["kind"]), lam=float(cand["lam"]))
             if candidate.kind not in ("roofline", "offsets", "offsets+tree") or not 0 <= candidate.lam <= 1:
@@ -360,11 +377,11 @@ def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alph
             elif candidate.kind == "offsets+tree":
                 raise ValueError("an offsets+tree candidate without its tree file")
         except (KeyError, TypeError, ValueError, OSError, ResidualSchemaError) as err:
-            raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {family!r} is malformed "
+            raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {unit!r} is malformed "
                                       f"({str(err).splitlines()[0] if str(err) else type(err).__name__})",
                                       hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)")
-        model.families_[family] = FamilyFit(
-            family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
+        model.families_[unit] = FamilyFit(
+            unit=unit, family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
             columns=columns, forest=forest, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
             logo={str(g): {k: float(x) for k, x in dict(v).items()} for g, v in dict(e["logo"]).items()},
             n_samples=int(e["n_samples"]))

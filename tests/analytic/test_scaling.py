@@ -13,10 +13,15 @@ from llmp.analytic import shard
 from llmp.analytic.graph import Scope, decompose
 from llmp.analytic.kernels import Collective, Family, Kernel, cost
 from llmp.analytic.pricing import Hardware, price
-from llmp.compose import predict
+from llmp.compose import predict as _predict
 from llmp.compose.overlap import OverlapRules, chunk_work
 from llmp.dsl.spec import Precision
 from llmp.hardware.spec import Dtype
+
+
+def predict(spec, residuals=None):
+    """The analytic composition (these tests are about it, not about a shipped residual store)."""
+    return _predict(spec, residuals)
 
 
 def _layer_gemm_flops(spec) -> float:
@@ -74,7 +79,6 @@ def _scaled(spec, *, flops=1.0, mem=1.0, intra=1.0, inter=1.0):
     return dataclasses.replace(spec, cluster=cl)
 
 
-@settings(max_examples=25)
 @given(specs(), st.sampled_from(["flops", "mem", "intra", "inter"]), st.floats(1.0, 8.0))
 def test_step_time_never_rises_when_hardware_gets_faster(spec, which, factor):
     slow = predict(spec).step_time_s

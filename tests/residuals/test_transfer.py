@@ -39,7 +39,7 @@ def _mape(model, obs: list[Observation]) -> tuple[float, float]:
 def test_what_every_gpu_agrees_on_transfers_to_a_gpu_never_measured(devices):
     data = {g: synthetic(d, ("norm",), 40, seed=i) for i, (g, d) in enumerate(devices.items())}
     model = CrossGpuModel().fit([o for g in GPUS[:3] for o in data[g]])
-    fit = model.families_["norm"]
+    fit = model.families_["norm/fp32"]
     assert fit.candidate.kind != "roofline"
     err, roof = _mape(model, data["mi300x"])
     assert err < 0.5 * roof
@@ -50,7 +50,7 @@ def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
     shifts = {"a100_sxm4_80gb": -2.5, "h100_sxm5_80gb": 1.5, "b200": -1.8, "mi300x": 0.0}
     data = {g: _shifted(synthetic(d, ("elementwise",), 40, seed=i), shifts[g]) for i, (g, d) in enumerate(devices.items())}
     model = CrossGpuModel().fit([o for g in GPUS[:3] for o in data[g]])
-    fit = model.families_["elementwise"]
+    fit = model.families_["elementwise/fp32"]
     assert fit.candidate.kind == "roofline"
     for g, held in fit.logo.items():
         assert held["mape"] == pytest.approx(held["roofline_mape"])
@@ -61,7 +61,7 @@ def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
 def test_a_family_measured_on_one_gpu_transfers_at_half_strength(devices):
     obs = synthetic(devices["a100_sxm4_80gb"], ("softmax",), 30)
     model = CrossGpuModel().fit(obs)
-    fit = model.families_["softmax"]
+    fit = model.families_["softmax/fp32"]
     assert fit.candidate.lam == SINGLE_GPU_SHRINK and fit.logo == {}
     op = operator_of(obs[0].item)
     pred = model.predict([obs[0].item], devices["h100_sxm5_80gb"])
@@ -72,7 +72,7 @@ def test_a_family_measured_on_one_gpu_transfers_at_half_strength(devices):
 def test_the_band_comes_from_held_out_gpus_and_covers_them(devices):
     data = {g: synthetic(d, ("norm",), 40, seed=i, noise=0.1) for i, (g, d) in enumerate(devices.items())}
     model = CrossGpuModel(alpha=0.2).fit([o for g in GPUS for o in data[g]])
-    fit = model.families_["norm"]
+    fit = model.families_["norm/fp32"]
     assert set(fit.logo) == set(GPUS)
     assert fit.q > 0
 
@@ -152,7 +152,7 @@ def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devic
     store.save(own, root / h100.id, devices=[h100])
     spec = dsl.loads('use "dgx_h100"\ncluster c { node = dgx_h100  nodes = 1 }\n'
                      "model m { arch = llama  layers = 2  hidden = 1024  heads = 8  ffn_hidden = 2816  vocab = 32000  seq_len = 1024 }\n"
-                     "train { global_batch = 8 }\n")
+                     "train { precision = fp32  global_batch = 8 }\n")
     choice = store.default_for(h100, root=root)
     assert isinstance(choice.residuals, store.Layered) and "families it has no model of" in choice.note
     items = [op.work for op in decompose(spec).ops]

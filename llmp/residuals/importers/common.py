@@ -39,7 +39,7 @@ from llmp.hardware.spec import Device
 from llmp.residuals import dataset, features, samplefile
 from llmp.residuals.design import DIMS
 
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2
 """Bumped whenever a mapping or a rule changes what an import writes."""
 
 SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")

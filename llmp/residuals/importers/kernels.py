@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmp.analytic.kernels import Collective, CollectiveKind, Family, Fusion, Kernel, Pass, Tier
+from llmp.analytic.kernels import AttentionKernel, Collective, CollectiveKind, Family, Fusion, Kernel, Pass, Tier
 from llmp.errors import InputError
 from llmp.hardware.spec import Dtype
 from llmp.residuals.importers import common
@@ -121,8 +121,9 @@ RULES = (
     "duplicates: the same kernel, source, backend and setup re-measured under other software or in another "
     "file -> the newest software (cuDNN backend, frontend, torch, flash-attn versions) is kept, ties -> the "
     "faster; the superseded XLA H100 grid and deterministic backward rows are skipped",
-    "attention: cuDNN / flash-attn / TE -> flash=1, torch_math -> flash=0; sliding-window and "
-    "head_dim_qk != head_dim_v rows skipped",
+    "attention: cuDNN / flash-attn / TE -> flash=1 (kernel variant cudnn for the cuDNN backends and TE on "
+    "Hopper/Blackwell, FlashAttention-2 for flash-attn 2.x and TE on Ampere), torch_math -> flash=0; "
+    "sliding-window and head_dim_qk != head_dim_v rows skipped",
     "SimuMax GEMM b folds into the rows (TN/NN) or the contraction (NT), as its generator does",
     "derived and wall-clock times are kept and noted (derived_time, wall_clock, cuda_events, median_kernel)",
     "collectives: Echo and vTrain all-reduce, bytes = nccl-tests size; 1-rank rows skipped; node dgx_a100_40gb "
@@ -265,7 +266,7 @@ class _Reader:
             kernel = Kernel.make(Family.ATTENTION, dtype, pass_, batch=_int(row, "batch", where, 1), heads=heads,
                                  kv_heads=kv, seq_q=_int(row, "seq_q", where), seq_kv=_int(row, "seq_kv", where),
                                  head_dim=_int(row, "head_dim_qk", where), causal=_bool(row, "causal", where),
-                                 flash=int(backend != "torch_math"))
+                                 flash=int(backend != "torch_math"), variant=_attention_kernel(backend, self.device_id))
             if row["source"] == "simumax":
                 tags.add("profiler_span")  # simumax README: SDPA timed first-to-last kernel in a trace
         else:
@@ -300,6 +301,22 @@ class _Reader:
                                    source_ref=row["source_ref"], notes=tuple(sorted(tags - {"backend=nccl"})),
                                    dtype=row["dtype"], backend=row["backend"], span_s=seconds))
         return ""
+
+
+_CUDNN_BACKENDS = frozenset({"cudnn", "cudnn_via_torch_sdpa"})
+_AMPERE = frozenset({"a100_pcie_80gb", "a100_sxm4_40gb", "a100_sxm4_80gb", "a40"})
+
+
+def _attention_kernel(backend: str, device_id: str) -> str:
+    """The fused kernel a row ran (``kernels.AttentionKernel``): cuDNN for the cuDNN backends;
+    TransformerEngine's attention, as SimuMax ran it, is cuDNN's FusedAttention on Hopper and
+    Blackwell and FlashAttention-2 on Ampere, where TE prefers its flash-attn backend
+    (NVIDIA/TransformerEngine@v1.11 transformer_engine/pytorch/attention.py, get_attention_backend:
+    FusedAttention's arbitrary-seqlen kernels need sm90 for the shapes these rows have; an
+    assumption, the rows do not say); flash-attn 2.x rows and torch_math (unfused) otherwise."""
+    if backend in _CUDNN_BACKENDS or (backend == "te_attention" and device_id not in _AMPERE):
+        return AttentionKernel.CUDNN.value
+    return AttentionKernel.FLASH2.value
 
 
 def collect(files: list[Path], *, device_id: str, gpu_id: str | None, node_id: str | None) -> Collected:
