@@ -275,6 +275,10 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
         if f not in ("recompute", "sequence_parallel"):
             notes.append(f"{f} = {value_text(fact.value)} (notes: {fact.text!r})")
     if sharding is not None:
+        if sharding.degree not in (None, 0, dp, dp * cp) and sharding.stage is not ZeroStage.NONE:
+            raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} shards "
+                               f"over {sharding.degree} ranks of dp·cp = {dp * cp} (hybrid sharding): llmp shards over "
+                               "the whole data-parallel group")
         parallel["zero"] = sharding.stage
         notes.append(f"zero = {sharding.stage} (zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r}: {sharding.because})")
     elif "zero" not in parallel:

@@ -176,6 +176,8 @@ def test_mt_nlg_fills_micro_batch_for_a_pipeline(map_snippet):
     (P.MISC_LLAMA31, SkipReason.NO_TIME_METRIC, "model_tflops_per_gpu"),
     (P.MISC_BLOOM, SkipReason.SPEC_ERROR, "model.layers(70) % (pp(12) * vp(1))"),
     (P.FUNCTIONAL_UNEVEN, SkipReason.UNEXPRESSIBLE, "uneven pipeline stages"),
+    (P.edit(P.AUTOMODEL_LLAMA3_70B, "zero_stage_or_fsdp", "HSDP (FSDP=8)"), SkipReason.UNEXPRESSIBLE,
+     "shards over 8 ranks of dp·cp = 64 (hybrid sharding)"),
     (P.edit(P.SC21_1P7B, "metric_unit", "furlongs", row=1), SkipReason.UNKNOWN_UNIT, "'furlongs' not understood"),
     (P.edit(P.SC21_1P7B, "metric_unit", "s", row=1), SkipReason.UNKNOWN_UNIT, "measures time"),
     (P.edit(P.SC21_1P7B, "recompute", "some layers"), SkipReason.CELL, "recompute 'some layers' not understood"),
