@@ -3,14 +3,16 @@
 Scores llmp against measured runs in the published-measurement schema (``validation/*.csv``,
 or rows ``llmp measure`` appended): per row the predicted and measured step time and the error
 ``predicted/measured − 1``, then MAPE, median and max |error| per source and per GPU, the worst
-rows, and every skipped row with its reason. Exit 0 when it ran, whatever the errors; 1 for bad
-input (missing file, wrong header, text in a numeric column).
+rows, and every skipped row with its reason. Exit 0 when at least one row was predicted, whatever
+the errors; 1 for bad input (missing file, wrong header, text in a numeric column) or when no row
+could be predicted (the report still prints, and stderr says why).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from llmp.errors import InputError
@@ -64,4 +66,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=1))
     else:
         print(text.render(report, per_row=not args.summary))
+    if not report.rows:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in report.skip_counts.items()) or "no measurements"
+        print(f"llmp validate: error: nothing predicted: all {len(report.skipped)} measurements were skipped "
+              f"({reasons})", file=sys.stderr)
+        return 1
     return 0

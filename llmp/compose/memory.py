@@ -33,6 +33,20 @@ r`` on rank ``r``; GPipe: all ``m``; interleaved: ``(pp - r - 1) 2 + (vp - 1) pp
 passes), each pass holding its own chunk's layers (an uneven split weighs them). A rank's
 weights, gradients and optimizer states are those of its own layers. The last rank also holds one microbatch's logits (model dtype) and the FP32 softmax that
 vocab-parallel cross-entropy saves for its backward.
+
+PyTorch FSDP (``zero = fsdp``: FSDP1 FULL_SHARD, FSDP2 ``fully_shard``) differs from ZeRO-3 in what
+it stores: the sharded parameter stays in its FP32 dtype and *is* the master copy (mixed precision
+only casts the all-gathered copy to BF16), so the optimizer holds the two moments alone, and the
+sharded gradient is FP32. Unsharded BF16 copies exist for the layers in use (the current one and
+the prefetched next) and for the root module's own parameters (embedding, final norm, head),
+which stay gathered through forward and backward.
+
+torchtitan (``stack = torchtitan``) runs two things its own way. Its ``selective`` recompute is
+op-level selective activation checkpointing (SAC): per layer it keeps the layer's input, the output
+of every *other* matmul (the 1st, 3rd, 5th, ... in execution order), the attention kernel's output
+and log-sum-exp, and recomputes everything else. Its loss upcasts the logits to FP32 and calls
+``F.cross_entropy``: log_softmax keeps an FP32 copy, and at the start of the backward the gradient
+of nll_loss and that of log_softmax (FP32 each) are alive with it, 12 bytes per logit.
 """
 
 from __future__ import annotations
@@ -47,7 +61,7 @@ from llmp.analytic.graph import RankKind, rank_kind_of
 from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import Structure, chunk_layers
 from llmp.compose.schedule import Plan, layers_in_flight
-from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, ZeroStage
+from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, Stack, ZeroStage
 
 GIB = 2**30
 CUDA_CONTEXT_BYTES = 1 * GIB
@@ -107,11 +121,59 @@ def layer_activation_bytes(ctx: Context) -> Any:
     return attention + mlp + masks + scores
 
 
-def _state_bytes(spec: Spec) -> int:
+def torchtitan_sac_bytes(ctx: Context) -> Any:
+    """Bytes one layer keeps under torchtitan's op-level selective activation checkpointing.
+
+    pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py (``_save_list``: mm, the
+    SDPA flash/efficient kernels, reduce_scatter; ``_custom_policy``: "Saves output of all compute
+    ops, except every second mm"); torchtitan/models/llama/model.py gives the matmul order wq, wk,
+    wv, wo, w1, w3, w2 (w1, w2 without the gate w3 for an ungated MLP). With tp, the row-parallel
+    outputs (wo, w2) are full-width partial sums and their reduce-scatters are kept too.
+    """
+    spec = ctx.spec
+    m, p = spec.model, spec.parallel
+    e, t, h = ctx.e, ctx.tokens, m.hidden
+    f = m.ffn_hidden / p.tp
+    widths = [ctx.q_width, ctx.kv_width, ctx.kv_width, h, f, *((f,) if m.activation.gated else ()), h]
+    kept = sum(widths[0::2])
+    scattered = 2 * h / p.tp if p.tp > 1 else 0
+    lse = 4 * spec.train.micro_batch * (m.heads / p.tp) * (m.seq_len / p.cp)
+    return e * (ctx.sp_tokens * h + t * (kept + ctx.q_width) + ctx.sp_tokens * scattered) + lse
+
+
+def logits_bytes(ctx: Context) -> Any:
+    """Bytes per logit element on the last rank at the loss (see the module docstring):
+    torchtitan's ``F.cross_entropy`` on FP32 logits (pytorch/torchtitan@v0.1.0:torchtitan/models/
+    llama/model.py ``self.output(h).float()``; train.py ``loss_fn`` and ``del pred`` before
+    ``loss.backward()``) 12, Megatron's in-place vocab-parallel cross-entropy the model-dtype logits
+    plus its FP32 softmax."""
+    if ctx.spec.train.stack is Stack.TORCHTITAN:
+        return 12
+    return ctx.e + 4
+
+
+def _fsdp(spec: Spec) -> bool:
+    return spec.parallel.zero is ZeroStage.FSDP
+
+
+def _master_bytes(spec: Spec) -> int:
     t = spec.train
-    master = 4 if (t.master_weights and t.precision not in (Precision.FP32, Precision.TF32)) else 0
-    moments = 4 if t.optimizer is Optimizer.SGD else 8
-    return master + moments
+    return 4 if (t.master_weights and t.precision not in (Precision.FP32, Precision.TF32)) else 0
+
+
+def _state_bytes(spec: Spec) -> int:
+    """Optimizer bytes per parameter: the moments, and the FP32 master copy unless FSDP's sharded
+    FP32 parameter is it (pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/_fsdp_param.py:
+    the sharded parameter keeps its original dtype, ``param_dtype`` casts only the all-gather;
+    torch/distributed/fsdp/_flat_param.py: FSDP1's low-precision ``_mp_shard`` exists only to be
+    gathered)."""
+    moments = 4 if spec.train.optimizer is Optimizer.SGD else 8
+    return moments + (0 if _fsdp(spec) else _master_bytes(spec))
+
+
+def _weight_bytes(spec: Spec, e: int) -> int:
+    """Bytes per stored (sharded) parameter: FSDP keeps them in FP32 (the master copy), others in the model dtype."""
+    return 4 if _fsdp(spec) and _master_bytes(spec) else e
 
 
 def _overhead(st: Structure) -> int:
@@ -130,6 +192,8 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     per_layer = layer_activation_bytes(ctx)
     if spec.train.recompute is Recompute.FULL:
         kept, working = e * ctx.sp_tokens * m.hidden, per_layer
+    elif spec.train.recompute is Recompute.SELECTIVE and spec.train.stack is Stack.TORCHTITAN:
+        kept, working = torchtitan_sac_bytes(ctx), per_layer
     else:
         kept, working = per_layer, 0
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
@@ -137,17 +201,28 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     for r in range(st.pp):
         kind = rank_kind_of(r, st.pp)
         first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(m, par, pp=st.pp, layers=sum(chunks[r::st.pp]), first=first, last=last)
+        params = shard.rank(m, par, pp=st.pp, layers=sum(chunks[r::st.pp]), first=first, last=last,
+                            vocab=ctx.vocab)
 
         def split(level: int, bytes_per: Any) -> Any:
             return bytes_per * (params.dense / (dp if sharded >= level else 1)
                                 + params.expert / (edp if sharded >= level else 1))
 
-        gathered = 2 * shard.layer(m, par).total * e if sharded == 3 else 0
+        layer = shard.layer(m, par).total
+        gathered = 2 * layer * e if sharded == 3 else 0
+        if _fsdp(spec):
+            # The root module's own parameters (embedding, final norm, head) are gathered from the
+            # start of the forward to the end of the backward: FSDP1 keeps the root unsharded after
+            # forward (pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_runtime_utils.py,
+            # _post_forward_reshard: "Do not free the root's parameters in the post-forward"), and
+            # torchtitan's FSDP2 root re-gathers them for the head's backward
+            # (pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py, apply_fsdp).
+            gathered += e * (params.total - m.layers / st.pp * layer)
         cand = Memory(
-            weights=split(3, e) + gathered, grads=split(2, grad_bytes(ctx)), optimizer=split(1, _state_bytes(spec)),
+            weights=split(3, _weight_bytes(spec, e)) + gathered, grads=split(2, grad_bytes(ctx)),
+            optimizer=split(1, _state_bytes(spec)),
             activations=(p.peak_in_flight[r] * chunks[0] if held is None else held[r]) * kept + working,
-            logits=(e + 4) * ctx.tokens * m.vocab / par.tp if last else 0,
+            logits=logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0,
             overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)
     assert best is not None

@@ -1,12 +1,14 @@
 """Score llmp against measured multi-GPU training runs (validation level L2, DESIGN.md).
 
     report = llmp.validate.validate(["validation/megatron_sc21.csv"])
-    report.overall.mape, report.by_source, report.skipped
+    report.overall.mape, report.by_source, report.by_stack, report.memory, report.skipped
 
 Stages, one module each: ``rows`` (read and check the CSV, group long-format rows into
-measurements) → ``mapping`` (row → .llmp text → Spec, with ``models``, ``frameworks`` and
-``hardware`` filling in what the row leaves blank) → ``score`` (predict, error, aggregates) →
-``text`` / ``plot``. ``metrics`` converts a published metric to step time and back.
+measurements: one configuration, one measurement) → ``mapping`` (row → .llmp text → Spec:
+``frameworks`` names the stack that ran the row and reads its train cells, ``models`` the
+architecture, ``hardware`` the catalog node; ``cells`` and ``notes`` read free text for its
+meaning) → ``score`` (predict, error, memory against measured peaks, aggregates) → ``text`` /
+``plot``. ``metrics`` reads a published metric and its unit and converts it to step time and back.
 """
 
 from __future__ import annotations

@@ -1,47 +1,69 @@
-"""Fill what a published row leaves blank with the documented default of the framework that ran it.
+"""Which stack ran a published row, and the train/parallel blocks its cells and notes state.
 
-A blank cell means the source did not say. The framework did run with *some* value, and its
-documented default (or the setting its published scripts pass) is the best stand-in; each one
-used is recorded on the row as an assumption, with the reason. Nothing here looks at a measured
-value of our predictor: these are configuration facts, decided before any prediction.
+The stack (:mod:`llmp.stacks`) says what a training stack does by default; this module only
+decides *which* stack ran the row (from its ``source``/``source_ref``, its framework cells and its
+notes, :data:`SOURCE_STACKS`) and reads what the row itself states (cells through
+:mod:`~llmp.validate.cells`, notes through :mod:`~llmp.validate.notes`). The generated spec names
+the stack and writes only what the row states; every field the row leaves to the stack is recorded
+as an assumption citing the profile item that decides it. Nothing here looks at a measured value:
+these are configuration facts, decided before any prediction.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import dataclass, field
+from typing import Any
 
-from llmp.dsl.spec import Precision, Recompute, Schedule, ZeroStage
-from llmp.validate.rows import Row
+from llmp.dsl.spec import Precision, Recompute, Schedule, Stack, ZeroStage
+from llmp.stacks import profile
+from llmp.validate import cells
+from llmp.validate.cells import CellError, Framework, Sharding
+from llmp.validate.notes import Notes
+from llmp.validate.rows import Measurement, Row
 from llmp.validate.skips import SkipReason, Unmodellable
 
 
-class Framework(StrEnum):
-    MEGATRON = "Megatron-LM"
-    MEGATRON_CORE = "Megatron-Core (Transformer Engine)"
-    MEGATRON_DEEPSPEED = "Megatron-DeepSpeed"
-    COMPOSER = "Composer (llm-foundry)"
-    NEMO = "NeMo"
-    NEMO_AUTOMODEL = "NeMo AutoModel (FSDP2)"
-    LLMP_MEASURE = "llmp measure (llmp's torch reference model)"
-    GENERIC = "unknown framework"
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceRule:
+    """A stack recognised from the words of a row's ``source`` and ``source_ref``."""
+
+    pattern: str
+    """Regular expression, matched case-insensitively."""
+    stack: Stack
+    why: str
 
 
-FRAMEWORK_OF_SOURCE: dict[str, Framework] = {
-    "llm-foundry": Framework.COMPOSER,
-    "megatron-sc21-table1": Framework.MEGATRON,
-    "megatron-sc21-table2": Framework.MEGATRON,
-    "megatron-lm-readme-2020": Framework.MEGATRON,
-    "megatron-lm-readme-gpt3-example": Framework.MEGATRON,
-    "megatron-lm-examples-llama": Framework.MEGATRON_CORE,
-    "bloom-176b-tr11": Framework.MEGATRON_DEEPSPEED,
-    "mt-nlg-530b": Framework.MEGATRON_DEEPSPEED,
-    "nemo-24.07-perf-summary": Framework.NEMO,
-    "nemo-automodel-perf-summary": Framework.NEMO_AUTOMODEL,
-    "llmp measure": Framework.LLMP_MEASURE,
-}
-"""Which framework produced each published source (``source`` column); others are GENERIC."""
+SOURCE_STACKS: tuple[SourceRule, ...] = (
+    SourceRule(pattern=r"torchtitan", stack=Stack.TORCHTITAN, why="torchtitan runs"),
+    SourceRule(pattern=r"automodel", stack=Stack.NEMO_AUTOMODEL, why="NeMo AutoModel (Hugging Face models on FSDP2)"),
+    SourceRule(pattern=r"megatron[-_ ]?bridge", stack=Stack.NEMO,
+               why="Megatron-Bridge performance recipes (NeMo 2 recipes on Megatron-Core + TE)"),
+    SourceRule(pattern=r"dgx[-_ ]?cloud|\bdgxc\b|dgxc[-_ ]", stack=Stack.NEMO,
+               why="NVIDIA DGX Cloud benchmarking recipes run NeMo / Megatron-Bridge"),
+    SourceRule(pattern=r"\bnemo\b|nemo[-_ ]\d|nvidia/nemo\b", stack=Stack.NEMO, why="NeMo performance recipes"),
+    SourceRule(pattern=r"llm[-_ ]?foundry|\bcomposer\b|mosaicml", stack=Stack.COMPOSER,
+               why="llm-foundry trains with Composer on PyTorch FSDP"),
+    SourceRule(pattern=r"megatron[-_ ]deepspeed|mt[-_ ]?nlg|megatron[-_ ]turing|\bbloom\b|bigscience", stack=Stack.MEGATRON_DEEPSPEED,
+               why="BLOOM and MT-NLG were trained with Megatron-DeepSpeed"),
+    SourceRule(pattern=r"gpt[-_ ]?neox|eleutherai", stack=Stack.GPT_NEOX, why="GPT-NeoX (EleutherAI)"),
+    SourceRule(pattern=r"megatron[-_ ]?lm[-_ ]?(?:ci\b|functional)|functional[-_ ]tests?|golden[-_ ]values",
+               stack=Stack.MEGATRON_CORE, why="Megatron-LM CI functional tests run Megatron-Core"),
+    SourceRule(pattern=r"megatron[^;]*(?:sc21|2020|readme)|narayanan", stack=Stack.MEGATRON_LM,
+               why="the SC21 paper and the README tables of 2020-2021 ran legacy Megatron-LM"),
+    SourceRule(pattern=r"megatron[-_ ]?lm[-_ ]?examples|megatron[-_ ]?core|\bmcore\b", stack=Stack.MEGATRON_CORE,
+               why="Megatron-LM's examples/ scripts run Megatron-Core with TransformerEngine"),
+    SourceRule(pattern=r"llmp measure", stack=Stack.GENERIC, why="llmp's own torch reference model"),
+)
+"""Sources met in published tables (and their public names), first match wins; the ``source`` cell
+is read before ``source_ref`` (a reference may name a README of another stack's repository)."""
+
+NOTE_STACKS: tuple[SourceRule, ...] = (
+    SourceRule(pattern=r"--transformer-impl|transformer_engine|megatron[-_ ]core", stack=Stack.MEGATRON_CORE,
+               why="the notes name Megatron-Core flags"),
+    SourceRule(pattern=r"torchtitan", stack=Stack.TORCHTITAN, why="the notes name torchtitan"),
+)
+"""Stacks recognised from notes, for sources no :data:`SOURCE_STACKS` rule knows."""
 
 SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
     "megatron-sc21-table2": (Recompute.FULL, ("the paper's FLOP convention (96·B·s·l·h², Table 2 as Table 1) counts a "
@@ -51,16 +73,29 @@ SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
     "megatron-lm-readme-2020": (Recompute.FULL, ("Megatron-LM's example GPT-2 scripts of 2020 pass "
                                 "--checkpoint-activations, and the README's TFLOP/s match the 96·B·s·l·h² count "
                                 "that includes the recomputed forward")),
+    "nemo-automodel-perf-summary": (Recompute.FULL, (
+        "the page's pre-training configuration files set distributed.activation_checkpointing: True, "
+        "AutoModel's whole-layer checkpointing (NVIDIA-NeMo/Automodel:examples/llm_benchmark/llama3_3/"
+        "custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml, listed under 'Configuration Files' of "
+        "docs/performance-summary.mdx)")),
 }
-"""Sources whose blank ``recompute`` is settled by the source itself rather than the framework default."""
+"""Sources whose blank ``recompute`` is settled by the source itself."""
 
-PRECISIONS: dict[str, Precision] = {"bf16": Precision.BF16, "fp16": Precision.FP16, "fp8": Precision.FP8,
-                                    "fp32": Precision.FP32, "tf32": Precision.TF32}
+RECIPE_SEQUENCE_PARALLEL: dict[Stack, str] = {
+    Stack.NEMO: ("NeMo 2 / Megatron-Bridge performance recipes set sequence_parallel=True whenever tp > 1 "
+                 "(NVIDIA/NeMo@v2.0.0:nemo/collections/llm/recipes/llama3_70b.py, MegatronStrategy(sequence_parallel=True))"),
+    Stack.MEGATRON_CORE: ("Megatron-LM's examples scripts pass --sequence-parallel with tp > 1 "
+                          "(NVIDIA/Megatron-LM@core_r0.9.0:examples/llama/train_llama3_8b_h100_fp8.sh)"),
+}
+"""Stacks whose published recipes turn sequence parallelism on with tp > 1 (sequence_parallel has no
+stack default in the language: Megatron's own default is off)."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainPlan:
-    """The train and parallel blocks to write for a row."""
+    """The train and parallel blocks to write for a row: layout, batch, and what the row states."""
 
+    stack: Stack
     precision: Precision
     global_batch: int
     micro_batch: int
@@ -73,44 +108,55 @@ class TrainPlan:
     vp: int
     schedule: Schedule
     sequence_parallel: bool
-    zero: ZeroStage
-    tp_comm_overlap: bool
+    train: dict[str, Any] = field(default_factory=dict)
+    """Further ``train`` fields the row states (they override the stack profile)."""
+    parallel: dict[str, Any] = field(default_factory=dict)
+    """Further ``parallel`` fields the row states (``zero``, ``tp_comm_overlap``, ...)."""
     assumptions: tuple[str, ...] = ()
 
 
-def framework_of(row: Row) -> Framework:
-    return FRAMEWORK_OF_SOURCE.get(row.text("source"), Framework.GENERIC)
+def stack_of(m: Measurement, sharding: Sharding | None, notes: Notes) -> tuple[Stack, str]:
+    """The stack that ran ``m`` and why (see the module docstring)."""
+    row = m.config
+    rule = next((r for where in (row.text("source"), row.text("source_ref")) for r in SOURCE_STACKS
+                 if re.search(r.pattern, where, re.IGNORECASE)), None)
+    if sharding is not None and sharding.framework is Framework.DEEPSPEED and (
+            rule is None or rule.stack not in (Stack.MEGATRON_DEEPSPEED, Stack.GPT_NEOX)):
+        if sharding.stage in (ZeroStage.NONE, ZeroStage.Z1):
+            return Stack.MEGATRON_DEEPSPEED, "the sharding cell names DeepSpeed (ZeRO-0/1 with Megatron's model)"
+        return Stack.GENERIC, (f"the sharding cell names DeepSpeed ZeRO-{sharding.stage}, which no stack profile "
+                               "models (megatron_deepspeed and gpt_neox run ZeRO-1 at most): generic")
+    if rule is not None:
+        return rule.stack, f"source {row.text('source')!r}: {rule.why}"
+    for r in NOTE_STACKS:
+        if re.search(r.pattern, m.notes, re.IGNORECASE):
+            return r.stack, r.why
+    return Stack.GENERIC, f"no stack recognised for source {row.text('source')!r}: generic (fused kernels everywhere)"
 
 
-def zero_stage(text: str) -> ZeroStage | None:
-    """``zero_stage_or_fsdp`` cell → stage (``FSDP FULL_SHARD`` → fsdp, ``ZeRO-1 (...)`` → 1); None if unreadable."""
-    t = text.strip().lower()
-    if t == "none":
-        return ZeroStage.NONE
-    if "fsdp" in t:
-        # SHARD_GRAD_OP shards gradients and optimizer states but keeps whole parameters: ZeRO-2.
-        return ZeroStage.Z2 if "shard_grad_op" in t else ZeroStage.FSDP
-    m = re.search(r"zero-?([0-3])", t)
-    if m:
-        return ZeroStage.NONE if m.group(1) == "0" else ZeroStage(m.group(1))
-    return None
-
-
-def _precision(row: Row, fw: Framework, notes: list[str]) -> Precision:
-    dtype = row.text("dtype").lower()
-    if dtype in PRECISIONS:
-        return PRECISIONS[dtype]
-    if dtype:
+def precision_of(row: Row, stack: Stack, notes: list[str]) -> Precision:
+    """The training precision from ``dtype`` (the normalised column) and ``precision`` (free text)."""
+    try:
+        from_dtype = cells.compute_dtype(row.text("dtype"))
+        from_text = cells.compute_dtype(row.text("precision"))
+    except CellError as err:
+        raise Unmodellable(SkipReason.CELL, f"precision/dtype {row.text('precision')!r}/{row.text('dtype')!r}: "
+                           f"{err}") from None
+    if from_dtype is not None and from_text is not None and from_dtype is not from_text:
+        raise Unmodellable(SkipReason.CELL, f"dtype {row.text('dtype')!r} and precision {row.text('precision')!r} "
+                           f"name different formats ({from_dtype} vs {from_text})")
+    dtype = from_dtype or from_text
+    if dtype is None:
+        notes.append("dtype blank: fp16 mixed precision assumed (the 16-bit tensor-core peak; "
+                     + ("Megatron-LM before 2021 trained with --fp16 only)" if stack is Stack.MEGATRON_LM else
+                        "bf16 runs at the same peak on A100/H100)"))
+        return Precision.FP16
+    if dtype not in cells.PRECISIONS:
         raise Unmodellable(SkipReason.UNSUPPORTED_DTYPE, f"dtype {dtype}: no such training precision in llmp "
-                           f"(supported: {', '.join(PRECISIONS)})")
-    stated = row.text("precision").lower()
-    if stated in PRECISIONS:  # a bare precision name, as `llmp measure` writes it (fp32 on a CPU)
-        notes.append(f"dtype blank: {stated} from the precision column")
-        return PRECISIONS[stated]
-    notes.append("dtype blank: fp16 mixed precision assumed (the 16-bit tensor-core peak; "
-                 + ("Megatron-LM before 2021 trained with --fp16 only)" if fw is Framework.MEGATRON else
-                    "bf16 runs at the same peak on A100/H100)"))
-    return Precision.FP16
+                           f"(supported: {', '.join(d.value for d in cells.PRECISIONS)})")
+    if from_dtype is None:
+        notes.append(f"dtype blank: {dtype} from the precision column {row.text('precision')!r}")
+    return cells.PRECISIONS[dtype]
 
 
 def _layout(row: Row, notes: list[str]) -> tuple[int, int, int, int, int, int]:
@@ -131,7 +177,7 @@ def _layout(row: Row, notes: list[str]) -> tuple[int, int, int, int, int, int]:
         degrees["dp"] = max(1, n // (tp * pp * cp))
         filled.append(f"dp = num_gpus/(tp·pp·cp) = {degrees['dp']}")
     if filled:
-        notes.append(f"layout blanks filled with framework defaults: {', '.join(filled)}")
+        notes.append(f"layout blanks filled: {', '.join(filled)}")
     dp, ep, vp = degrees["dp"], degrees["ep"], degrees["vp"]
     assert dp is not None and ep is not None and vp is not None
     return tp, pp, dp, cp, ep, vp
@@ -150,67 +196,110 @@ def _micro_batch(row: Row, global_batch: int, dp: int, pp: int, notes: list[str]
     return 1
 
 
-def _recompute(row: Row, fw: Framework, notes: list[str]) -> Recompute:
-    cell = row.text("recompute").lower()
+def _recompute(row: Row, noted: Notes, notes: list[str]) -> Recompute:
+    cell = row.text("recompute")
     if cell:
         try:
-            return Recompute(cell)
-        except ValueError:
-            raise Unmodellable(SkipReason.SPEC_ERROR, f"recompute {cell!r} is not none/selective/full") from None
+            read = cells.recompute(cell)
+        except CellError as err:
+            raise Unmodellable(SkipReason.CELL, f"recompute {cell!r} not understood: {err}") from None
+        if read.because not in ("none", "full", "selective"):
+            notes.append(f"recompute {cell!r}: {read.recompute} ({read.because})")
+        return read.recompute
+    fact = noted.get("train.recompute")
+    if fact is not None:
+        notes.append(f"recompute blank: {fact.value} (notes: {fact.text!r})")
+        return fact.value
     if row.text("source") in SOURCE_RECOMPUTE:
         value, why = SOURCE_RECOMPUTE[row.text("source")]
         notes.append(f"recompute blank: {value} ({why})")
         return value
-    notes.append(f"recompute blank: none ({fw} default: activation recomputation is off unless requested)")
+    notes.append("recompute blank: none (activation recomputation is off unless a run asks for it)")
     return Recompute.NONE
 
 
-def _zero(row: Row, fw: Framework, notes: list[str]) -> ZeroStage:
+def sharding_of(row: Row) -> Sharding | None:
+    """The ``zero_stage_or_fsdp`` cell's meaning (None when blank); an unreadable cell is a skip."""
     cell = row.text("zero_stage_or_fsdp")
+    if not cell:
+        return None
+    try:
+        return cells.sharding(cell)
+    except CellError as err:
+        raise Unmodellable(SkipReason.CELL, f"zero_stage_or_fsdp {cell!r} not understood: {err}") from None
+
+
+def _default(stack: Stack, name: str) -> str:
+    item = getattr(profile(stack), name)
+    shown = profile(stack).default_text(name)
+    return f"{shown} (stack {stack} default: {item.source})"
+
+
+def _sequence_parallel(row: Row, stack: Stack, tp: int, noted: Notes, notes: list[str]) -> bool:
+    cell = row.text("sequence_parallel")
     if cell:
-        stage = zero_stage(cell)
-        if stage is None:
-            raise Unmodellable(SkipReason.SPEC_ERROR, f"zero_stage_or_fsdp {cell!r} not understood "
-                               "(expected none, ZeRO-<n>, FSDP, FSDP2 or FSDP SHARD_GRAD_OP)")
-        return stage
-    if fw in (Framework.NEMO, Framework.MEGATRON_CORE):
-        notes.append("zero blank: 1 (NeMo/Megatron-Core performance recipes use the distributed optimizer, "
-                     "which shards optimizer states over dp)")
-        return ZeroStage.Z1
-    notes.append(f"zero blank: none ({fw} default: optimizer states replicated)")
-    return ZeroStage.NONE
+        try:
+            return cells.boolean(cell)
+        except CellError as err:
+            raise Unmodellable(SkipReason.CELL, f"sequence_parallel {cell!r} not understood: {err}") from None
+    fact = noted.get("parallel.sequence_parallel")
+    if fact is not None:
+        return bool(fact.value)
+    on = stack in RECIPE_SEQUENCE_PARALLEL and tp > 1
+    if tp > 1:
+        why = RECIPE_SEQUENCE_PARALLEL.get(stack, f"stack {stack}: off unless a run asks for it")
+        notes.append(f"sequence_parallel blank: {str(on).lower()} ({why})")
+    return on
 
 
-def plan_train(row: Row) -> TrainPlan:
-    """The train/parallel blocks for ``row``; raises :class:`Unmodellable` when they cannot be built."""
-    fw = framework_of(row)
-    notes: list[str] = []
-    precision = _precision(row, fw, notes)
+def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
+    """The train/parallel blocks for ``m``; raises :class:`Unmodellable` when they cannot be built."""
+    row = m.config
+    sharding = sharding_of(row)
+    stack, why = stack_of(m, sharding, noted)
+    notes: list[str] = [f"stack: {stack} ({why})"]
+    precision = precision_of(row, stack, notes)
     tp, pp, dp, cp, ep, vp = _layout(row, notes)
     global_batch = row.integer("global_batch")
     if global_batch is None:
         raise Unmodellable(SkipReason.MISSING_BATCH, "global_batch blank")
     micro_batch = _micro_batch(row, global_batch, dp, pp, notes)
-    recompute = _recompute(row, fw, notes)
-    zero = _zero(row, fw, notes)
+    recompute = _recompute(row, noted, notes)
     schedule = Schedule.INTERLEAVED if vp > 1 else Schedule.ONE_F_ONE_B
     if pp > 1 and vp == 1:
         notes.append("schedule: 1F1B (the Megatron/DeepSpeed default for pp > 1 without virtual stages)")
-    sp_cell = row.text("sequence_parallel").lower()
-    modern = fw in (Framework.NEMO, Framework.MEGATRON_CORE)
-    if sp_cell:
-        sequence_parallel = sp_cell in ("true", "1", "yes")
-    else:
-        sequence_parallel = modern and tp > 1
-        if tp > 1:
-            notes.append(f"sequence_parallel blank: {str(sequence_parallel).lower()} "
-                         + ("(NeMo/Megatron-Core recipes enable it with tp > 1)" if modern
-                            else f"({fw} default: off; the source predates or does not use it)"))
-    tp_comm_overlap = modern and tp > 1
-    if tp_comm_overlap:
-        notes.append("tp_comm_overlap: true (NeMo/Megatron-Core performance recipes overlap TP communication "
-                     "with GEMMs through Transformer Engine userbuffers)")
-    return TrainPlan(precision=precision, global_batch=global_batch, micro_batch=micro_batch, recompute=recompute,
-                     tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, schedule=schedule,
-                     sequence_parallel=sequence_parallel, zero=zero, tp_comm_overlap=tp_comm_overlap,
-                     assumptions=(f"framework: {fw} (from source {row.text('source')!r})", *notes))
+    sequence_parallel = _sequence_parallel(row, stack, tp, noted, notes)
+    train = {f: fact.value for f, fact in noted.section("train").items() if f != "recompute"}
+    parallel = {f: fact.value for f, fact in noted.section("parallel").items() if f != "sequence_parallel"}
+    for f, fact in (*noted.section("train").items(), *noted.section("parallel").items()):
+        if f not in ("recompute", "sequence_parallel"):
+            notes.append(f"{f} = {value_text(fact.value)} (notes: {fact.text!r})")
+    if sharding is not None:
+        if sharding.degree not in (None, 0, dp, dp * cp) and sharding.stage is not ZeroStage.NONE:
+            raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} shards "
+                               f"over {sharding.degree} ranks of dp·cp = {dp * cp} (hybrid sharding): llmp shards over "
+                               "the whole data-parallel group")
+        parallel["zero"] = sharding.stage
+        notes.append(f"zero = {sharding.stage} (zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r}: {sharding.because})")
+    elif "zero" not in parallel:
+        notes.append(f"zero_stage_or_fsdp blank: zero = {_default(stack, 'zero')}")
+    if tp > 1 and "tp_comm_overlap" not in parallel:
+        if profile(stack).tp_comm_overlap.value and not sequence_parallel:
+            parallel["tp_comm_overlap"] = False
+            notes.append("tp_comm_overlap = false: TransformerEngine's userbuffers overlap needs sequence "
+                         "parallelism, which this run does not use (NVIDIA/NeMo@v2.0.0:nemo/lightning/pytorch/"
+                         "callbacks/megatron_comm_overlap.py: disabled when sequence_parallel is False)")
+        else:
+            notes.append(f"tp_comm_overlap = {_default(stack, 'tp_comm_overlap')}")
+    for unmodelled in noted.unmodelled:
+        notes.append(f"not modelled: {unmodelled}")
+    return TrainPlan(stack=stack, precision=precision, global_batch=global_batch, micro_batch=micro_batch,
+                     recompute=recompute, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, schedule=schedule,
+                     sequence_parallel=sequence_parallel, train=train, parallel=parallel, assumptions=tuple(notes))
+
+
+def value_text(value: Any) -> str:
+    """``value`` as .llmp text (enums by value, booleans lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(getattr(value, "value", value))

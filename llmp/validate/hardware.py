@@ -1,22 +1,26 @@
-"""Pick the catalog node a published row ran on, and the link overrides its columns call for.
+"""Pick the catalog node a published row ran on, and the link override its interconnect calls for.
 
-Rows name their GPU by catalog id (``gpu_id``) but not the server, so the node is looked up among
-the catalog's nodes built from that GPU: the row's ``gpus_per_node`` and interconnect narrow the
-choice, then :data:`DEFAULT_NODE` (the vendor reference server) decides. Catalog nodes are
-resolved through the .llmp language itself (:func:`catalog_node`), so what is compared here is
-exactly what a spec would get. Interconnect cells are free text; the ones met in published
-tables are keyed in :data:`INTER_LINKS` with their source. Nothing is matched by substring.
+Rows name their GPU by catalog id (``gpu_id``, resolved through the catalog's aliases) but not
+the server, so the node is looked up among the catalog's nodes built from that GPU: the row's
+``gpus_per_node`` must match, the ``interconnect_inter`` cell (read for its meaning: the network
+technology, a bandwidth and whether it is per GPU, per node or per NIC) narrows the choice, then
+:data:`DEFAULT_NODE` (the vendor reference server) decides. A network the chosen node does not
+have becomes a cluster-level link override: a catalog link of that technology and bandwidth, or
+an inline link with the stated bandwidth. A GPU or a node size the catalog does not have is a
+skip naming what the catalog has. Catalog nodes are resolved through the .llmp language itself
+(:func:`catalog_node`), so what is compared here is exactly what a spec would get.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 from llmp import dsl
 from llmp.errors import LlmpError
-from llmp.hardware.catalog import catalog_ids
+from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Node
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable
@@ -25,24 +29,80 @@ DEFAULT_NODE: dict[str, str] = {
     "a100_sxm4_80gb": "dgx_a100",
     "a100_sxm4_40gb": "dgx_a100_40gb",
     "h100_sxm5_80gb": "dgx_h100",
+    "h100_sxm_96gb_hbm2e_500w": "grand_teton_h100_96gb",
     "h200_sxm_141gb": "hgx_h200",
+    "h800_sxm5_80gb": "hgx_h800",
     "v100_sxm3_32gb": "dgx2_v100",
     "b200": "dgx_b200",
+    "b300": "dgx_b300",
     "gb200": "gb200_nvl72",
+    "gb300": "gb300_nvl72",
+    "gh200_96gb": "alps_gh200",
     "mi300x": "mi300x_platform",
+    "mi325x": "mi325x_platform",
+    "mi355x": "mi355x_platform",
     "cpu": "cpu_host",
 }
-"""The server a GPU most often comes in (NVIDIA's reference DGX/HGX), when a row does not say."""
+"""The server a GPU most often comes in (the vendor's reference DGX/HGX/platform), when a row does not say."""
 
-INTER_LINKS: dict[str, tuple[str, str]] = {
-    "1600 Gbps node-node RoCE (per section title)": (
-        "roce_1600g", "llm-foundry benchmark README section titles: 1600 Gbps node-node RoCE"),
-    "Omni-Path Architecture (4 OPA links per node)": (
-        "link { bandwidth = 4 * 100 Gb/s  latency = 5 us }",
-        ("BLOOM README: 4 Omni-Path links per node; OPA 100 runs 100 Gb/s per port; latency as the "
-        "catalog's other NICs (NCCL NET constant)")),
-}
-"""``interconnect_inter`` cells met in published rows → a catalog link id or an inline link."""
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Tech:
+    """A scale-out network technology a cell may name."""
+
+    name: str
+    pattern: str
+    links: tuple[str, ...]
+    """Catalog links of this technology (ids of ``links.llmp``)."""
+    port_gbps: float | None = None
+    """Line rate of one port, Gb/s (for "4 OPA links" with no bandwidth)."""
+
+
+TECHS: tuple[Tech, ...] = (
+    Tech(name="RoCE", pattern=r"\broce(?:v2)?\b", links=("roce_1600g", "roce_400g_x8")),
+    Tech(name="InfiniBand XDR", pattern=r"\bxdr\b", links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72"), port_gbps=800),
+    Tech(name="InfiniBand NDR", pattern=r"\bndr\b", links=("ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72"), port_gbps=400),
+    Tech(name="InfiniBand HDR", pattern=r"\bhdr\b", links=("hdr_ib", "hdr_ib_x4", "hdr_ib_x8"), port_gbps=200),
+    Tech(name="InfiniBand EDR", pattern=r"\bedr\b", links=("edr_ib", "edr_ib_x8"), port_gbps=100),
+    Tech(name="InfiniBand", pattern=r"infini-?band|\bib\b",
+         links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72", "ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72",
+                "hdr_ib", "hdr_ib_x4", "hdr_ib_x8", "edr_ib", "edr_ib_x8")),
+    Tech(name="Omni-Path", pattern=r"omni-?path|\bopa\b", links=(), port_gbps=100),
+    Tech(name="Slingshot", pattern=r"slingshot", links=("slingshot11", "slingshot11_x4"), port_gbps=200),
+)
+"""Technologies met in published interconnect cells, most specific first (OPA 100: Intel Omni-Path
+Architecture 100 Series; HDR/NDR/XDR: InfiniBand 200/400/800 Gb/s per port)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Network:
+    """What an ``interconnect_inter`` cell says."""
+
+    tech: Tech | None = None
+    node_gbps: float | None = None
+    """Bandwidth per node per direction, Gb/s, when the cell states it unambiguously."""
+    because: str = ""
+
+
+def read_network(cell: str, gpus_per_node: int) -> Network:
+    """The technology and per-node bandwidth an ``interconnect_inter`` cell states."""
+    text = cell.lower()
+    tech = next((t for t in TECHS if re.search(t.pattern, text)), None)
+    bw = re.search(r"(\d+(?:\.\d+)?)\s*([gt])(?:b(?:it)?(?:ps|/s)|bps)", text)
+    count = re.search(r"(\d+)\s*(?:x\s*)?(?:[a-z-]+\s+)?(?:opa|ib|nic|hca|links?|ports?|rails?|adapters?)\b|\b(\d+)\s*x\b", text)
+    n = int(count.group(1) or count.group(2)) if count else None
+    gbps = float(bw.group(1)) * (1000 if bw.group(2) == "t" else 1) if bw else None
+    if gbps is not None and re.search(r"per[-_ ]gpu|/gpu|each gpu|gpu each", text):
+        return Network(tech=tech, node_gbps=gbps * gpus_per_node, because=f"{gbps:g} Gb/s per GPU x {gpus_per_node}")
+    if gbps is not None and n is not None:
+        return Network(tech=tech, node_gbps=gbps * n, because=f"{n} x {gbps:g} Gb/s")
+    if gbps is not None and re.search(r"node", text):
+        return Network(tech=tech, node_gbps=gbps, because=f"{gbps:g} Gb/s per node")
+    if gbps is None and n is not None and tech is not None and tech.port_gbps is not None:
+        return Network(tech=tech, node_gbps=n * tech.port_gbps, because=f"{n} {tech.name} ports x {tech.port_gbps:g} Gb/s")
+    why = "bandwidth scope (per GPU, per node, per NIC) not stated" if gbps is not None else "no bandwidth stated"
+    return Network(tech=tech, because=why)
+
 
 _PROBE = """use "{node}"
 model probe {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}
@@ -85,11 +145,40 @@ def nodes_with_gpu(gpu_id: str) -> tuple[Node, ...]:
     return tuple(found)
 
 
-def _choose(row: Row, gpu_id: str, inter_link: str | None, notes: list[str]) -> Node:
+_LINK_PROBE = """use "cpu"
+use "links"
+node probe_node {{ gpu = cpu  gpus_per_node = 1  intra = {link}  inter = {link} }}
+model probe {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}
+cluster probe {{ node = probe_node }}
+train {{ global_batch = 1 }}
+"""
+
+
+@functools.cache
+def link_bandwidth(link_id: str) -> float:
+    """Bytes/s of the catalog link ``link_id``, resolved by the .llmp resolver."""
+    spec = dsl.loads(_LINK_PROBE.format(link=link_id), filename=f"<catalog link {link_id}>")
+    return float(spec.cluster.node.inter.bandwidth)
+
+
+def _fits(node: Node, num_gpus: int) -> bool:
+    gpn = int(node.gpus_per_node)
+    return num_gpus <= gpn or num_gpus % gpn == 0
+
+
+def _matches(node: Node, net: Network) -> bool:
+    if net.tech is not None and net.tech.links and node.inter.id not in net.tech.links:
+        return False
+    if net.tech is not None and not net.tech.links and net.node_gbps is None:
+        return False
+    return net.node_gbps is None or math.isclose(float(node.inter.bandwidth) * 8 / 1e9, net.node_gbps, rel_tol=0.02)
+
+
+def _choose(row: Row, gpu_id: str, num_gpus: int, net: Network, notes: list[str]) -> Node:
     candidates = nodes_with_gpu(gpu_id)
     if not candidates:
-        known = ", ".join(sorted({n for n in DEFAULT_NODE} | set(catalog_ids()["gpu"])))
-        raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has gpu_id {gpu_id!r} (catalog GPUs: {known})")
+        raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has gpu_id {gpu_id!r} (catalog GPUs: "
+                           f"{', '.join(g for g in catalog_ids()['gpu'])})")
     gpn = row.integer("gpus_per_node")
     if gpn is not None:
         sized = tuple(n for n in candidates if n.gpus_per_node == gpn)
@@ -97,47 +186,66 @@ def _choose(row: Row, gpu_id: str, inter_link: str | None, notes: list[str]) -> 
             raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has {gpn} x {gpu_id} (nodes with this GPU: "
                                + ", ".join(f"{n.id} ({n.gpus_per_node})" for n in candidates) + ")")
         candidates = sized
-    if inter_link is not None:
-        linked = tuple(n for n in candidates if n.inter.id == inter_link)
-        if linked:
-            notes.append(f"node: {linked[0].id} (the catalog node of {gpu_id} with inter = {inter_link})")
-            return linked[0]
+    else:
+        whole = tuple(n for n in candidates if _fits(n, num_gpus))
+        if not whole:
+            raise Unmodellable(SkipReason.UNKNOWN_GPU, f"num_gpus {num_gpus} is not a whole number of any catalog node "
+                               "with this GPU (" + ", ".join(f"{n.id} ({n.gpus_per_node})" for n in candidates) + ")")
+        candidates = whole
     default = DEFAULT_NODE.get(gpu_id)
-    chosen = next((n for n in candidates if n.id == default), candidates[0])
+    ordered = sorted(candidates, key=lambda n: n.id != default)
+    if net.tech is not None or net.node_gbps is not None:
+        linked = [n for n in ordered if _matches(n, net)]
+        if linked:
+            notes.append(f"node: {linked[0].id} (its inter-node link {linked[0].inter.id} is the row's network)")
+            return linked[0]
+    chosen = ordered[0]
     why = "reference server" if chosen.id == default else "first catalog node with this GPU"
     notes.append(f"node: {chosen.id} ({chosen.gpus_per_node} x {gpu_id}, {why}; the row names no server)")
     return chosen
 
 
+def _inter_override(node: Node, net: Network, cell: str, notes: list[str]) -> str | None:
+    """The cluster's ``inter`` when the row's network is not the node's own (None: keep the node's)."""
+    if not cell or _matches(node, net):
+        return None
+    if net.node_gbps is None:
+        notes.append(f"interconnect_inter {cell!r}: {net.because}; the catalog node's {node.inter.id} is kept")
+        return None
+    if net.tech is not None:
+        same = [i for i in net.tech.links if math.isclose(link_bandwidth(i) * 8 / 1e9, net.node_gbps, rel_tol=0.02)]
+        if same:
+            notes.append(f"inter-node link: {same[0]} (interconnect_inter {cell!r}: {net.because})")
+            return same[0]
+    notes.append(f"inter-node link: {net.node_gbps:g} Gb/s per node (interconnect_inter {cell!r}: {net.because}); "
+                 f"latency and efficiency of the node's own {node.inter.id}")
+    return (f"link {{ bandwidth = {net.node_gbps:g} Gb/s  latency = {float(node.inter.latency):.6g} s  "
+            f"efficiency = {float(node.inter.efficiency):.6g} }}")
+
+
 def plan_cluster(row: Row) -> ClusterPlan:
-    """The cluster for ``row``: catalog node, node count and link overrides; raises :class:`Unmodellable`."""
-    gpu_id = row.text("gpu_id")
-    if not gpu_id:
+    """The cluster for ``row``: catalog node, node count and link override; raises :class:`Unmodellable`."""
+    cell_id = row.text("gpu_id")
+    if not cell_id:
         raise Unmodellable(SkipReason.UNKNOWN_GPU, "gpu_id blank")
+    gpu_id = canonical(cell_id)
     num_gpus = row.integer("num_gpus")
     if num_gpus is None:
         raise Unmodellable(SkipReason.MISSING_LAYOUT, "num_gpus blank")
     notes: list[str] = []
-    inter_cell = row.text("interconnect_inter")
-    inter: str | None = None
-    if inter_cell:
-        if inter_cell in INTER_LINKS:
-            inter, why = INTER_LINKS[inter_cell]
-            notes.append(f"inter-node link: {inter} ({why})")
-        else:
-            notes.append(f"interconnect_inter {inter_cell!r} not in the known table: catalog link kept")
+    if gpu_id != cell_id:
+        notes.append(f"gpu_id {cell_id!r} is the catalog's {gpu_id!r}")
+    cell = row.text("interconnect_inter")
+    net = read_network(cell, row.integer("gpus_per_node") or 8) if cell else Network()
     if row.text("interconnect_intra"):
         notes.append(f"interconnect_intra {row.text('interconnect_intra')!r} noted; the catalog node's intra link is used")
-    inter_id = inter if inter is not None and not inter.startswith("link") else None
-    node = _choose(row, gpu_id, inter_id, notes)
-    if inter is not None and inter == node.inter.id:
-        inter = None  # the node already has it
+    node = _choose(row, gpu_id, num_gpus, net, notes)
+    inter = _inter_override(node, net, cell, notes)
     gpn = int(node.gpus_per_node)
     if num_gpus < gpn:
         notes.append(f"run used {num_gpus} of a node's {gpn} GPUs: node.gpus_per_node = {num_gpus}")
         return ClusterPlan(node=node, nodes=1, gpus_per_node=num_gpus, inter=inter, assumptions=tuple(notes))
-    nodes = math.ceil(num_gpus / gpn)
-    if nodes * gpn != num_gpus:
+    if num_gpus % gpn:
         raise Unmodellable(SkipReason.MISSING_LAYOUT,
                            f"num_gpus {num_gpus} is not a whole number of {node.id} nodes ({gpn} GPUs each)")
-    return ClusterPlan(node=node, nodes=nodes, gpus_per_node=gpn, inter=inter, assumptions=tuple(notes))
+    return ClusterPlan(node=node, nodes=num_gpus // gpn, gpus_per_node=gpn, inter=inter, assumptions=tuple(notes))

@@ -1,28 +1,32 @@
 """Map one published measurement to a resolved :class:`~llmp.dsl.spec.Spec`, or say why not.
 
-The mapping writes ``.llmp`` text for the row (model from the architecture columns, cluster from
-``gpu_id`` → catalog node, train/parallel from the row) and resolves it with
-:func:`llmp.dsl.loads`, so every scored row goes through the real language and its checks; a
-row the language rejects is skipped with the resolver's own diagnostic. Blank cells are filled
-with the running framework's documented default (:mod:`~llmp.validate.frameworks`), and every
-such choice travels with the row as an assumption.
+The mapping writes ``.llmp`` text for the row (model from the architecture columns and notes,
+cluster from ``gpu_id`` → catalog node, train/parallel from the row, naming the stack that ran it)
+and resolves it with :func:`llmp.dsl.loads`, so every scored row goes through the real language
+and its checks; a row the language rejects is skipped with the resolver's own diagnostic. What the
+row leaves blank is decided by the stack's profile (:mod:`llmp.stacks`) or the model family, and
+every such choice travels with the row as an assumption.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from llmp import dsl
 from llmp.dsl.spec import Spec
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link
-from llmp.validate import metrics
-from llmp.validate.frameworks import TrainPlan, plan_train
+from llmp.validate import metrics, notes
+from llmp.validate.cells import CellError
+from llmp.validate.frameworks import TrainPlan, plan_train, value_text
 from llmp.validate.hardware import ClusterPlan, plan_cluster
-from llmp.validate.metrics import Metric, StepContext
-from llmp.validate.models import ModelPlan, plan_model
+from llmp.validate.metrics import Quantity, Reading, StepContext, UnitError
+from llmp.validate.models import MODEL_FIELDS, ModelPlan, plan_model
+from llmp.validate.notes import MemoryKind, MemoryReading, Notes
 from llmp.validate.rows import Measurement, Row
 from llmp.validate.skips import SkipReason, Unmodellable
 
@@ -36,8 +40,9 @@ class Mapped:
 
     measurement: Measurement
     metric_row: Row
-    """The row whose metric is scored."""
-    metric: Metric
+    """The (first) row whose metric is scored."""
+    reading: Reading
+    """The scored metric, understood (its value is the median when several rows report it)."""
     measured_s: float
     """Step time implied by the published metric."""
     context: StepContext
@@ -45,7 +50,9 @@ class Mapped:
     text: str
     """The generated .llmp text."""
     spec: Spec
-    assumptions: tuple[str, ...]
+    memory: tuple[MemoryReading, ...] = ()
+    """Measured memory peaks per GPU the row gives (metrics or notes)."""
+    assumptions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,19 +64,52 @@ class Skipped:
     detail: str
 
 
-def _choose_metric(m: Measurement) -> tuple[Metric, Row]:
+def readings(m: Measurement) -> tuple[tuple[Reading, Row], ...]:
+    """Every metric row of ``m``, understood; a unit llmp cannot read refuses the measurement."""
+    out = []
+    for row in m.rows:
+        value = row.number("metric_value")
+        assert value is not None  # a required cell (rows.REQUIRED)
+        try:
+            out.append((metrics.read(row.text("metric_name"), value, row.text("metric_unit")), row))
+        except UnitError as err:
+            raise Unmodellable(SkipReason.UNKNOWN_UNIT, f"{row.key}: metric {row.text('metric_name')!r}: {err}") from None
+    return tuple(out)
+
+
+def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_: list[str]) -> tuple[Reading, Row]:
     source = m.config.text("source")
-    for metric in metrics.PREFERENCE:
-        row = m.metric(metric.value)
-        if row is None:
+    for quantity in metrics.PREFERENCE:
+        found = [(r, row) for r, row in read if r.quantity is quantity]
+        if quantity is Quantity.FLOP_RATE and source not in metrics.FLOP_CONVENTIONS:
             continue
-        if metric is Metric.ACHIEVED_TFLOPS_PER_GPU and source not in metrics.FLOP_CONVENTIONS:
+        if not found:
             continue
-        return metric, row
-    have = ", ".join(m.metric_names)
+        # a job's throughput has more significant digits than the same figure per GPU
+        found.sort(key=lambda pair: pair[0].per_gpu)
+        reading, row = found[0]
+        same = [r.value for r, _ in found if r.name == reading.name and r.unit == reading.unit]
+        if len(set(same)) > 1:
+            median = statistics.median(same)
+            notes_.append(f"{len(same)} rows report {reading.name} for this configuration "
+                          f"({', '.join(f'{v:g}' for v in same)}): their median {median:g} is scored")
+            reading = Reading(name=reading.name, quantity=reading.quantity, value=median, unit=reading.unit)
+        return reading, row
+    have = ", ".join(f"{r.name} [{r.unit.text}]" for r, _ in read)
     raise Unmodellable(SkipReason.NO_TIME_METRIC,
                        f"reported metrics: {have}; none is a time or throughput, and FLOP-rate metrics are used "
                        "only with a FLOP formula stated by the source")
+
+
+def _memory(read: tuple[tuple[Reading, Row], ...], noted: Notes) -> tuple[MemoryReading, ...]:
+    out = list(noted.memory)
+    for r, row in read:
+        if r.quantity is Quantity.MEMORY:
+            name = r.name.lower()
+            kind = (MemoryKind.RESERVED if "reserved" in name else MemoryKind.ALLOCATED if "alloc" in name
+                    else MemoryKind.DEVICE)
+            out.append(MemoryReading(kind=kind, bytes=r.si, text=f"{r.name} = {r.value:g} {r.unit.text}"))
+    return tuple(out)
 
 
 def _check_task(row: Row) -> None:
@@ -87,11 +127,11 @@ def _check_moe(row: Row) -> None:
                            "layouts (dense first layers, MLA, shared experts) the row does not describe")
 
 
-def _context(row: Row, model: ModelPlan, train: TrainPlan, metric: Metric) -> StepContext:
+def _context(row: Row, model: ModelPlan, train: TrainPlan, reading: Reading) -> StepContext:
     num_gpus = row.integer("num_gpus")
     assert num_gpus is not None
     flops = None
-    if metric is Metric.ACHIEVED_TFLOPS_PER_GPU:
+    if reading.quantity is Quantity.FLOP_RATE:
         flops = metrics.FLOP_CONVENTIONS[row.text("source")].formula(
             global_batch=train.global_batch, seq_len=model.seq_len, layers=model.layers, hidden=model.hidden,
             vocab=model.vocab)
@@ -107,11 +147,12 @@ def _ident(text: str) -> str:
 def _link_text(link: Link) -> str:
     if link.id in catalog_ids()["link"]:
         return link.id
-    return f"link {{ bandwidth = {float(link.bandwidth):.6g} B/s  latency = {float(link.latency):.6g} s }}"
+    return (f"link {{ bandwidth = {float(link.bandwidth):.6g} B/s  latency = {float(link.latency):.6g} s  "
+            f"efficiency = {float(link.efficiency):.6g} }}")
 
 
-def _bool(value: bool) -> str:
-    return "true" if value else "false"
+def _field(name: str, value: Any, indent: str = "  ") -> str:
+    return f"{indent}{name} = {value_text(value)}"
 
 
 def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan) -> str:
@@ -129,55 +170,56 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan) -
     lines += [f"model {_ident(model.name)} {{", f"  arch = {model.arch}", f"  layers = {model.layers}",
               f"  hidden = {model.hidden}", f"  heads = {model.heads}", f"  kv_heads = {model.kv_heads}",
               f"  ffn_hidden = {model.ffn_hidden}", f"  vocab = {model.vocab}", f"  seq_len = {model.seq_len}"]
-    for name in ("norm", "activation", "position"):
-        value = getattr(model, name)
-        if value is not None:
-            lines.append(f"  {name} = {value}")
-    for name in ("bias", "tied_embeddings"):
-        value = getattr(model, name)
-        if value is not None:
-            lines.append(f"  {name} = {_bool(value)}")
+    lines += [_field(f, getattr(model, f)) for f in MODEL_FIELDS if getattr(model, f) is not None]
     lines += ["}", "", "cluster run {", f"  node = {node_id}", f"  nodes = {cluster.nodes}"]
     if cluster.inter is not None:
         lines.append(f"  inter = {cluster.inter}")
-    lines += ["}", "", "train {", f"  precision = {train.precision}", "  optimizer = adamw",
+    lines += ["}", "", "train {", f"  stack = {train.stack}", f"  precision = {train.precision}", "  optimizer = adamw",
               f"  global_batch = {train.global_batch}", f"  micro_batch = {train.micro_batch}",
-              f"  recompute = {train.recompute}", "  parallel {",
-              f"    tp = {train.tp}", f"    pp = {train.pp}", f"    dp = {train.dp}", f"    cp = {train.cp}",
+              f"  recompute = {train.recompute}"]
+    lines += [_field(f, v) for f, v in train.train.items()]
+    lines += ["  parallel {", f"    tp = {train.tp}", f"    pp = {train.pp}", f"    dp = {train.dp}", f"    cp = {train.cp}",
               f"    ep = {train.ep}", f"    vp = {train.vp}", f"    schedule = {train.schedule}",
-              f"    sequence_parallel = {_bool(train.sequence_parallel)}", f"    zero = {train.zero}",
-              f"    tp_comm_overlap = {_bool(train.tp_comm_overlap)}", "  }", "}", ""]
+              _field("sequence_parallel", train.sequence_parallel, "    ")]
+    lines += [_field(f, v, "    ") for f, v in train.parallel.items()]
+    lines += ["  }", "}", ""]
     return "\n".join(lines)
 
 
 def _map(m: Measurement) -> Mapped:
     row = m.config
     _check_task(row)
-    metric, metric_row = _choose_metric(m)
+    read = readings(m)
+    how: list[str] = []
+    reading, metric_row = _choose_metric(m, read, how)
     _check_moe(row)
-    model = plan_model(row)
-    train = plan_train(row)
+    try:
+        noted = notes.read(m.notes)
+    except CellError as err:
+        raise Unmodellable(SkipReason.CELL, f"notes: {err}") from None
+    if noted.unexpressible:
+        raise Unmodellable(SkipReason.UNEXPRESSIBLE, "; ".join(noted.unexpressible))
+    model = plan_model(row, noted)
+    train = plan_train(m, noted)
     cluster = plan_cluster(row)
     dtype = Dtype(train.precision.compute_dtype)
     if dtype not in cluster.node.gpu.peak_flops:
         have = ", ".join(d.value for d in cluster.node.gpu.peak_flops)
         raise Unmodellable(SkipReason.UNSUPPORTED_DTYPE,
                            f"{train.precision} on {cluster.node.gpu.id}: the catalog gives no {dtype} peak (has {have})")
-    context = _context(row, model, train, metric)
-    value = metric_row.number("metric_value")
-    assert value is not None
-    measured = metrics.step_time(metric, value, context)
+    context = _context(row, model, train, reading)
+    measured = metrics.step_time(reading, context)
     text = render(row, model, cluster, train)
     try:
         spec = dsl.loads(text, filename=f"<{row.key}>")
     except LlmpError as err:
         raise Unmodellable(SkipReason.SPEC_ERROR, err.render()) from None
-    how = f"measured step time from {metric} = {value:g} {metric_row.text('metric_unit')}"
+    said = f"measured step time from {reading.name} = {reading.value:g} {reading.unit.text} ({reading.quantity})"
     if context.flops_per_step is not None:
-        how += f" with {metrics.FLOP_CONVENTIONS[row.text('source')].citation}"
-    assumptions = (how, *model.assumptions, *train.assumptions, *cluster.assumptions)
-    return Mapped(measurement=m, metric_row=metric_row, metric=metric, measured_s=measured, context=context,
-                  text=text, spec=spec, assumptions=assumptions)
+        said += f" with {metrics.FLOP_CONVENTIONS[row.text('source')].citation}"
+    assumptions = (said, *how, *model.assumptions, *train.assumptions, *cluster.assumptions)
+    return Mapped(measurement=m, metric_row=metric_row, reading=reading, measured_s=measured, context=context,
+                  text=text, spec=spec, memory=_memory(read, noted), assumptions=assumptions)
 
 
 def map_measurement(m: Measurement) -> Mapped | Skipped:

@@ -1,14 +1,19 @@
-"""Turn a published metric into the time of one optimizer step, and back.
+"""Read a published metric (its name *and* its ``metric_unit``) and turn it into the time of one step.
 
-llmp predicts step time; sources report iteration time, throughput or FLOP rates. Each conversion
-here is the source's own definition inverted, nothing fitted: tokens/s/GPU → step time is
-``global_batch · seq_len / (tokens_per_sec_per_gpu · num_gpus)``. FLOP-rate metrics are used only
-where the source states its FLOP count (:data:`FLOP_CONVENTIONS`), because sources count FLOPs
-differently (with or without attention, recompute, the LM head).
+llmp predicts step time; sources report iteration time (in s or ms), throughput (tokens/s, per GPU
+or for the job; samples/s), FLOP rates, days to train, memory peaks. The unit cell is parsed by a
+small grammar (``<amount>[/<time>][/GPU]``: ``ms``, ``tokens/s/GPU``, ``tok/sec``, ``TFLOP/s/GPU``,
+``samples/s``, ``PFLOP/s``, ``GiB``, ``%``, ``days``) into a dimension and a scale to SI, and the
+metric name says which quantity it is (a step time, a throughput, a FLOP rate, a memory peak).
+A name and a unit that disagree, or a unit the grammar does not know, are refused with the row
+named, never guessed. Each conversion to step time is the source's own definition inverted,
+nothing fitted: tokens/s/GPU → ``global_batch · seq_len / (value · num_gpus)``. FLOP-rate metrics
+are used only where the source states its FLOP count (:data:`FLOP_CONVENTIONS`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -17,22 +22,148 @@ TOKENS_300B = 300e9
 """Megatron SC21 Table 2 reports days to train on 300 billion tokens."""
 
 
-class Metric(StrEnum):
-    """Time-like metric names of the schema (README of validation/), in order of preference."""
-
-    ITERATION_TIME_S = "iteration_time_s"
-    ITERATION_TIME_MS = "iteration_time_ms"
-    TOKENS_PER_SEC = "tokens_per_sec"
-    TOKENS_PER_SEC_PER_GPU = "tokens_per_sec_per_gpu"
-    SAMPLES_PER_SEC = "samples_per_sec"
-    ACHIEVED_TFLOPS_PER_GPU = "achieved_tflops_per_gpu"
-    """Only with the source's own FLOP formula (:data:`FLOP_CONVENTIONS`)."""
-    TRAINING_DAYS_300B_TOKENS = "training_days_300B_tokens"
+class UnitError(ValueError):
+    """A metric unit the grammar does not read, or one that contradicts the metric name."""
 
 
-PREFERENCE: tuple[Metric, ...] = tuple(Metric)
-"""Direct times first, then throughputs (exact given batch and GPUs), then FLOP rates, then days
-(which Megatron SC21 derived from the FLOP rate with an approximate formula)."""
+class Dim(StrEnum):
+    """What a unit measures."""
+
+    TIME = "time"
+    TOKEN_RATE = "tokens per second"
+    SAMPLE_RATE = "samples per second"
+    FLOP_RATE = "FLOP per second"
+    BYTES = "bytes"
+    PERCENT = "percent"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Unit:
+    """A parsed ``metric_unit``: value · ``scale`` is SI (seconds, tokens/s, FLOP/s, bytes)."""
+
+    dim: Dim
+    scale: float
+    per_gpu: bool = False
+    text: str = ""
+
+
+_TIME = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3, "msec": 1e-3,
+         "millisecond": 1e-3, "milliseconds": 1e-3, "us": 1e-6, "µs": 1e-6, "microseconds": 1e-6,
+         "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0,
+         "hour": 3600.0, "hours": 3600.0, "day": 86400.0, "days": 86400.0}
+_COUNT = {"token": Dim.TOKEN_RATE, "tokens": Dim.TOKEN_RATE, "tok": Dim.TOKEN_RATE, "toks": Dim.TOKEN_RATE,
+          "sample": Dim.SAMPLE_RATE, "samples": Dim.SAMPLE_RATE, "sequence": Dim.SAMPLE_RATE,
+          "sequences": Dim.SAMPLE_RATE, "seq": Dim.SAMPLE_RATE, "seqs": Dim.SAMPLE_RATE}
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18}
+_BYTES = {"b": 1.0, "bytes": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2.0**10, "mib": 2.0**20,
+          "gib": 2.0**30, "tib": 2.0**40}
+_GPU = frozenset({"gpu", "gpus", "device", "devices", "chip", "chips", "accelerator", "rank"})
+
+
+def parse_unit(text: str) -> Unit:
+    """``metric_unit`` → :class:`Unit`; raises :class:`UnitError` for text it does not read."""
+    raw = text.strip()
+    t = raw.lower().replace(" per ", "/").replace("·", "/").replace(" ", "")
+    if t in ("%", "percent", "pct"):
+        return Unit(dim=Dim.PERCENT, scale=1.0, text=raw)
+    parts = [p for p in t.split("/") if p]
+    if not parts:
+        raise UnitError("blank")
+    per_gpu = False
+    while len(parts) > 1 and parts[-1] in _GPU:
+        per_gpu = True
+        parts.pop()
+    head, rest = parts[0], parts[1:]
+    if head in _TIME and not rest:
+        return Unit(dim=Dim.TIME, scale=_TIME[head], per_gpu=per_gpu, text=raw)
+    if head in _BYTES and not rest:
+        return Unit(dim=Dim.BYTES, scale=_BYTES[head], per_gpu=per_gpu, text=raw)
+    flops = re.fullmatch(r"([kmgtpe]?)flops?", head)
+    if flops and (not rest or (len(rest) == 1 and rest[0] in _TIME)):
+        # "TFLOPS" and "TFLOP/s" are both rates; "TFLOP/ms" is a rate per millisecond.
+        per = _TIME[rest[0]] if rest else 1.0
+        return Unit(dim=Dim.FLOP_RATE, scale=_PREFIX[flops.group(1)] / per, per_gpu=per_gpu, text=raw)
+    count = re.fullmatch(r"([km]?)([a-z]+)", head)
+    if count and count.group(2) in _COUNT and len(rest) == 1 and rest[0] in _TIME:
+        return Unit(dim=_COUNT[count.group(2)], scale=_PREFIX[count.group(1)] / _TIME[rest[0]], per_gpu=per_gpu,
+                    text=raw)
+    raise UnitError(f"unit {raw!r} not understood (examples: s, ms, tokens/s, tokens/s/GPU, samples/s, "
+                    "TFLOP/s/GPU, PFLOP/s, GiB, %)")
+
+
+class Quantity(StrEnum):
+    """What a metric is, read from its name and checked against its unit."""
+
+    STEP_TIME = "step time"
+    TOKEN_RATE = "throughput (tokens)"
+    SAMPLE_RATE = "throughput (samples)"
+    FLOP_RATE = "FLOP rate"
+    MODEL_FLOP_RATE = "model FLOP rate"
+    TRAINING_DAYS = "days to train 300B tokens"
+    MEMORY = "memory peak"
+    PERCENT = "percentage"
+    AGGREGATE = "aggregate"
+
+
+_NAME_RULES: tuple[tuple[str, Quantity, frozenset[Dim]], ...] = (
+    (r"mfu|hfu|pct|percent|efficiency|utili[sz]ation", Quantity.PERCENT, frozenset({Dim.PERCENT})),
+    (r"training[-_ ]days|days[-_ ]to[-_ ]train|days_300b", Quantity.TRAINING_DAYS, frozenset({Dim.TIME})),
+    (r"\bmem|memory|allocated|reserved", Quantity.MEMORY, frozenset({Dim.BYTES})),
+    (r"model[-_ ]?tflops|model[-_ ]flops|mfu_tflops", Quantity.MODEL_FLOP_RATE, frozenset({Dim.FLOP_RATE})),
+    (r"flops|flop[-_ ]rate", Quantity.FLOP_RATE, frozenset({Dim.FLOP_RATE})),
+    (r"tokens?[-_ ]?(?:per|/)|(?<![a-z])(?:tps|wps|tgs)(?![a-z])", Quantity.TOKEN_RATE, frozenset({Dim.TOKEN_RATE})),
+    (r"samples?[-_ ]?(?:per|/)|sequences?[-_ ]?(?:per|/)|(?<![a-z])sps(?![a-z])", Quantity.SAMPLE_RATE, frozenset({Dim.SAMPLE_RATE})),
+    (r"iter(?:ation)?|step|time|latency|duration", Quantity.STEP_TIME, frozenset({Dim.TIME})),
+    (r"throughput", Quantity.TOKEN_RATE, frozenset({Dim.TOKEN_RATE, Dim.SAMPLE_RATE})),
+)
+"""Metric-name words → quantity and the unit dimensions it may have (first match wins)."""
+
+_BY_DIM = {Dim.TIME: Quantity.STEP_TIME, Dim.TOKEN_RATE: Quantity.TOKEN_RATE, Dim.SAMPLE_RATE: Quantity.SAMPLE_RATE,
+           Dim.FLOP_RATE: Quantity.FLOP_RATE, Dim.BYTES: Quantity.MEMORY, Dim.PERCENT: Quantity.PERCENT}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reading:
+    """One published metric, understood: its quantity and its value in SI units."""
+
+    name: str
+    """``metric_name`` as published."""
+    quantity: Quantity
+    value: float
+    """As published."""
+    unit: Unit
+
+    @property
+    def si(self) -> float:
+        """The value in SI (seconds, tokens/s, samples/s, FLOP/s, bytes), per GPU if ``per_gpu``."""
+        return self.value * self.unit.scale
+
+    @property
+    def per_gpu(self) -> bool:
+        return self.unit.per_gpu or bool(re.search(r"per[-_ ]gpu|_gpu\b|/gpu", self.name.lower()))
+
+
+def read(name: str, value: float, unit_text: str) -> Reading:
+    """Understand one metric; raises :class:`UnitError` when the unit is unknown or contradicts the name."""
+    unit = parse_unit(unit_text)
+    lowered = name.lower()
+    for pattern, quantity, dims in _NAME_RULES:
+        if re.search(pattern, lowered):
+            if unit.dim is Dim.SAMPLE_RATE and quantity is Quantity.TOKEN_RATE:
+                quantity = Quantity.SAMPLE_RATE  # "throughput" in samples/s
+            if unit.dim not in dims:
+                raise UnitError(f"metric {name!r} is a {quantity} but its unit {unit_text!r} measures {unit.dim}")
+            if quantity is Quantity.FLOP_RATE and not unit.per_gpu and "gpu" not in lowered:
+                quantity = Quantity.AGGREGATE  # a whole job's FLOP rate (aggregate PFLOP/s)
+            return Reading(name=name, quantity=quantity, value=value, unit=unit)
+    return Reading(name=name, quantity=_BY_DIM[unit.dim], value=value, unit=unit)
+
+
+PREFERENCE: tuple[Quantity, ...] = (Quantity.STEP_TIME, Quantity.TOKEN_RATE, Quantity.SAMPLE_RATE,
+                                    Quantity.FLOP_RATE, Quantity.TRAINING_DAYS)
+"""Time-like quantities, most direct first: a step time; throughputs (exact given batch and GPUs);
+a FLOP rate (only with the source's FLOP count); days to train (which Megatron SC21 derived from
+the FLOP rate with an approximate formula)."""
 
 
 def megatron_sc21_flops(*, global_batch: int, seq_len: int, layers: int, hidden: int, vocab: int) -> float:
@@ -50,18 +181,17 @@ def megatron_sc21_flops(*, global_batch: int, seq_len: int, layers: int, hidden:
 class FlopConvention:
     """A source's stated way of counting FLOPs per step."""
 
-    metric: Metric
     formula: Callable[..., float]
     citation: str
 
 
 FLOP_CONVENTIONS: dict[str, FlopConvention] = {
     source: FlopConvention(
-        metric=Metric.ACHIEVED_TFLOPS_PER_GPU, formula=megatron_sc21_flops,
+        formula=megatron_sc21_flops,
         citation="Narayanan et al. 2021 eq. 3: 96·B·s·l·h²·(1 + s/6h + V/16lh) FLOPs per step")
     for source in ("megatron-sc21-table1", "megatron-sc21-table2", "megatron-lm-readme-gpt3-example")
 }
-"""Sources (``source`` column) whose FLOP-rate metric can be inverted with their own formula."""
+"""Sources (``source`` column) whose achieved FLOP rate can be inverted with their own formula."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,42 +212,36 @@ def _tokens(ctx: StepContext) -> float:
     return float(ctx.global_batch * ctx.seq_len)
 
 
-def _flops(ctx: StepContext) -> float:
-    if ctx.flops_per_step is None:
-        raise ValueError("the source's FLOP count per step is needed to convert a FLOP rate")
-    return ctx.flops_per_step
-
-
-def _relation(metric: Metric, ctx: StepContext) -> tuple[float, int]:
-    """``(c, p)`` with ``value = c * seconds**p``: every time-like metric is a step time
-    (p = 1) or an amount of work per step divided by it (p = -1)."""
-    match metric:
-        case Metric.ITERATION_TIME_S:
+def _relation(reading: Reading, ctx: StepContext) -> tuple[float, int]:
+    """``(c, p)`` with ``si = c * seconds**p``: every time-like metric is a step time (p = 1) or an
+    amount of work per step divided by it (p = -1); a per-GPU rate is the job's over the GPU count."""
+    gpus = float(ctx.num_gpus) if reading.per_gpu else 1.0
+    match reading.quantity:
+        case Quantity.STEP_TIME:
             return 1.0, 1
-        case Metric.ITERATION_TIME_MS:
-            return 1e3, 1
-        case Metric.TOKENS_PER_SEC:
-            return _tokens(ctx), -1
-        case Metric.TOKENS_PER_SEC_PER_GPU:
-            return _tokens(ctx) / ctx.num_gpus, -1
-        case Metric.SAMPLES_PER_SEC:
+        case Quantity.TOKEN_RATE:
+            return _tokens(ctx) / gpus, -1
+        case Quantity.SAMPLE_RATE:
             if ctx.global_batch is None:
                 raise ValueError("global_batch is needed to convert samples/s")
-            return float(ctx.global_batch), -1
-        case Metric.ACHIEVED_TFLOPS_PER_GPU:
-            return _flops(ctx) / (1e12 * ctx.num_gpus), -1
-        case Metric.TRAINING_DAYS_300B_TOKENS:
-            return TOKENS_300B / (86400.0 * _tokens(ctx)), 1
-    raise AssertionError(metric)
+            return float(ctx.global_batch) / gpus, -1
+        case Quantity.FLOP_RATE:
+            if ctx.flops_per_step is None:
+                raise ValueError("the source's FLOP count per step is needed to convert a FLOP rate")
+            return ctx.flops_per_step / gpus, -1
+        case Quantity.TRAINING_DAYS:
+            return TOKENS_300B / _tokens(ctx), 1
+    raise ValueError(f"{reading.quantity} is not time-like")
 
 
-def step_time(metric: Metric, value: float, ctx: StepContext) -> float:
-    """Seconds per optimizer step implied by ``value`` of ``metric``."""
-    c, p = _relation(metric, ctx)
-    return value / c if p == 1 else c / value
+def step_time(reading: Reading, ctx: StepContext) -> float:
+    """Seconds per optimizer step implied by ``reading``."""
+    c, p = _relation(reading, ctx)
+    return reading.si / c if p == 1 else c / reading.si
 
 
-def metric_value(metric: Metric, seconds: float, ctx: StepContext) -> float:
-    """The value of ``metric`` that a step of ``seconds`` implies (the inverse of :func:`step_time`)."""
-    c, p = _relation(metric, ctx)
-    return c * seconds if p == 1 else c / seconds
+def metric_value(reading: Reading, seconds: float, ctx: StepContext) -> float:
+    """The value, in the metric's own unit, that a step of ``seconds`` implies (inverse of :func:`step_time`)."""
+    c, p = _relation(reading, ctx)
+    si = c * seconds if p == 1 else c / seconds
+    return si / reading.unit.scale

@@ -39,6 +39,10 @@ FLOAT_COLUMNS: frozenset[str] = frozenset({"params_b", "metric_value"})
 METRIC_COLUMNS: frozenset[str] = frozenset({"metric_name", "metric_value", "metric_unit"})
 """The columns that differ between the rows of one measurement (long format)."""
 
+FREE_COLUMNS: frozenset[str] = METRIC_COLUMNS | {"notes"}
+"""Columns that do not define the measured configuration: rows differing only here are one
+measurement (sources annotate each metric row separately, e.g. where a number was read)."""
+
 REQUIRED: tuple[str, ...] = ("source", "metric_name", "metric_value")
 """Cells no row may leave blank: without them a row measures nothing nameable."""
 
@@ -79,7 +83,7 @@ class Row:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Measurement:
-    """One measured run: the rows of one file that agree on every non-metric column."""
+    """One measured run: the rows of one file that agree on every configuration column."""
 
     rows: tuple[Row, ...]
 
@@ -88,13 +92,19 @@ class Measurement:
         """The row that stands for the run's configuration (any row would do; the first)."""
         return self.rows[0]
 
-    def metric(self, name: str) -> Row | None:
-        """The first row that reports metric ``name``, if any."""
-        return next((r for r in self.rows if r.text("metric_name") == name), None)
+    def metric_rows(self, name: str) -> tuple[Row, ...]:
+        """Every row that reports metric ``name``."""
+        return tuple(r for r in self.rows if r.text("metric_name") == name)
 
     @property
     def metric_names(self) -> tuple[str, ...]:
-        return tuple(r.text("metric_name") for r in self.rows)
+        """Distinct metric names, in order of appearance."""
+        return tuple(dict.fromkeys(r.text("metric_name") for r in self.rows))
+
+    @property
+    def notes(self) -> str:
+        """Every distinct note of the measurement's rows, in order, joined by ``"; "``."""
+        return "; ".join(dict.fromkeys(r.text("notes") for r in self.rows if r.text("notes")))
 
 
 def _span(path: str, line: int) -> Span:
@@ -213,10 +223,11 @@ def group_measurements(rows: tuple[Row, ...] | list[Row]) -> tuple[Measurement, 
     """Gather long-format rows into measurements, in order of first appearance.
 
     Rows belong together when they come from the same file and agree on every column except
-    ``metric_name``, ``metric_value`` and ``metric_unit`` (the published files' own definition).
+    :data:`FREE_COLUMNS` (the metric and its notes): one configuration is one measurement, so a
+    run is never counted twice because two of its rows carry different remarks.
     """
     groups: dict[tuple[str, tuple[str, ...]], list[Row]] = {}
     for row in rows:
-        key = (row.file, tuple(row.values[c] for c in COLUMNS if c not in METRIC_COLUMNS))
+        key = (row.file, tuple(row.values[c] for c in COLUMNS if c not in FREE_COLUMNS))
         groups.setdefault(key, []).append(row)
     return tuple(Measurement(rows=tuple(g)) for g in groups.values())

@@ -1,10 +1,12 @@
 """Predict every mapped measurement and score the prediction: per-row error and aggregates.
 
 The error of a row is ``predicted / measured − 1`` on the step time (positive = llmp too slow).
-Aggregates are reported per source and per GPU, never mixed across validation levels, with the
-worst rows named. :func:`attribution` relates the error to the prediction's own breakdown
-(exposed communication, bubble, recompute, ...) to say which part of the model the misses come
-from; it only describes the errors, nothing is fitted to them.
+Aggregates are reported per source, per stack and per GPU, never mixed across validation levels,
+with the worst rows named. Where a row gives a measured memory peak, llmp's memory per GPU is
+compared with it (:class:`MemoryCheck`), and an out-of-memory verdict on a run that ran is counted
+as a failure. :func:`attribution` relates the error to the prediction's own breakdown (exposed
+communication, bubble, recompute, ...) to say which part of the model the misses come from; it
+only describes the errors, nothing is fitted to them.
 """
 
 from __future__ import annotations
@@ -16,12 +18,58 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.compose import Residuals, predict
+from llmp.compose.prediction import MemoryReport
 from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.validate import metrics
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
+from llmp.validate.notes import MemoryKind, MemoryReading
 from llmp.validate.rows import Measurement, group_measurements, read_csvs
 from llmp.validate.skips import SkipReason
+
+GIB = 2.0**30
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemoryCheck:
+    """llmp's memory per GPU against a measured peak of one row."""
+
+    kind: MemoryKind
+    measured: float
+    """Bytes, as the row gives them."""
+    predicted: float
+    """Bytes llmp predicts for the same quantity: for allocator statistics (allocated, reserved) the
+    tensors llmp counts without its CUDA-context and NCCL-buffer overhead, which live outside
+    PyTorch's caching allocator; for device memory, llmp's total."""
+    error: float | None
+    """``predicted / measured − 1``; None when the two are not the same GPU (see ``note``)."""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "measured_bytes": self.measured, "predicted_bytes": self.predicted,
+                "error": self.error, "note": self.note}
+
+
+def check_memory(readings: Sequence[MemoryReading], memory: MemoryReport, pp: int) -> MemoryCheck | None:
+    """Compare ``memory`` (llmp's fullest GPU) with the most specific measured peak, if any.
+
+    Allocated bytes are preferred to reserved ones (the caching allocator's reserve adds cached,
+    fragmented blocks llmp does not model), both to device-level figures. A figure the source logged
+    on one rank only is compared only when that rank is llmp's fullest: Megatron logs memory on the
+    last rank (its tensorboard writer, ``args.rank == world_size - 1``: the last pipeline stage).
+    """
+    order = (MemoryKind.ALLOCATED, MemoryKind.RESERVED, MemoryKind.DEVICE)
+    found = sorted(readings, key=lambda r: order.index(r.kind))
+    if not found:
+        return None
+    r = found[0]
+    predicted = memory.total if r.kind is MemoryKind.DEVICE else memory.total - memory.overhead
+    if r.one_rank and pp > 1 and memory.rank != pp - 1:
+        return MemoryCheck(kind=r.kind, measured=r.bytes, predicted=predicted, error=None,
+                           note=(f"the source logs one rank (the last pipeline stage); llmp's fullest GPU is "
+                                 f"pipeline rank {memory.rank}: not compared"))
+    return MemoryCheck(kind=r.kind, measured=r.bytes, predicted=predicted, error=predicted / r.bytes - 1.0,
+                       note=f"measured: {r.text}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,6 +83,23 @@ class Scored:
     """The prediction's step-time breakdown, seconds by category."""
     band: tuple[float, float] | None = None
     """The prediction's [low, high] step time (equal to the point without residual models)."""
+    memory: MemoryReport | None = None
+    """llmp's memory on the fullest GPU."""
+    memory_check: MemoryCheck | None = None
+    """The comparison with the row's measured memory peak, when it gives one."""
+
+    @property
+    def oom_failure(self) -> bool:
+        """llmp says the run does not fit, yet it ran: a reported failure."""
+        return self.memory is not None and self.memory.oom
+
+    @property
+    def stack(self) -> str:
+        return self.mapped.spec.train.stack.value
+
+    @property
+    def memory_error(self) -> float | None:
+        return self.memory_check.error if self.memory_check is not None else None
 
     @property
     def measured_s(self) -> float:
@@ -60,7 +125,7 @@ class Scored:
     @property
     def predicted_metric(self) -> float:
         """The prediction in the published metric's own unit."""
-        return metrics.metric_value(self.mapped.metric, self.predicted_s, self.mapped.context)
+        return metrics.metric_value(self.mapped.reading, self.predicted_s, self.mapped.context)
 
     @property
     def layout(self) -> str:
@@ -70,12 +135,12 @@ class Scored:
     def to_dict(self) -> dict[str, Any]:
         """The input row's own columns plus the score (the ``--json`` row contract)."""
         row = self.mapped.metric_row
-        measured_value = row.number("metric_value")
-        assert measured_value is not None
+        measured_value = self.mapped.reading.value
         return {
             **row.to_dict(),
             "key": self.key,
-            "metric": self.mapped.metric.value,
+            "stack": self.stack,
+            "metric": self.mapped.reading.name,
             "unit": "s",
             "predicted": self.predicted_s,
             "measured": self.measured_s,
@@ -84,6 +149,10 @@ class Scored:
             "measured_metric": measured_value,
             "metric_error": self.predicted_metric / measured_value - 1.0,
             "band": list(self.band) if self.band is not None else None,
+            "memory_per_gpu_bytes": self.memory.total if self.memory is not None else None,
+            "oom": self.oom_failure,
+            "memory_error": self.memory_error,
+            "memory": self.memory_check.to_dict() if self.memory_check is not None else None,
             "breakdown": dict(self.breakdown),
             "assumptions": list(self.mapped.assumptions),
         }
@@ -156,6 +225,32 @@ class Report:
     def by_gpu(self) -> dict[str, Stats]:
         return self.by(lambda r: r.gpu)
 
+    @property
+    def by_stack(self) -> dict[str, Stats]:
+        return self.by(lambda r: r.stack)
+
+    @property
+    def memory_rows(self) -> tuple[Scored, ...]:
+        """Rows whose measured memory peak llmp's memory was compared with."""
+        return tuple(r for r in self.rows if r.memory_error is not None)
+
+    @property
+    def memory(self) -> Stats | None:
+        """Memory error statistics over :attr:`memory_rows` (None without any)."""
+        rows = self.memory_rows
+        if not rows:
+            return None
+        errors = [r.memory_error for r in rows if r.memory_error is not None]
+        worst = max(rows, key=lambda r: abs(r.memory_error or 0.0))
+        return Stats(rows=len(rows), mape=statistics.fmean(abs(e) for e in errors),
+                     median=statistics.median(abs(e) for e in errors), max=max(abs(e) for e in errors),
+                     bias=statistics.fmean(errors), worst=worst.key)
+
+    @property
+    def oom_failures(self) -> tuple[Scored, ...]:
+        """Rows llmp says do not fit in memory, although the run ran."""
+        return tuple(r for r in self.rows if r.oom_failure)
+
     def worst(self, n: int = 5) -> tuple[Scored, ...]:
         return tuple(sorted(self.rows, key=lambda r: abs(r.error), reverse=True)[:n])
 
@@ -176,7 +271,10 @@ class Report:
             "max": overall.max if overall else None,
             "bias": overall.bias if overall else None,
             "by_source": {k: v.to_dict() for k, v in self.by_source.items()},
+            "by_stack": {k: v.to_dict() for k, v in self.by_stack.items()},
             "by_gpu": {k: v.to_dict() for k, v in self.by_gpu.items()},
+            "memory": self.memory.to_dict() if self.memory is not None else None,
+            "oom_failures": [r.key for r in self.oom_failures],
             "worst": [{"key": r.key, "source": r.source, "model": r.mapped.metric_row.text("model_name"),
                        "error": r.error} for r in self.worst()],
             "skip_counts": self.skip_counts,
@@ -228,8 +326,9 @@ def score(mapped: Mapped, residuals: Residuals | None = None) -> Scored | Skippe
         return Skipped(measurement=mapped.measurement, reason=SkipReason.PREDICT_ERROR,
                        detail=f"predicted step time {seconds!r} is not a positive number")
     low, high = (float(x) for x in prediction.band)
+    check = check_memory(mapped.memory, prediction.memory, int(mapped.spec.parallel.pp))
     return Scored(mapped=mapped, predicted_s=seconds, breakdown={k: float(v) for k, v in prediction.breakdown.items()},
-                  band=(low, high))
+                  band=(low, high), memory=prediction.memory, memory_check=check)
 
 
 def select_sources(measurements: Iterable[Measurement], sources: Sequence[str]) -> tuple[Measurement, ...]:

@@ -1,10 +1,10 @@
-"""The human-readable ``llmp validate`` report: per-row table, aggregates, worst rows, skips."""
+"""The human-readable ``llmp validate`` report: per-row table, aggregates, memory, worst rows, skips."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llmp.validate.score import Report, Stats
+from llmp.validate.score import GIB, Report, Scored, Stats
 
 
 def _pct(x: float) -> str:
@@ -31,15 +31,26 @@ def _stats_table(title: str, groups: dict[str, Stats]) -> list[str]:
                                right=frozenset({1, 2, 3, 4, 5}))]
 
 
+def _memory_cell(r: Scored) -> str:
+    """``predicted/measured GiB (error)``, ``OOM`` when llmp says a run that ran does not fit."""
+    oom = "OOM! " if r.oom_failure else ""
+    c = r.memory_check
+    if c is None:
+        return f"{oom}{r.memory.total / GIB:.1f}" if r.memory is not None else oom.strip()
+    measured = f"{c.predicted / GIB:.1f}/{c.measured / GIB:.1f} {c.kind.value}"
+    return f"{oom}{measured} " + (_pct(c.error) if c.error is not None else "(other rank)")
+
+
 def render(report: Report, *, per_row: bool = True) -> str:
     """The report as text; ``per_row=False`` leaves out the row table (aggregates only)."""
     out: list[str] = []
     if per_row and report.rows:
-        rows = [[r.source, r.key, r.mapped.metric_row.text("model_name"), r.mapped.metric_row.text("num_gpus"),
-                 r.layout, r.mapped.metric.value, _secs(r.predicted_s), _secs(r.measured_s), _pct(r.error)]
+        rows = [[r.source, r.key, r.stack, r.mapped.metric_row.text("model_name"), r.mapped.metric_row.text("num_gpus"),
+                 r.layout, r.mapped.reading.name, _secs(r.predicted_s), _secs(r.measured_s), _pct(r.error),
+                 _memory_cell(r)]
                 for r in report.rows]
-        out += _table(["source", "row", "model", "gpus", "layout", "metric", "predicted", "measured", "error"],
-                      rows, right=frozenset({3, 6, 7, 8}))
+        out += _table(["source", "row", "stack", "model", "gpus", "layout", "metric", "predicted", "measured", "error",
+                       "memory GiB (llmp/measured)"], rows, right=frozenset({4, 7, 8, 9}))
     overall = report.overall
     if overall is None:
         out.append("no row could be predicted")
@@ -48,7 +59,16 @@ def render(report: Report, *, per_row: bool = True) -> str:
                 f"{100 * overall.median:.1f}%, max |error| {100 * overall.max:.1f}%, bias {_pct(overall.bias)} "
                 "(error = predicted/measured - 1 on step time)")]
         out += _stats_table("Error by source", report.by_source)
+        out += _stats_table("Error by stack", report.by_stack)
         out += _stats_table("Error by gpu", report.by_gpu)
+        memory = report.memory
+        out += ["", "Memory per GPU against measured peaks: " + (
+            f"{memory.rows} rows, MAPE {100 * memory.mape:.1f}%, max |error| {100 * memory.max:.1f}%, "
+            f"bias {_pct(memory.bias)} (worst {memory.worst})" if memory is not None else "no row gives one")]
+        ooms = report.oom_failures
+        out.append(f"Out-of-memory verdicts on runs that ran: {len(ooms)}"
+                   + (": " + ", ".join(f"{r.key} ({r.memory.total / GIB:.1f} of {r.memory.capacity / GIB:.0f} GiB)"
+                                       for r in ooms if r.memory is not None) if ooms else ""))
         out += ["", "Worst rows"]
         for i, r in enumerate(report.worst(), 1):
             out.append(f"  {i}. {r.key} {r.mapped.metric_row.text('model_name')} ({r.source}, "

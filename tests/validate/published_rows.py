@@ -1,8 +1,9 @@
 """Real rows of validation/*.csv (published measurements), copied for the tests.
 
-Each snippet is the header plus a few consecutive rows of one file, with the long
-``source_ref`` and ``notes`` cells shortened (nothing llmp reads); every other cell is as
-published. ``FIRST_LINE`` gives the line of the first row in its file, so row keys match.
+Each snippet is the header plus a few consecutive rows of one file. In the older snippets the
+long ``source_ref`` and ``notes`` cells are shortened; the snippets added with the notes parser
+(``FUNCTIONAL_*``, ``NEMO_NEMOTRON_340B``, ``TORCHTITAN_8B``) keep the notes whole, since llmp
+now reads them. ``FIRST_LINE`` gives the line of the first row in its file, so row keys match.
 """
 
 from __future__ import annotations
@@ -147,6 +148,33 @@ MISC_LLAMA31 = (
     'llama3-405b-pretrain,"glennklockwood.com/garden/llama-3.1 (pages corpus), table of",Llama 3.1 405B (pre-training),405,126,16384,128,8,53248,128256,,,,"H100 80GB (700W, Grand Teton)",h100_sxm5_80gb,8192,8,,,8,16,64,1,,,,,,,FSDP (DP dimension),bf16,bf16,model_tflops_per_gpu,430,TFLOP/s/GPU,tokens/batch 16M; dp derived = GPUs/(TP*CP*PP); seq_len not given by this source (CP=16 ro' "\n"
 )
 
+FUNCTIONAL_7B_H100 = (
+    HEADER +
+    'megatron-lm-functional-tests,NVIDIA/Megatron-LM@d98e8a64dd:tests/functional_tests/test_ca,GPT 32L h4096 (Megatron CI test gpt3_7b_tp1_pp4_memory_speed),,32,4096,32,8,16384,131073,8192,,,"NVIDIA H100 (DGX H100, Megatron-LM CI platform dgx_h100)",h100_sxm5_80gb,8,8,,,1,4,2,1,,8,1,8,no,none,Megatron distributed optimizer (ZeRO-1-like),BF16 mixed,bf16,iteration_time_s,1.15013,s,"Megatron-LM functional test \'gpt3_7b_tp1_pp4_memory_speed\' (dev container, CI platform dgx_h100); world size 8 = recipe h100/gpt.yaml spec nodes 1 x gpus 8; metric = median of the golden \'iteration-time\' values (Megatron \'elapsed time per iteration\', averaged over --log-interval 2 steps) after dropping the first 2 logged values as warm-up: 10 values from step 6 to 24, min 1.1486 max 1.1525 s; --train-iters 25; GA 4 (derived GBS/(MBS*DP)); dp derived = world/(TP*PP*CP); GPT (LayerNorm, GeLU MLP); ffn derived (Megatron default 4*hidden); vocab NullTokenizer --vocab-size 131073, padded to a multiple of 128*TP = 131200; flags: --transformer-impl=transformer_engine --deterministic-mode --overlap-grad-reduce --overlap-param-gather --no-gradient-accumulation-fusion --untie-embeddings-and-output-weights; env: CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 NCCL_ALGO=Ring CUBLAS_WORKSPACE_CONFIG=:4096:8; golden mem-max-allocated-bytes max 56.55 GiB (one rank, as logged)"' "\n"
+)
+
+FUNCTIONAL_LOCAL_IMPL = (
+    HEADER +
+    'megatron-lm-functional-tests,NVIDIA/Megatron-LM@d98e8a64dd:tests/functional_tests/test_ca,GPT 12L h512 (Megatron CI test gpt3_mcore_tp1_pp2),,12,512,8,8,2048,50257,1024,,,"NVIDIA A100 (DGX A100, Megatron-LM CI platform dgx_a100; 40/80GB not stated)",a100_sxm4_80gb,8,8,,,1,2,4,1,,,4,32,no,none,none (Megatron DDP),BF16 mixed,bf16,iteration_time_s,0.12981,s,"Megatron-LM functional test \'gpt3_mcore_tp1_pp2\' (dev container, CI platform dgx_a100); world size 8 = recipe h100/gpt.yaml spec nodes 1 x gpus 8 (the recipe\'s current products do not list this env/platform; the golden file is older, world size taken from the only recipe that runs this test case); metric = median of the golden \'iteration-time\' values (Megatron \'elapsed time per iteration\', averaged over --log-interval 1 steps) after dropping the first 2 logged values as warm-up: 9 values from step 10 to 50, min 0.1281 max 0.1325 s; --train-iters 50; GA 2 (derived GBS/(MBS*DP)); dp derived = world/(TP*PP*CP); GPT (LayerNorm, GeLU MLP); ffn derived (Megatron default 4*hidden); vocab GPT-2 BPE vocab.json (50257 tokens), padded to a multiple of 128*TP = 50304; flags: --transformer-impl=local --deterministic-mode --no-gradient-accumulation-fusion --apply-query-key-layer-scaling; env: CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 NCCL_ALGO=Ring CUBLAS_WORKSPACE_CONFIG=:4096:8; tiny CI model: launch/synchronisation overhead dominates; deterministic-mode / NCCL_ALGO=Ring / unfused attention settings slow some cases deliberately; golden mem-max-allocated-bytes max 3.38 GiB (one rank, as logged)"' "\n"
+)
+
+FUNCTIONAL_UNEVEN = (
+    HEADER +
+    'megatron-lm-functional-tests,NVIDIA/Megatron-LM@d98e8a64dd:tests/functional_tests/test_ca,GPT 12L h512 (Megatron CI test gpt3_mcore_te_tp1_pp4_vp1_uneven_pipeline),,12,512,8,8,2048,50257,1024,,,"NVIDIA A100 (DGX A100, Megatron-LM CI platform dgx_a100; 40/80GB not stated)",a100_sxm4_80gb,8,8,,,1,4,2,1,,,4,32,no,none,none (Megatron DDP),BF16 mixed,bf16,iteration_time_s,0.19545,s,"Megatron-LM functional test \'gpt3_mcore_te_tp1_pp4_vp1_uneven_pipeline\' (dev container, CI platform dgx_a100); world size 8 = recipe h100/gpt.yaml spec nodes 1 x gpus 8 (the recipe\'s current products do not list this env/platform; the golden file is older, world size taken from the only recipe that runs this test case); metric = median of the golden \'iteration-time\' values (Megatron \'elapsed time per iteration\', averaged over --log-interval 1 steps) after dropping the first 2 logged values as warm-up: 9 values from step 10 to 50, min 0.1946 max 0.2030 s; --train-iters 50; GA 4 (derived GBS/(MBS*DP)); dp derived = world/(TP*PP*CP); GPT (LayerNorm, GeLU MLP); ffn derived (Megatron default 4*hidden); vocab GPT-2 BPE vocab.json (50257 tokens), padded to a multiple of 128*TP = 50304; flags: --transformer-impl=transformer_engine --attention-backend=unfused --deterministic-mode --no-gradient-accumulation-fusion --decoder-first-pipeline-num-layers=2 --decoder-last-pipeline-num-layers=2 --untie-embeddings-and-output-weights; env: CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 NCCL_ALGO=Ring CUBLAS_WORKSPACE_CONFIG=:4096:8; tiny CI model: launch/synchronisation overhead dominates; deterministic-mode / NCCL_ALGO=Ring / unfused attention settings slow some cases deliberately; golden mem-max-allocated-bytes max 2.22 GiB (one rank, as logged)"' "\n"
+)
+
+NEMO_NEMOTRON_340B = (
+    HEADER +
+    'nemo-24.07-perf-summary,"NVIDIA/NeMo@d31653f792^ (last version before removal, commit",Nemotron-340B,,96,18432,96,8,73728,,4096,,,H100 80GB (DGX-H100),h100_sxm5_80gb,128,8,,,8,8,2,1,,12,1,32,,,,FP8,fp8,tokens_per_sec_per_gpu,326,tokens/s/GPU,"section Pretraining; container NeMo 24.07; DGX-H100; FP8 precision (page text); dp derived = GPUs/(TP*PP*CP); arch from NVIDIA/NeMo@8cfedd7203 nemo/collections/llm/gpt/model/{base,nemotron}.py config class of same name (NeMo 2.0; assumed identical to 24.07 recipe)"' "\n"
+    'nemo-24.07-perf-summary,"NVIDIA/NeMo@d31653f792^ (last version before removal, commit",Nemotron-340B,,96,18432,96,8,73728,,4096,,,H100 80GB (DGX-H100),h100_sxm5_80gb,128,8,,,8,8,2,1,,12,1,32,,,,FP8,fp8,model_tflops_per_gpu,686,TFLOP/s/GPU,"section Pretraining; container NeMo 24.07; DGX-H100; FP8 precision (page text); dp derived = GPUs/(TP*PP*CP); arch from NVIDIA/NeMo@8cfedd7203 nemo/collections/llm/gpt/model/{base,nemotron}.py config class of same name (NeMo 2.0; assumed identical to 24.07 recipe)"' "\n"
+)
+
+TORCHTITAN_8B = (
+    HEADER +
+    'torchtitan-llama3-h100-202412,pytorch/torchtitan@31a17bfdb7:benchmarks/llama3_h100_202412_,Llama 3.1 8B (torchtitan: FSDP),8.03,32,4096,32,8,14336,128256,8192,,,"H100 SXM 96GB HBM2e (500 W, Grand Teton)",h100_sxm_96gb_hbm2e_500w,8,8,NVLink (fully connected),"backend RDMA network, 400 Gb/s per GPU",1,1,8,1,,,2,16,,selective (op),FSDP2 (FSDP=8),"BF16 mixed (FSDP2 param bf16, reduce fp32)",bf16,tokens_per_sec_per_gpu,5762,tokens/s/GPU,"Table 1: technique \'FSDP\'; local batch size 2, global batch 16 = local x FSDP degree 8; selective (op) activation checkpointing (torchtitan llama3_8b.toml: selective_ac_option \'op\'); eager mode; hardware per the page: Grand Teton hosts, 8 H100 SXM 96GB HBM2e per host, 500 W power limit, NVLink within the host, backend RDMA network 400 Gb/s per GPU; TPS/GPU logged every 10 iterations and read at iteration 90; Memory(GiB) is torchtitan\'s logged \'memory\', torch.cuda max_reserved (metrics.py: device_mem_stats.max_reserved_gib), max over GPUs; versions torch 1963fc8 (2024-12-23), torchao eab345c, torchtitan 9dec370 (2024-12-26); arch from torchtitan llama3 8B config (dim 4096, 32 layers, 32 heads / 8 KV, ffn_dim_multiplier 1.3 -> 14336, tiktoken vocab 128256)"' "\n"
+    'torchtitan-llama3-h100-202412,pytorch/torchtitan@31a17bfdb7:benchmarks/llama3_h100_202412_,Llama 3.1 8B (torchtitan: FSDP),8.03,32,4096,32,8,14336,128256,8192,,,"H100 SXM 96GB HBM2e (500 W, Grand Teton)",h100_sxm_96gb_hbm2e_500w,8,8,NVLink (fully connected),"backend RDMA network, 400 Gb/s per GPU",1,1,8,1,,,2,16,,selective (op),FSDP2 (FSDP=8),"BF16 mixed (FSDP2 param bf16, reduce fp32)",bf16,mem_max_reserved_gib,82.4,GiB,"Table 1: technique \'FSDP\'; local batch size 2, global batch 16 = local x FSDP degree 8; selective (op) activation checkpointing (torchtitan llama3_8b.toml: selective_ac_option \'op\'); eager mode; hardware per the page: Grand Teton hosts, 8 H100 SXM 96GB HBM2e per host, 500 W power limit, NVLink within the host, backend RDMA network 400 Gb/s per GPU; TPS/GPU logged every 10 iterations and read at iteration 90; Memory(GiB) is torchtitan\'s logged \'memory\', torch.cuda max_reserved (metrics.py: device_mem_stats.max_reserved_gib), max over GPUs; versions torch 1963fc8 (2024-12-23), torchao eab345c, torchtitan 9dec370 (2024-12-26); arch from torchtitan llama3 8B config (dim 4096, 32 layers, 32 heads / 8 KV, ffn_dim_multiplier 1.3 -> 14336, tiktoken vocab 128256)"' "\n"
+)
+
 FIRST_LINE = {
     "MPT_70B_H100": ("llm_foundry_mpt.csv", 2),
     "MPT_7B_A100_40GB": ("llm_foundry_mpt.csv", 757),
@@ -166,4 +194,9 @@ FIRST_LINE = {
     "MISC_MTNLG": ("misc_published_runs.csv", 8),
     "MISC_LLAMA65B": ("misc_published_runs.csv", 14),
     "MISC_LLAMA31": ("misc_published_runs.csv", 16),
+    "FUNCTIONAL_7B_H100": ("megatron_lm_functional_tests.csv", 3),
+    "FUNCTIONAL_LOCAL_IMPL": ("megatron_lm_functional_tests.csv", 103),
+    "FUNCTIONAL_UNEVEN": ("megatron_lm_functional_tests.csv", 43),
+    "NEMO_NEMOTRON_340B": ("nemo_24_07_perf_summary.csv", 20),
+    "TORCHTITAN_8B": ("torchtitan_llama3_h100.csv", 2),
 }

@@ -25,7 +25,8 @@ def test_json_contract(capsys, csv_file):
     code, out, err = _run(capsys, "validate", str(csv_file(TWO_SOURCES)), "--json")
     assert code == 0, err
     doc = json.loads(out)
-    for key in ("rows", "mape", "median", "max", "by_source", "by_gpu", "skipped", "skip_counts", "worst"):
+    for key in ("rows", "mape", "median", "max", "by_source", "by_stack", "by_gpu", "skipped", "skip_counts", "worst",
+                "memory", "oom_failures"):
         assert key in doc
     (row,) = doc["rows"]
     for column in COLUMNS:
@@ -34,6 +35,7 @@ def test_json_contract(capsys, csv_file):
     assert row["error"] == pytest.approx(row["predicted"] / row["measured"] - 1)
     assert row["predicted"] > 0 and row["unit"] == "s"
     assert isinstance(row["assumptions"], list) and row["assumptions"]
+    assert row["stack"] == "megatron_lm" and row["memory_error"] is None and row["oom"] is False
     assert doc["mape"] == pytest.approx(abs(row["error"]))
     assert set(doc["by_source"]) == {"megatron-sc21-table1"} and set(doc["by_gpu"]) == {"a100_sxm4_80gb"}
     assert doc["by_source"]["megatron-sc21-table1"]["rows"] == 1
@@ -53,8 +55,8 @@ def test_text_report_names_rows_aggregates_and_skips(capsys, csv_file):
 
 def test_source_filter(capsys, csv_file):
     path = str(csv_file(TWO_SOURCES))
-    code, out, _ = _run(capsys, "validate", path, "--json", "--source", "nemo-24.07-perf-summary")
-    assert code == 0
+    code, out, err = _run(capsys, "validate", path, "--json", "--source", "nemo-24.07-perf-summary")
+    assert code == 1 and "nothing predicted" in err
     doc = json.loads(out)
     assert doc["rows"] == [] and doc["mape"] is None and len(doc["skipped"]) == 1
     code, _, err = _run(capsys, "validate", path, "--source", "megatron-sc21")
@@ -95,3 +97,34 @@ def test_missing_file_and_usage(capsys, tmp_path):
     with pytest.raises(SystemExit) as info:
         main(["validate"])
     assert info.value.code == 2
+
+
+def test_nothing_predicted_exits_non_zero_with_the_reasons(capsys, csv_file):
+    code, out, err = _run(capsys, "validate", str(csv_file(P.NEMO_LORA)))
+    assert code == 1
+    assert "no row could be predicted" in out and "Skipped: 1 measurements" in out
+    assert "nothing predicted: all 1 measurements were skipped (fine-tuning" in err and "Traceback" not in err
+
+
+def test_memory_and_stack_in_the_text_report(capsys, csv_file):
+    code, out, err = _run(capsys, "validate", str(csv_file(P.FUNCTIONAL_7B_H100)))
+    assert code == 0, err
+    assert "Error by stack" in out and "megatron_core" in out
+    assert "allocated" in out and "Memory per GPU against measured peaks: 1 rows" in out
+    assert "Out-of-memory verdicts on runs that ran: 0" in out
+
+
+def test_json_memory_error(capsys, csv_file):
+    code, out, _ = _run(capsys, "validate", str(csv_file(P.FUNCTIONAL_7B_H100)), "--json")
+    assert code == 0
+    (row,) = json.loads(out)["rows"]
+    assert row["memory"]["kind"] == "allocated" and row["memory"]["measured_bytes"] == pytest.approx(56.55 * 2**30)
+    assert row["memory_error"] == pytest.approx(row["memory"]["predicted_bytes"] / row["memory"]["measured_bytes"] - 1)
+
+
+def test_a_step_time_in_ms_is_read_as_ms(capsys, csv_file):
+    text = P.edit(P.edit(P.FUNCTIONAL_7B_H100, "metric_value", "1150.13"), "metric_unit", "ms")
+    code, out, _ = _run(capsys, "validate", str(csv_file(text)), "--json")
+    assert code == 0
+    (row,) = json.loads(out)["rows"]
+    assert row["measured"] == pytest.approx(1.15013) and abs(row["error"]) < 0.9

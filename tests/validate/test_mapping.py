@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from llmp import dsl
 from llmp.analytic import params
-from llmp.dsl.spec import Activation, Arch, Position, Precision, Recompute, Schedule, ZeroStage
-from llmp.validate.frameworks import zero_stage
+from llmp.dsl.spec import (
+    Activation,
+    Arch,
+    Attention,
+    Norm,
+    Position,
+    Precision,
+    Recompute,
+    Schedule,
+    Stack,
+    ZeroStage,
+)
+from llmp.validate import group_measurements, map_measurement, read_csvs
 from llmp.validate.mapping import Mapped, Skipped
-from llmp.validate.metrics import Metric, megatron_sc21_flops
+from llmp.validate.metrics import Quantity, megatron_sc21_flops
 from llmp.validate.models import family_of
+from llmp.validate.notes import MemoryKind
 from llmp.validate.skips import SkipReason
 from tests.validate import published_rows as P
+
+VALIDATION = Path(__file__).resolve().parents[2] / "validation"
 
 
 def _mapped(result: Mapped | Skipped) -> Mapped:
@@ -38,9 +54,10 @@ def test_llm_foundry_mpt_70b_on_h100(map_snippet):
     assert m.spec.train.recompute is Recompute.FULL and m.spec.train.micro_batch == 8
     assert m.spec.train.precision is Precision.BF16
     # tokens/s has more significant digits than tokens/s/GPU: it is the preferred throughput.
-    assert m.metric is Metric.TOKENS_PER_SEC
+    assert m.reading.name == "tokens_per_sec" and not m.reading.per_gpu
     assert m.measured_s == pytest.approx(4096 * 2048 / 515636)
     assert _said(m, "MPT family")
+    assert m.spec.train.stack is Stack.COMPOSER and _said(m, "stack: composer", "llm-foundry")
 
 
 def test_llm_foundry_a100_40gb_runs_on_the_1600_gbps_roce_node(map_snippet):
@@ -53,7 +70,8 @@ def test_llm_foundry_a100_40gb_runs_on_the_1600_gbps_roce_node(map_snippet):
 
 def test_sc21_table1_uses_the_paper_flop_formula(map_snippet):
     m = _mapped(map_snippet(P.SC21_1P7B))
-    assert m.metric is Metric.ACHIEVED_TFLOPS_PER_GPU
+    assert m.reading.quantity is Quantity.FLOP_RATE
+    assert m.spec.train.stack is Stack.MEGATRON_LM
     flops = megatron_sc21_flops(global_batch=512, seq_len=2048, layers=24, hidden=2304, vocab=51200)
     assert m.measured_s == pytest.approx(flops / (137e12 * 32))
     assert _said(m, "96·B·s·l·h²")
@@ -75,7 +93,9 @@ def test_sc21_table2_zero3_recompute_comes_from_the_source(map_snippet):
     assert m.spec.parallel.zero is ZeroStage.Z3
     assert m.spec.train.recompute is Recompute.FULL
     assert _said(m, "recompute blank: full", "FLOP convention")
-    assert m.metric is Metric.ACHIEVED_TFLOPS_PER_GPU  # preferred to the derived training days
+    assert m.reading.name == "achieved_tflops_per_gpu"  # preferred to the derived training days
+    # DeepSpeed ran ZeRO-3 there, not Megatron-LM: no stack profile models DeepSpeed ZeRO-3
+    assert m.spec.train.stack is Stack.GENERIC and _said(m, "DeepSpeed ZeRO-3", "no stack profile")
 
 
 def test_megatron_2020_single_v100_uses_part_of_a_dgx2(map_snippet):
@@ -83,7 +103,7 @@ def test_megatron_2020_single_v100_uses_part_of_a_dgx2(map_snippet):
     cl = m.spec.cluster
     assert cl.node.gpu.id == "v100_sxm3_32gb" and cl.node.gpus_per_node == 1 and cl.nodes == 1
     assert cl.node.intra.id == "nvlink2"
-    assert m.metric is Metric.ITERATION_TIME_MS and m.measured_s == pytest.approx(1.121)
+    assert m.reading.name == "iteration_time_ms" and m.measured_s == pytest.approx(1.121)
     assert m.spec.train.micro_batch == 8 and _said(m, "micro_batch blank: global_batch/dp = 8")
     assert m.spec.train.precision is Precision.FP16 and _said(m, "dtype blank")
     assert m.spec.model.ffn_hidden == 4 * 1920 and _said(m, "ffn_hidden blank")
@@ -105,8 +125,10 @@ def test_nemo_llama2_70b_fp8(map_snippet):
     assert model.arch is Arch.LLAMA and model.kv_heads == 8 and model.activation is Activation.SWIGLU
     assert m.spec.train.precision is Precision.FP8
     assert (p.tp, p.pp, p.dp, p.vp, p.schedule) == (4, 4, 4, 20, Schedule.INTERLEAVED)
+    assert m.spec.train.stack is Stack.NEMO
     assert p.sequence_parallel and p.tp_comm_overlap and p.zero is ZeroStage.Z1
-    assert _said(m, "sequence_parallel blank: true") and _said(m, "zero blank: 1")
+    assert _said(m, "sequence_parallel blank: true") and _said(m, "zero_stage_or_fsdp blank: zero = 1", "stack nemo")
+    assert "stack = nemo" in m.text and "zero =" not in m.text  # the profile decides, the text does not repeat it
     assert m.measured_s == pytest.approx(128 * 4096 / (1728 * 64))
 
 
@@ -119,22 +141,37 @@ def test_nemo_gpt3_fills_vocab_and_kv_heads(map_snippet):
 def test_nemotron_family(map_snippet):
     m = _mapped(map_snippet(P.NEMO_NEMOTRON_8B))
     model = m.spec.model
-    assert (model.activation, model.position, model.bias, model.tied_embeddings) == (
-        Activation.RELU, Position.ROTARY, False, False)
+    assert (model.activation, model.position, model.bias, model.tied_embeddings, model.rotary_pct) == (
+        Activation.SQUARED_RELU, Position.ROTARY, False, False, 0.5)
+    assert not model.activation.gated
     assert model.vocab == 256000
-    assert _said(m, "not modelled: squared ReLU")
+
+
+def test_nemotron_4_340b_has_340b_parameters(map_snippet):
+    # NVIDIA's Nemotron-4 340B: squared-ReLU MLP without a gate (a SwiGLU reading gave 471 G).
+    m = _mapped(map_snippet(P.NEMO_NEMOTRON_340B))
+    assert params.count(m.spec.model, m.spec.padded_vocab) == pytest.approx(341e9, rel=0.01)
 
 
 def test_automodel_llama3_70b_prefers_the_step_time(map_snippet):
     m = _mapped(map_snippet(P.AUTOMODEL_LLAMA3_70B))
-    assert m.metric is Metric.ITERATION_TIME_S and m.measured_s == pytest.approx(18.90)
+    assert m.reading.quantity is Quantity.STEP_TIME and m.measured_s == pytest.approx(18.90)
     assert (m.spec.parallel.cp, m.spec.parallel.dp, m.spec.parallel.zero) == (2, 32, ZeroStage.FSDP)
+    assert m.spec.train.stack is Stack.NEMO_AUTOMODEL
+    assert m.spec.train.recompute is Recompute.FULL and _said(m, "activation_checkpointing: True")
 
 
 def test_mt_nlg_fills_micro_batch_for_a_pipeline(map_snippet):
     m = _mapped(map_snippet(P.MISC_MTNLG))
     assert m.spec.train.micro_batch == 1 and _said(m, "micro_batch blank: 1")
-    assert m.spec.train.recompute is Recompute.FULL and m.metric is Metric.ITERATION_TIME_S
+    assert m.spec.train.recompute is Recompute.FULL and m.reading.name == "iteration_time_s"
+    assert m.spec.train.stack is Stack.MEGATRON_DEEPSPEED
+
+
+def test_bloom_splits_its_70_layers_over_12_stages_as_megatron_deepspeed_does(map_snippet):
+    m = map_snippet(P.MISC_BLOOM)
+    assert isinstance(m, Mapped) and m.spec.parallel.pp == 12
+    assert m.spec.parallel.partition.startswith("type:transformer")
 
 
 @pytest.mark.parametrize("snippet, reason, detail", [
@@ -143,10 +180,19 @@ def test_mt_nlg_fills_micro_batch_for_a_pipeline(map_snippet):
     (P.AUTOMODEL_DEEPSEEK, SkipReason.MOE, "256 experts, top-8"),
     (P.MISC_LLAMA65B, SkipReason.MISSING_LAYOUT, "tp, pp and dp are all blank"),
     (P.MISC_LLAMA31, SkipReason.NO_TIME_METRIC, "model_tflops_per_gpu"),
-    (P.MISC_BLOOM, SkipReason.SPEC_ERROR, "model.layers(70) % (pp(12) * vp(1))"),
+    (P.FUNCTIONAL_UNEVEN, SkipReason.UNEXPRESSIBLE, "uneven pipeline stages"),
+    (P.edit(P.AUTOMODEL_LLAMA3_70B, "zero_stage_or_fsdp", "HSDP (FSDP=8)"), SkipReason.UNEXPRESSIBLE,
+     "shards over 8 ranks of dp·cp = 64 (hybrid sharding)"),
+    (P.edit(P.SC21_1P7B, "metric_unit", "furlongs", row=1), SkipReason.UNKNOWN_UNIT, "'furlongs' not understood"),
+    (P.edit(P.SC21_1P7B, "metric_unit", "s", row=1), SkipReason.UNKNOWN_UNIT, "measures time"),
+    (P.edit(P.SC21_1P7B, "recompute", "some layers"), SkipReason.CELL, "recompute 'some layers' not understood"),
+    (P.edit(P.SC21_1P7B, "sequence_parallel", "maybe"), SkipReason.CELL, "sequence_parallel 'maybe'"),
+    (P.edit(P.NEMO_LLAMA2_70B, "precision", "BF16"), SkipReason.CELL, "name different formats"),
+    (P.edit(P.SC21_1P7B, "notes", "RMSNorm; LayerNorm"), SkipReason.CELL, "notes state model.norm both"),
     (P.edit(P.SC21_1P7B, "gpu_id", "tpu_v5p"), SkipReason.UNKNOWN_GPU, "'tpu_v5p'"),
-    (P.edit(P.SC21_1P7B, "dtype", "fp8"), SkipReason.UNSUPPORTED_DTYPE, "no fp8 peak"),
-    (P.edit(P.NEMO_LLAMA2_70B, "dtype", "nvfp4"), SkipReason.UNSUPPORTED_DTYPE, "dtype nvfp4"),
+    (P.edit(P.edit(P.SC21_1P7B, "dtype", "fp8"), "precision", "FP8"), SkipReason.UNSUPPORTED_DTYPE, "no fp8 peak"),
+    (P.edit(P.edit(P.NEMO_LLAMA2_70B, "dtype", "nvfp4"), "precision", "NVFP4"), SkipReason.UNSUPPORTED_DTYPE,
+     "dtype nvfp4"),
     (P.edit(P.SC21_1P7B, "global_batch", ""), SkipReason.MISSING_BATCH, "global_batch blank"),
     (P.edit(P.SC21_1P7B, "gpus_per_node", "16"), SkipReason.UNKNOWN_GPU, "no catalog node has 16 x a100_sxm4_80gb"),
 ], ids=lambda x: x.name if isinstance(x, SkipReason) else "")
@@ -158,9 +204,10 @@ def test_unmodellable_rows_are_skipped_with_a_specific_reason(map_snippet, snipp
 
 
 def test_the_spec_error_is_the_resolvers_diagnostic(map_snippet):
-    result = map_snippet(P.MISC_BLOOM)
+    # 104 layers over 35 stages x 3 chunks on Megatron-LM, which splits equally only.
+    result = map_snippet(P.edit(P.SC21_530B, "layers", "104"))
     assert isinstance(result, Skipped)
-    assert "error: not divisible:" in result.detail and "pp = 12" in result.detail
+    assert "error: not divisible:" in result.detail and "pp = 35" in result.detail
 
 
 MEASURED_BY_US = P.HEADER + (
@@ -175,6 +222,7 @@ def test_rows_measured_by_us_on_the_cpu_are_accepted(map_snippet):
     assert m.spec.cluster.node.id == "cpu_host" and m.spec.train.precision is Precision.FP32
     assert m.spec.model.arch is Arch.GPT and _said(m, "no known family")
     assert _said(m, "fp32 from the precision column") and _said(m, "llmp measure")
+    assert m.spec.train.stack is Stack.GENERIC
     assert m.measured_s == pytest.approx(0.0799188)
     assert (m.spec.train.micro_batch, m.spec.train.global_batch, m.spec.model.ffn_hidden) == (4, 8, 512)
 
@@ -202,16 +250,105 @@ def test_arch_is_inferred_from_columns_for_unknown_families(map_snippet):
     assert m.spec.model.arch is Arch.GPT
 
 
-@pytest.mark.parametrize("cell, stage", [
-    ("FSDP FULL_SHARD", ZeroStage.FSDP), ("FSDP SHARD_GRAD_OP", ZeroStage.Z2), ("FSDP2 (FSDP=64)", ZeroStage.FSDP),
-    ("FSDP (FairScale) + Megatron tensor parallelism", ZeroStage.FSDP), ("ZeRO-3 (DeepSpeed)", ZeroStage.Z3),
-    ("ZeRO-1 (DeepSpeed BF16_Optimizer)", ZeroStage.Z1), ("ZeRO-0", ZeroStage.NONE), ("none", ZeroStage.NONE),
-    ("tensor sharding of some kind", None),
-])
-def test_zero_stage_cells(cell, stage):
-    assert zero_stage(cell) is stage
-
-
 def test_an_unreadable_sharding_cell_is_a_skip_not_a_guess(map_snippet):
     result = map_snippet(P.edit(P.SC21_1P7B, "zero_stage_or_fsdp", "Colossal gemini"))
     assert isinstance(result, Skipped) and "zero_stage_or_fsdp 'Colossal gemini' not understood" in result.detail
+
+
+# --- the stack comes from the row -------------------------------------------------------------
+
+def _synthetic(snippet: str, **cells: str) -> str:
+    for column, value in cells.items():
+        snippet = P.edit(snippet, column, value)
+    return snippet
+
+
+DGX_CLOUD = _synthetic(P.NEMO_LLAMA2_70B, source="dgx-cloud-benchmarking",
+                       source_ref="NVIDIA/dgxc-benchmarking@0a1b2c3:llama3.1/70b/README.md (synthetic test row)")
+MEGATRON_BRIDGE = _synthetic(P.NEMO_LLAMA2_70B, source="megatron-bridge-perf-summary",
+                             source_ref="NVIDIA-NeMo/Megatron-Bridge@0a1b2c3:docs/performance-summary.md (synthetic)")
+
+
+@pytest.mark.parametrize("snippet, stack", [
+    (P.MPT_70B_H100, Stack.COMPOSER), (P.SC21_1P7B, Stack.MEGATRON_LM), (P.README2020_8B_1024, Stack.MEGATRON_LM),
+    (P.NEMO_LLAMA2_70B, Stack.NEMO), (P.AUTOMODEL_LLAMA3_70B, Stack.NEMO_AUTOMODEL), (P.MISC_MTNLG, Stack.MEGATRON_DEEPSPEED),
+    (P.FUNCTIONAL_7B_H100, Stack.MEGATRON_CORE), (P.TORCHTITAN_8B, Stack.TORCHTITAN), (DGX_CLOUD, Stack.NEMO),
+    (MEGATRON_BRIDGE, Stack.NEMO), (_synthetic(P.README2020_8B_1024, source="megatron-lm-examples-llama", source_ref="examples"),
+     Stack.MEGATRON_CORE),
+    (_synthetic(P.README2020_8B_1024, source="some-lab-blog", source_ref="a blog post"), Stack.GENERIC),
+    (_synthetic(P.README2020_8B_1024, source="some-lab-blog", source_ref="a blog post",
+                notes="flags: --transformer-impl=local"), Stack.MEGATRON_CORE),
+], ids=["foundry", "sc21", "readme2020", "nemo", "automodel", "mt-nlg", "megatron-ci", "torchtitan", "dgx-cloud",
+        "megatron-bridge", "megatron-examples", "unknown", "unknown-with-megatron-flags"])
+def test_the_stack_comes_from_the_row(map_snippet, snippet, stack):
+    m = _mapped(map_snippet(snippet))
+    assert m.spec.train.stack is stack
+    assert f"stack = {stack.value}" in m.text and _said(m, f"stack: {stack.value}")
+
+
+@pytest.mark.parametrize("snippet", [DGX_CLOUD, MEGATRON_BRIDGE], ids=["dgx-cloud", "megatron-bridge"])
+def test_dgx_cloud_and_megatron_bridge_rows_run_the_nemo_recipes(map_snippet, snippet):
+    # They used to get "unknown framework" defaults: no SP, no TP overlap, no distributed optimizer.
+    p = _mapped(map_snippet(snippet)).spec.parallel
+    assert p.sequence_parallel and p.tp_comm_overlap and p.zero is ZeroStage.Z1 and p.param_gather_overlap
+
+
+def test_row_cells_override_the_profile_only_where_stated(map_snippet):
+    m = _mapped(map_snippet(_synthetic(DGX_CLOUD, sequence_parallel="no", zero_stage_or_fsdp="DDP (FSDP=0)")))
+    p = m.spec.parallel
+    assert not p.sequence_parallel and p.zero is ZeroStage.NONE
+    assert not p.tp_comm_overlap and _said(m, "tp_comm_overlap = false", "needs sequence parallelism")
+    assert p.dp_overlap  # not stated: the stack's
+
+
+def test_fsdp2_cells_and_torchtitan(map_snippet):
+    m = _mapped(map_snippet(P.TORCHTITAN_8B))
+    t, p = m.spec.train, m.spec.parallel
+    assert p.zero is ZeroStage.FSDP and t.recompute is Recompute.SELECTIVE and t.attention is Attention.SDPA
+    assert m.spec.cluster.node.id == "grand_teton_h100_96gb" and m.spec.cluster.node.gpu.memory > 90 * 2**30
+    assert m.reading.name == "tokens_per_sec_per_gpu"
+    (mem,) = m.memory
+    assert mem.kind is MemoryKind.RESERVED and mem.bytes == pytest.approx(82.4 * 2**30)
+
+
+def test_megatron_ci_row_reads_its_flags_and_architecture_notes(map_snippet):
+    m = _mapped(map_snippet(P.FUNCTIONAL_7B_H100))
+    model, t, p = m.spec.model, m.spec.train, m.spec.parallel
+    # GQA with a GeLU MLP and LayerNorm: the notes say so, the columns alone would say Llama
+    assert model.arch is Arch.GPT and model.activation is Activation.GELU and model.norm is Norm.LAYERNORM
+    assert model.kv_heads == 8 and not model.tied_embeddings
+    assert m.spec.padded_vocab == 131200 and t.vocab_divisible_by == 128
+    assert not t.grad_accum_fusion and p.dp_overlap and p.param_gather_overlap
+    assert p.zero is ZeroStage.Z1 and not p.sequence_parallel and p.vp == 8
+    assert _said(m, "not modelled: --deterministic-mode")
+    (mem,) = m.memory
+    assert mem.kind is MemoryKind.ALLOCATED and mem.one_rank
+
+
+def test_local_transformer_implementation_runs_unfused_attention(map_snippet):
+    m = _mapped(map_snippet(P.FUNCTIONAL_LOCAL_IMPL))
+    assert m.spec.train.attention is Attention.UNFUSED_FUSED_SOFTMAX
+    assert m.spec.parallel.zero is ZeroStage.NONE and _said(m, "none (Megatron DDP)")
+
+
+def test_architecture_notes_override_the_family_and_the_columns(map_snippet):
+    row = _synthetic(P.NEMO_LLAMA2_70B, model_name="Mystery-70B", source="some-lab", source_ref="blog",
+                     notes="activation gelu; untie-embeddings; rotary 25%; parallel residual")
+    m = _mapped(map_snippet(row))
+    model = m.spec.model
+    assert model.arch is Arch.GPT and _said(m, "the notes name the MLP")
+    assert model.activation is Activation.GELU and not model.tied_embeddings
+    assert model.rotary_pct == 0.25 and model.position is Position.ROTARY and model.parallel_residual
+
+
+def test_every_validation_row_is_understood():
+    # Every cell, unit and note of every published file is read: no skip says "not understood".
+    measurements = group_measurements(read_csvs(sorted(str(p) for p in VALIDATION.glob("*.csv"))))
+    reasons = {}
+    for m in measurements:
+        result = map_measurement(m)
+        if isinstance(result, Skipped):
+            reasons[m.config.key] = (result.reason, result.detail)
+    misunderstood = {k: v for k, v in reasons.items() if v[0] in (SkipReason.CELL, SkipReason.UNKNOWN_UNIT)}
+    assert misunderstood == {}
+    assert len(measurements) - len(reasons) > 350

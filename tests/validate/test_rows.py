@@ -29,8 +29,22 @@ def test_long_format_rows_group_into_one_measurement_per_run(csv_file):
     assert measurements[0].metric_names == ("tokens_per_sec_per_gpu", "tokens_per_sec", "model_tflops_per_gpu",
                                             "mfu_pct", "hfu_pct")
     assert measurements[1].config.text("model_name") == "MPT-7b"
-    assert measurements[0].metric("mfu_pct").number("metric_value") == 41.25
-    assert measurements[0].metric("iteration_time_s") is None
+    assert measurements[0].metric_rows("mfu_pct")[0].number("metric_value") == 41.25
+    assert measurements[0].metric_rows("iteration_time_s") == ()
+
+
+def test_rows_differing_only_in_notes_are_one_measurement(csv_file):
+    # One configuration annotated twice (e.g. where each number was read) is one run, scored once.
+    text = P.edit(P.SC21_1P7B, "notes", "achieved TFLOP/s as read from the README image", row=2)
+    (m,) = group_measurements(read_csv(csv_file(text)))
+    assert len(m.rows) == 3
+    assert "README image" in m.notes and "DDP-impl=torch" in m.notes
+
+
+def test_rows_differing_only_in_the_metric_unit_are_one_measurement(csv_file):
+    text = P.edit(P.edit(P.SC21_1P7B, "metric_name", "iteration_time_s", row=3), "metric_unit", "ms", row=3)
+    (m,) = group_measurements(read_csv(csv_file(text)))
+    assert m.metric_names == ("achieved_tflops_per_gpu", "pct_of_peak", "iteration_time_s")
 
 
 def test_same_run_in_two_files_stays_two_measurements(csv_file):
