@@ -1,29 +1,29 @@
-"""Unseen GPU: leave one GPU out, fit on the others plus k of its samples, score on the rest.
+"""Unseen GPU and unseen source: how the shipped residual models transfer (issue 10's report).
 
-Data (read from the shared folder, never copied into the project; MIT-licensed, see the READMEs):
-  * Vidur FP16 forward operator profiles on A100, H100 and A40 with identical shapes
-    (``vidur/compute/<gpu>/<org>/<model>/mlp.csv``; the six models profiled on all three GPUs;
-    Llama-3 rows exist on A100 only and are left out so the sets stay matched).
-  * The seed paper's (estimate-train-time) A100 operator data, forward and backward
-    (``seed-estimate-train-time/perlmutter-a100/operator``), used as extra A100 training data and
-    for the comparison with the seed's own per-operator regressors.
+    python benchmarks/unseen_gpu.py --data ../shared/data [--out out/public] [--no-record]
 
-Every row becomes a ``kernels.Kernel`` (``Kernel.make``) on a catalog device, so the target is
-the very log(t / t_roof) the shipped models learn. Per held-out GPU: its (deduplicated) rows are
-split 50/50 by a hash of the kernel into a candidate pool and a test set; k in {0, 5, 10, 30, all}
-pool samples per family are chosen actively (``adapt.select_active``) and used four ways:
-ridge line (offset + slope, the default of ``llmp fit --base``), offset only, continued boosting,
-and a refit with the k samples added. MAPE is |predicted / measured - 1| over the test set.
+Data: the public operator measurements, imported exactly as benchmarks/fit_public.py imports them
+(llmp's own FLOP and byte counts; each source's faults handled by llmp.residuals.importers).
 
-    python benchmarks/unseen_gpu.py [--data ../shared/data] [--cap 1500] [--json out.json]
+1. Leave one GPU out. For each GPU with kernel measurements: the cross-GPU model
+   (llmp.residuals.transfer) is fitted on every OTHER GPU, as the shipped cross-GPU store is; the
+   held-out GPU's rows are split 50/50 by a hash of the shape into a pool and a test half. k = 0:
+   the cross-GPU model alone (spec sheet only). k = 5, 10, 30: k samples per (operator, pass)
+   stratum chosen actively from the pool (llmp.residuals.adapt.adapt, what `llmp fit --base
+   cross_gpu --budget K` runs). "own": a per-device model fitted on the whole pool (what a full
+   sampling campaign gives). MAPE of |predicted / measured - 1| on the test half, per family,
+   beside the bare roofline on the same rows.
+2. Leave one source out: per device measured by several sources, a per-device model fitted on
+   the other sources and scored on the held-out one (a different harness, shapes and software).
+
+Everything here is operator data (training data for the shipped stores); no published
+end-to-end step time is read.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
-import json
 import math
 import sys
 import time
@@ -32,282 +32,151 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from llmp.analytic.kernels import Elementwise, Family, Kernel, Pass
-from llmp.hardware.spec import Device, Dtype
-from llmp.residuals import adapt, dataset, features
-from llmp.residuals.model import Observation, ResidualModel
-from llmp.residuals.store import Residuals
+import fit_public  # noqa: E402  (benchmarks/ is not a package)
+from llmp.analytic.kernels import Kernel  # noqa: E402
+from llmp.residuals import adapt, dataset, features  # noqa: E402
+from llmp.residuals.model import Observation, ResidualModel  # noqa: E402
+from llmp.residuals.store import Residuals  # noqa: E402
+from llmp.residuals.transfer import CrossGpuModel  # noqa: E402
+from recording import commit, machine, record  # noqa: E402
 
-CATALOG = {"a100": "a100_sxm4_80gb", "h100": "h100_sxm5_80gb", "a40": "a40"}
-"""Vidur's GPUs as catalog devices. Vidur's "a100"/"h100" are taken to be the 80 GB SXM parts
-(assumption: the profiles do not say); its A40 is the catalog's ``a40`` (numbers and sources in
-llmp/hardware/catalog/a40.llmp)."""
-MATCHED_MODELS = ("microsoft/phi-2", "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b-hf", "Qwen/Qwen-72B",
-                  "internlm/internlm-20b", "codellama/CodeLlama-34b-Instruct-hf")
-KS = (0, 5, 10, 30, "all")
-
-
-def device(gpu: str) -> Device:
-    return dataset.catalog_node(CATALOG[gpu]).gpu
+KS = (5, 10, 30)
+HELD_OUT = ("a100_sxm4_80gb", "h100_sxm5_80gb", "a40", "b200", "gb200", "gb300", "h200_sxm_141gb", "mi300x",
+            "mi355x")
+"""GPUs with kernel measurements of more than one family or shape set (the small ones are kept as
+training GPUs only: a100_pcie_80gb, h800_sxm5_80gb)."""
 
 
-def _gemm(m, n, k, batch=1, pass_=Pass.FWD):
-    return Kernel.make(Family.GEMM, Dtype.FP16, pass_, m=int(m), n=int(n), k=int(k), batch=int(batch))
+def _half(o: Observation) -> bool:
+    return int.from_bytes(hashlib.sha256(fit_public.shape_key(o).encode()).digest()[:4], "big") % 2 == 0
 
 
-def _ew(variant: Elementwise, elements, pass_=Pass.FWD):
-    return Kernel.make(Family.ELEMENTWISE, Dtype.FP16, pass_, variant.value, elements=int(elements))
-
-
-def vidur(data: Path, gpu: str) -> list[Observation]:
-    """Vidur's forward ops of one GPU as kernels (times: median of its repeats, ms -> s)."""
-    dev, out = device(gpu), []
-    for model in MATCHED_MODELS:
-        with (data / "vidur" / "compute" / gpu / model / "mlp.csv").open(newline="") as f:
-            for r in csv.DictReader(f):
-                h, kv, e, ffn = (int(r[c]) for c in ("n_head", "n_kv_head", "n_embd", "n_expanded_embd"))
-                t, tp, vocab = int(r["num_tokens"]), int(r["num_tensor_parallel_workers"]), int(r["vocab_size"])
-                hd, gated = e // h, r["use_gated_mlp"] == "True"
-                kv_l = max(kv // tp, 1)
-                rms = int(model != "microsoft/phi-2")  # phi-2: LayerNorm, partial rotary (32 of 80 dims)
-                ops = {
-                    "emb": Kernel.make(Family.EMBEDDING, Dtype.FP16, tokens=t, hidden=e, vocab=vocab // tp),
-                    "input_layernorm": Kernel.make(Family.NORM, Dtype.FP16, tokens=t, hidden=e, rms=rms),
-                    "post_attention_layernorm": Kernel.make(Family.NORM, Dtype.FP16, tokens=t, hidden=e, rms=rms),
-                    "attn_pre_proj": _gemm(t, (h // tp + 2 * kv_l) * hd, e),
-                    "attn_rope": _ew(Elementwise.ROTARY, t * (h // tp + kv_l) * hd),
-                    "attn_post_proj": _gemm(t, e, h // tp * hd),
-                    "mlp_up_proj": _gemm(t, (2 if gated else 1) * ffn // tp, e),
-                    "mlp_act": _ew(Elementwise.SWIGLU if gated else Elementwise.GELU, t * ffn // tp),
-                    "mlp_down_proj": _gemm(t, e, ffn // tp),
-                    "add": _ew(Elementwise.ADD, t * e),
-                }
-                if not rms:
-                    del ops["attn_rope"]
-                for name, kernel in ops.items():
-                    if f"time_stats.{name}.median" not in r:  # phi-2 has no post-attention norm
-                        continue
-                    out.append(Observation(item=kernel, device=dev, seconds=float(r[f"time_stats.{name}.median"]) * 1e-3))
+def _mape_by_family(model, obs: list[Observation]) -> dict[str, tuple[float, float, int]]:
+    """family -> (MAPE with ``model``, MAPE of the bare roofline, rows); ``model`` None: roofline."""
+    out = {}
+    for family, (err, roof) in sorted(fit_public._errors(model, obs).items()):
+        out[family] = (float(err.mean()), float(roof.mean()), len(err))
+    if obs:
+        e, r = fit_public._errors(model, obs), None
+        allerr = np.concatenate([v[0] for v in e.values()])
+        allroof = np.concatenate([v[1] for v in e.values()])
+        out["all"] = (float(allerr.mean()), float(allroof.mean()), len(allerr))
     return out
 
 
-def _seed_rows(data: Path, op: str) -> list[dict[str, float]]:
-    path = data / "seed-estimate-train-time" / "perlmutter-a100" / "operator" / f"NVIDIAA100-SXM4-80GB_{op}_fp16.csv"
-    with path.open(newline="") as f:
-        return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
-
-
-def seed(data: Path) -> list[Observation]:
-    """The seed's A100 ops that are one kernel family each (see the seed README for shapes).
-
-    Left out: GEMM backward (dgrad and wgrad timed together as one span), the unfused
-    multi-kernel RMSNorm, fillmask and the fused masked softmax (no matching family), res_add
-    backward (a copy of the forward), the optimizer stages (FP16 states, no master weights).
-    """
-    dev, out = device("a100"), []
-
-    def add(kernel: Kernel, us: float) -> None:
-        out.append(Observation(item=kernel, device=dev, seconds=us * 1e-6))
-
-    def vocab(mp: float) -> int:
-        return math.ceil(50257 / (128 * mp)) * 128
-
-    widths = {"linear1": lambda d, mp: (3 * d // mp, d), "linear2": lambda d, mp: (d, d // mp),
-              "linear3": lambda d, mp: (4 * d // mp, d), "linear4": lambda d, mp: (d, 4 * d // mp),
-              "linear_final": lambda d, mp: (vocab(mp), d)}
-    for op, width in widths.items():
-        for r in _seed_rows(data, op):
-            n, k = width(int(r["dim"]), int(r.get("mp", 1)))
-            add(_gemm(r["b"] * r["l"], n, k), r["F_dur(us)"])
-    for r in _seed_rows(data, "layernorm"):
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(Kernel.make(Family.NORM, Dtype.FP16, pass_, tokens=int(r["b"] * r["l"]), hidden=int(r["dim"]), rms=0),
-                r[col])
-    for r in _seed_rows(data, "gelu"):
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(_ew(Elementwise.GELU, r["b"] * r["l"] * 4 * r["dim"] // r["mp"], pass_), r[col])
-    for r in _seed_rows(data, "res_add"):
-        add(_ew(Elementwise.ADD, r["b"] * r["l"] * r["dim"]), r["F_dur(us)"])
-    for r in _seed_rows(data, "RoPE"):
-        hp = int(r["h"] // r["mp"])
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(_ew(Elementwise.ROTARY, 2 * r["b"] * r["l"] * hp * (r["dim"] // r["h"]), pass_), r[col])
-    for r in _seed_rows(data, "softmax"):
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(Kernel.make(Family.SOFTMAX, Dtype.FP16, pass_, rows=int(r["b"] * (r["h"] // r["mp"]) * r["l"]),
-                            cols=int(r["l"])), r[col])
-    seen = set()
-    for r in _seed_rows(data, "flash_atten"):
-        key = (r["mp"], r["b"], r["h"], r["l"], r["dim"])
-        if key in seen or key == (1.0, 8.0, 40.0, 4096.0, 5120.0):  # duplicates; the one impossible row
+def leave_one_gpu_out(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
+    rows = []
+    for gpu in HELD_OUT:
+        obs = [o for o in per_device.get(gpu, []) if isinstance(o.item, Kernel)]
+        if not obs:
             continue
-        seen.add(key)
-        hp = int(r["h"] // r["mp"])
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(Kernel.make(Family.ATTENTION, Dtype.FP16, pass_, batch=int(r["b"]), heads=hp, kv_heads=hp,
-                            seq_q=int(r["l"]), seq_kv=int(r["l"]), head_dim=int(r["dim"] // r["h"]), causal=0,
-                            flash=1), r[col])
-    for r in _seed_rows(data, "embedding"):
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(Kernel.make(Family.EMBEDDING, Dtype.FP16, pass_, tokens=int(r["b"] * r["l"]), hidden=int(r["dim"]),
-                            vocab=vocab(r["mp"])), r[col])
-    for r in _seed_rows(data, "parallel_cross_entropy_128"):
-        for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
-            add(Kernel.make(Family.CROSS_ENTROPY, Dtype.FP16, pass_, tokens=int(r["b"] * r["l"]), vocab=vocab(r["mp"])),
-                r[col])
-    return out
+        t0 = time.monotonic()
+        others = [o for g, v in per_device.items() if g != gpu for o in v]
+        cross = Residuals(path=Path("cross_gpu"), manifest={"serves": "any"}, model=CrossGpuModel(random_state=seed).fit(others))
+        pool = [o for o in obs if _half(o)]
+        test = [o for o in obs if not _half(o)]
+        result = {"gpu": gpu, "pool": len(pool), "test": len(test), "k": {}}
+        result["k"]["0"] = _mape_by_family(cross, test)
+        for k in KS:
+            adapted = adapt.adapt(cross, pool, budget=k)
+            store = Residuals(path=Path("adapted"), manifest={"serves": "any"}, model=cross.model,
+                              adjustments=adapted.adjustments)
+            result["k"][str(k)] = _mape_by_family(store, test)
+            result.setdefault("samples", {})[str(k)] = len(adapted.chosen)
+        try:
+            own = ResidualModel(xgb_params=fit_public.SHIP_XGB, random_state=seed).fit(pool)
+            result["k"]["own"] = _mape_by_family(own, test)
+        except Exception as err:  # a pool whose groups are all below min_samples
+            result["own_error"] = str(err)
+        result["seconds"] = time.monotonic() - t0
+        rows.append(result)
+        print(f"  {gpu}: {time.monotonic() - t0:.0f} s", flush=True)
+    return rows
 
 
-def dedupe(obs: list[Observation]) -> list[Observation]:
-    """One observation per (device, kernel): the median of the duplicates' times."""
-    groups: dict[tuple, list[Observation]] = defaultdict(list)
-    for o in obs:
-        groups[(o.device.id, o.item)].append(o)
-    return [Observation(item=g[0].item, device=g[0].device, seconds=float(np.median([o.seconds for o in g])))
-            for g in groups.values()]
+def leave_one_source_out(out: Path, manifests: dict[str, dict], seed: int) -> list[dict]:
+    by_device: dict[str, list[str]] = defaultdict(list)
+    for job in fit_public.JOBS:
+        if job.name in manifests:
+            by_device[job.device].append(job.name)
+    rows = []
+    for device, jobs in sorted(by_device.items()):
+        if len(jobs) < 2:
+            continue
+        loaded = {j: [o for o in dataset.load([out / j]).observations if isinstance(o.item, Kernel)] for j in jobs}
+        for held in jobs:
+            train = [o for j in jobs if j != held for o in fit_public._cap(loaded[j], seed)]
+            test = fit_public._cap(loaded[held], seed)
+            if not train or not test:
+                continue
+            try:
+                model = ResidualModel(xgb_params=fit_public.SHIP_XGB, random_state=seed).fit(train)
+            except Exception:
+                continue
+            fams = {features.family_of(o.item) for o in train}
+            test = [o for o in test if features.family_of(o.item) in fams]
+            if test:
+                rows.append({"device": device, "held_out": held, "train": [j for j in jobs if j != held],
+                             "result": _mape_by_family(model, test)})
+    return rows
 
 
-def _hash(item: Kernel) -> int:
-    return int(hashlib.sha256(repr(item).encode()).hexdigest()[:8], 16)
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
 
 
-def split(obs: list[Observation]) -> tuple[list[Observation], list[Observation]]:
-    """Deterministic 50/50 split by kernel: (candidate pool, test set)."""
-    pool = [o for o in obs if _hash(o.item) % 2 == 0]
-    return pool, [o for o in obs if _hash(o.item) % 2 == 1]
+def _gpu_table(rows: list[dict]) -> list[str]:
+    lines = ["| held-out GPU | family | test rows | roofline | k = 0 (cross-GPU) | k = 5 | k = 10 | k = 30 | own model (pool) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for fam, (e0, roof, n) in r["k"]["0"].items():
+            cells = [_pct(r["k"][str(k)][fam][0]) if fam in r["k"][str(k)] else "–" for k in KS]
+            own = _pct(r["k"]["own"][fam][0]) if "own" in r["k"] and fam in r["k"]["own"] else "–"
+            name = f"**{fam}**" if fam == "all" else fam
+            lines.append(f"| {r['gpu']} | {name} | {n} | {_pct(roof)} | {_pct(e0)} | {' | '.join(cells)} | {own} |")
+    return lines
 
 
-def cap(obs: list[Observation], per_family: int, seed: int = 0) -> list[Observation]:
-    """At most ``per_family`` observations per (device, family), chosen at random."""
-    rng = np.random.default_rng(seed)
-    groups: dict[tuple, list[Observation]] = defaultdict(list)
-    for o in obs:
-        groups[(o.device.id, features.family_of(o.item))].append(o)
-    out = []
-    for g in groups.values():
-        idx = rng.permutation(len(g))[:per_family]
-        out.extend(g[i] for i in sorted(idx))
-    return out
-
-
-class Scored:
-    """A test set with its features and rooflines computed once (predictors are scored many times)."""
-
-    def __init__(self, obs: list[Observation], dev: Device) -> None:
-        self.obs, self.dev = obs, dev
-        self.items = [o.item for o in obs]
-        self.blocks, _ = features.blocks(self.items, dev)
-        self.roof = np.array([features.roofline_seconds(it, dev)[1] for it in self.items])
-        self.seconds = np.array([o.seconds for o in obs])
-        self.family = [features.family_of(it) for it in self.items]
-
-    def errors(self, predictor) -> dict[str, np.ndarray]:
-        """|predicted / measured - 1| per family (``predictor`` None: the bare roofline)."""
-        log_f = (np.zeros(len(self.items)) if predictor is None
-                 else predictor.predict(self.items, self.dev, blocks=self.blocks).log_factor)
-        ape = np.abs(self.roof * np.exp(log_f) / self.seconds - 1)
-        out: dict[str, list[float]] = defaultdict(list)
-        for fam, e in zip(self.family, ape):
-            out[fam].append(float(e))
-        out["all"] = list(ape)
-        return {k: np.asarray(v) for k, v in out.items()}
-
-
-def summary(errs: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
-    return {k: {"mape": float(v.mean()), "p90": float(np.quantile(v, 0.9)), "n": len(v)} for k, v in errs.items()}
-
-
-def holdout(gpu: str, per_gpu: dict[str, list[Observation]], args: argparse.Namespace) -> dict:
-    """Fit on the other GPUs, adapt with k samples of ``gpu``, score on its test half."""
-    dev = device(gpu)
-    train = cap([o for g, obs in per_gpu.items() if g != gpu for o in obs], args.cap)
-    pool, test = split(per_gpu[gpu])
-    test_fams = {features.family_of(o.item) for o in test}
-    train_fams = {features.family_of(o.item) for o in train}
-    test = [o for o in test if features.family_of(o.item) in train_fams]  # families seen on other GPUs
-    pool = [o for o in pool if features.family_of(o.item) in train_fams]
-    t0 = time.perf_counter()
-    base = ResidualModel(n_members=args.members, random_state=args.seed).fit(train)
-    shared = Residuals(path=Path("."), manifest={}, model=base)
-    scored = Scored(test, dev)
-    out = {"gpu": gpu, "device": dev.id, "train_rows": len(train), "pool_rows": len(pool), "test_rows": len(test),
-           "families_not_on_other_gpus": sorted(test_fams - train_fams), "fit_s": time.perf_counter() - t0,
-           "roofline_only": summary(scored.errors(None)), "k": {"0": {"shared": summary(scored.errors(shared))}}}
-    pool_items = [o.item for o in pool]
-    pool_blocks, _ = features.blocks(pool_items, dev)
-    by_fam: dict[str, list[int]] = defaultdict(list)
-    for i, o in enumerate(pool):
-        by_fam[features.family_of(o.item)].append(i)
-    for k in KS[1:]:
-        if k == "all":
-            picks = {"active": pool}
-        else:
-            rng = np.random.default_rng(args.seed + int(k))
-            picks = {"active": [pool[i] for i in adapt.select_active(shared, pool_items, dev, int(k),
-                                                                      blocks=pool_blocks)],
-                     "random": [pool[i] for idx in by_fam.values() for i in rng.permutation(idx)[:int(k)]]}
-        row: dict[str, object] = {"samples": len(picks["active"])}
-        for how, chosen in picks.items():
-            tag = "" if how == "active" else "_random"
-            for name, slope in (("ridge_line", True), ("offset", False)):
-                adj = adapt.fit_adjustments(shared, chosen, slope=slope)
-                row[name + tag] = summary(scored.errors(Residuals(path=Path("."), manifest={}, model=base,
-                                                                  adjustments=adj)))
-            row["boost" + tag] = summary(scored.errors(adapt.continue_boosting(base, chosen, rounds=args.rounds)))
-            refit = ResidualModel(random_state=args.seed, cv_folds=2).fit(train + cap(chosen, args.cap))
-            row["refit" + tag] = summary(scored.errors(refit))
-            refit_w = ResidualModel(random_state=args.seed, cv_folds=2).fit(adapt.weighted(train, cap(chosen, args.cap)))
-            row["refit_weighted" + tag] = summary(scored.errors(refit_w))
-        out["k"][str(k)] = row
-    return out
-
-
-def seed_comparison(obs: list[Observation], args: argparse.Namespace) -> dict:
-    """Our model on the seed's A100 data alone: 5-fold CV error per family (roofline + residual)."""
-    model = ResidualModel(random_state=args.seed).fit(cap(obs, args.cap))
-    return {dict(k)["family"]: {"cv_mape": v["mape"], "cv_p90": v["p90"], "n": model.n_samples_per_group_[k]}
-            for k, v in model.cv_error_.items()}
-
-
-def _fmt(s: dict[str, float]) -> str:
-    return f"{100 * s['mape']:5.1f}% (p90 {100 * s['p90']:5.1f}%)"
+def _source_table(rows: list[dict]) -> list[str]:
+    lines = ["| device | held-out source | trained on | family | rows | MAPE | roofline |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for fam, (e, roof, n) in r["result"].items():
+            lines.append(f"| {r['device']} | {r['held_out']} | {', '.join(r['train'])} | {fam} | {n} | {_pct(e)} | "
+                         f"{_pct(roof)} |")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    parser.add_argument("--cap", type=int, default=1500, help="max training rows per (GPU, family)")
-    parser.add_argument("--members", type=int, default=4, help="bootstrap members for active selection")
-    parser.add_argument("--rounds", type=int, default=40, help="trees added by continued boosting")
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "public")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--gpus", default="a100,h100,a40")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
-    per_gpu = {g: dedupe(vidur(args.data, g)) for g in ("a100", "h100", "a40")}
-    seed_obs = dedupe(seed(args.data))
-    results = {"rows": {g: len(v) for g, v in per_gpu.items()}, "seed_rows": len(seed_obs), "holdout": [],
-               "seed_a100_cv": seed_comparison(seed_obs, args)}
-    per_gpu["a100"] = per_gpu["a100"] + seed_obs
-    for gpu in args.gpus.split(","):
-        res = holdout(gpu, per_gpu, args)
-        results["holdout"].append(res)
-        print(f"\n== held out {gpu} ({res['device']}): train {res['train_rows']} rows, pool {res['pool_rows']}, "
-              f"test {res['test_rows']} (fit {res['fit_s']:.0f} s)")
-        print(f"roofline only            all {_fmt(res['roofline_only']['all'])}")
-        print(f"k=0 shared model         all {_fmt(res['k']['0']['shared']['all'])}")
-        for k in KS[1:]:
-            row = res["k"][str(k)]
-            cells = "  ".join(f"{m} {_fmt(row[m]['all'])}" for m in row if m != "samples")
-            print(f"k={k!s:<4} ({row['samples']:>5} samples) {cells}")
-        fams = sorted(res["roofline_only"])
-        print("per family at k=30 (ridge_line):",
-              ", ".join(f"{f} {100 * res['k']['30']['ridge_line'][f]['mape']:.1f}%" for f in fams if f != "all"))
-    print("\nseed A100 data, our 5-fold CV MAPE per family:",
-          ", ".join(f"{f} {100 * v['cv_mape']:.1f}% (n={v['n']})" for f, v in results["seed_a100_cv"].items()))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    t0 = time.monotonic()
+    manifests = fit_public.import_all(args.data, args.out / "samples")
+    per_device = fit_public.load_observations(args.out / "samples", manifests)
+    print("leave one GPU out:")
+    gpu_rows = leave_one_gpu_out(per_device, args.seed)
+    print("\n".join(_gpu_table(gpu_rows)))
+    print("leave one source out:")
+    source_rows = leave_one_source_out(args.out / "samples", manifests, args.seed)
+    print("\n".join(_source_table(source_rows)))
+    if not args.no_record:
+        record("\n".join([
+            f"## Unseen GPU and unseen source (issue 10) — {time.strftime('%Y-%m-%d')}", "",
+            f"- command: `python benchmarks/unseen_gpu.py --data {args.data}`",
+            f"- machine: {machine()}", f"- llmp commit: {commit()}", f"- took {time.monotonic() - t0:.0f} s",
+            "- data: the public operator measurements (training data of the shipped stores), imported as "
+            "benchmarks/fit_public.py does; no published step time is read",
+            "- leave one GPU out: cross-GPU model fitted on the other GPUs; the held-out GPU's rows split 50/50 "
+            "by shape into a pool (adaptation samples: k per (operator, pass), chosen actively) and a test half "
+            "(scored); \"own\": a per-device model fitted on the whole pool", "",
+            *_gpu_table(gpu_rows), "", "### Leave one source out (per-device model, other sources of the same "
+            "device)", "", *_source_table(source_rows), ""]))
 
 
 if __name__ == "__main__":

@@ -71,17 +71,18 @@ class GroupPrediction:
     """Std of the bootstrap members' predictions (0 without members)."""
 
 
-def stratum_of(item: Kernel | Collective) -> tuple[str, str, str]:
-    """(family, variant, pass): the operator an item is and the pass it runs in.
+def stratum_of(item: Kernel | Collective) -> tuple[str, str, str, str]:
+    """(family, variant, pass, dtype): the operator an item is, the pass it runs in, its dtype.
 
     The unit of few-sample adaptation and of per-operator scores: elementwise GELU and RoPE, or a
     fused and an unfused norm, are different operators of one family, and a device can speed one
-    up and not the other; forward and backward kernels of an operator differ again. Collectives
-    are told apart by the tier they cross (the variant) and have no pass.
+    up and not the other; forward and backward kernels of an operator differ again, and so do one
+    GEMM in BF16 and in FP8 (other tensor-core paths, other libraries). Collectives are told apart
+    by the tier they cross (the variant) and have no pass or dtype.
     """
     if isinstance(item, Kernel):
-        return str(item.family), item.variant, str(item.pass_)
-    return str(item.kind), str(item.tier), ""
+        return str(item.family), item.variant, str(item.pass_), str(item.dtype)
+    return str(item.kind), str(item.tier), "", ""
 
 
 def row_key(group_by: tuple[str, ...], item: Kernel | Collective, device: Device) -> tuple[tuple[str, str], ...]:

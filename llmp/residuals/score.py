@@ -92,7 +92,7 @@ class Score:
 
 
 def _names(obs: Observation) -> dict[str, str]:
-    family, variant, pass_ = stratum_of(obs.item)
+    family, variant, pass_, _ = stratum_of(obs.item)
     return {"family": family, "operator": f"{family}/{variant}" if variant else family, "pass": pass_ or "-"}
 
 

@@ -65,8 +65,8 @@ OUT_OF_DOMAIN_WIDEN = 2.0
 """Band half-width multiplier (log space) for queries outside a group's sampled domain."""
 REFIT = "refit it with this llmp: llmp fit SAMPLE_DIR... -o DIR"
 
-Stratum = tuple[str, str, str]
-"""(family, variant, pass): see ``model.stratum_of``."""
+Stratum = tuple[str, str, str, str]
+"""(family, variant, pass, dtype): see ``model.stratum_of``."""
 
 
 def grammar_version() -> str:
@@ -222,10 +222,17 @@ class Residuals:
             for block in blocks.values():
                 for row, i in enumerate(block.index):
                     adj = self.adjustments.get(stratum_of(items[i]))
-                    if adj is None or not pred.has_model[i]:
+                    if adj is None:
                         continue
                     x = block.X[row, block.names.index(adj.feature)]
-                    pred.log_factor[i] += adj.offset + adj.slope * (x - adj.center)
+                    shift = adj.offset + adj.slope * (x - adj.center)
+                    if not pred.has_model[i]:
+                        # A stratum the base store has no model of, adapted from the bare roofline:
+                        # without a held-out spread (fewer than 5 samples) the band spans the
+                        # roofline and the shift, the only two answers there is evidence for.
+                        pred.has_model[i], pred.in_domain[i] = True, False
+                        pred.q[i] = abs(shift)
+                    pred.log_factor[i] += shift
                     if adj.q is not None:
                         pred.q[i] = adj.q
         return pred
@@ -363,7 +370,8 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
         "xgb_params": model.xgb_params or {}, "cv_folds": model.cv_folds, "min_samples": model.min_samples,
         "groups": groups, "skipped_groups": [{"key": dict(k), "n_samples": n} for k, n in model.skipped_groups_.items()],
         "hardware": [device_fingerprint(d) for d in devices], "serves": served, "samples": list(samples),
-        "adjustments": [{"family": s[0], "variant": s[1], "pass": s[2], "offset": a.offset, "slope": a.slope,
+        "adjustments": [{"family": s[0], "variant": s[1], "pass": s[2], "dtype": s[3], "offset": a.offset,
+                         "slope": a.slope,
                          "feature": a.feature, "center": a.center, "n": a.n, "q": a.q}
                         for s, a in sorted((adjustments or {}).items())],
         **(extra or {}),
@@ -532,7 +540,8 @@ def _check_adjustments(c: _Checker, m: dict[str, Any]) -> dict[Stratum, Adjustme
     out: dict[Stratum, Adjustment] = {}
     for i, a in enumerate(c.items(m, "adjustments", "dict")):
         where = f"adjustments[{i}]."
-        stratum = (c.get(a, "family", "str", where), c.get(a, "variant", "str", where), c.get(a, "pass", "str", where))
+        stratum = (c.get(a, "family", "str", where), c.get(a, "variant", "str", where), c.get(a, "pass", "str", where),
+                   c.get(a, "dtype", "str", where))
         feature = c.get(a, "feature", "str", where)
         if stratum[0] not in features.FEATURES or feature not in features.FEATURES[stratum[0]]:
             raise c.fail(f"{where} adjusts family {stratum[0]!r} on feature {feature!r}, which it does not have")

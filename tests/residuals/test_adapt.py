@@ -47,7 +47,7 @@ def test_select_active_picks_k_per_operator_and_pass(base, cpu):
     assert len(chosen) == len(set(chosen.tolist()))
     available = Counter(stratum_of(it) for it in pool)
     picked = Counter(stratum_of(pool[i]) for i in chosen)
-    assert set(available) == {("norm", "", "fwd"), ("norm", "", "bwd"), ("copy", "", "fwd")}
+    assert set(available) == {("norm", "", "fwd", "fp32"), ("norm", "", "bwd", "fp32"), ("copy", "", "fwd", "fp32")}
     assert picked == {s: min(5, n) for s, n in available.items()}
     assert {stratum_of(pool[i]) for i in chosen[:len(available)]} == set(available)  # one of each first
     spread = base.predict(pool, cpu, spread=True).spread
@@ -68,10 +68,10 @@ def test_k_samples_correct_a_shifted_device(base, other, tmp_path):
     test = synthetic(other, FAMILIES, 30, seed=2, shift=0.5)
     before = _mape(base, test, other)
     result = adapt.adapt(base, pool, 5)
-    assert set(result.adjustments) == {("norm", "", "fwd"), ("norm", "", "bwd"), ("copy", "", "fwd")}
+    assert set(result.adjustments) == {("norm", "", "fwd", "fp32"), ("norm", "", "bwd", "fp32"), ("copy", "", "fwd", "fp32")}
     assert all(a.n == 5 and 0.2 < a.offset < 0.8 for a in result.adjustments.values())
     assert len(result.chosen) + len(result.unused) == len(pool)
-    assert result.strata[("copy", "", "fwd")] == (5, 40)
+    assert result.strata[("copy", "", "fwd", "fp32")] == (5, 40)
     store.save(base.model, tmp_path, devices=[other], adjustments=result.adjustments)
     adapted = store.load(tmp_path)
     assert adapted.adjustments == result.adjustments and adapted.serves == ("cpu_b",)
@@ -100,9 +100,9 @@ def test_a_family_wide_correction_fitted_on_rope_backward_wrecks_gelu(elementwis
     pool = synthetic(other, ("elementwise",), 400, seed=1, shift=_rotary_bwd)
     test = synthetic(other, ("elementwise",), 300, seed=2, shift=_rotary_bwd)
     gelu = [o for o in test if o.item.variant == "gelu"]
-    rope_picks = [o for o in pool if stratum_of(o.item) == ("elementwise", "rotary", "bwd")][:5]
+    rope_picks = [o for o in pool if stratum_of(o.item) == ("elementwise", "rotary", "bwd", "fp32")][:5]
     (line,) = adapt.fit_adjustments(elementwise_base, rope_picks).values()
-    everywhere = {("elementwise", v, p): line for v in ("gelu", "swiglu", "relu", "add", "dropout", "rotary")
+    everywhere = {("elementwise", v, p, "fp32"): line for v in ("gelu", "swiglu", "relu", "add", "dropout", "rotary")
                   for p in ("fwd", "bwd")}
     family_wide = dataclasses.replace(elementwise_base, adjustments=everywhere)
     base_gelu = _mape(elementwise_base, gelu, other)
@@ -113,12 +113,12 @@ def test_a_family_wide_correction_fitted_on_rope_backward_wrecks_gelu(elementwis
 def test_adapting_never_touches_a_stratum_it_had_no_samples_of(elementwise_base, other):
     pool = synthetic(other, ("elementwise",), 400, seed=1, shift=_rotary_bwd)
     test = synthetic(other, ("elementwise",), 300, seed=2, shift=_rotary_bwd)
-    rope_only = [o for o in pool if stratum_of(o.item) == ("elementwise", "rotary", "bwd")]
+    rope_only = [o for o in pool if stratum_of(o.item) == ("elementwise", "rotary", "bwd", "fp32")]
     result = adapt.adapt(elementwise_base, rope_only, 5)
-    assert set(result.adjustments) == {("elementwise", "rotary", "bwd")}
+    assert set(result.adjustments) == {("elementwise", "rotary", "bwd", "fp32")}
     adapted = dataclasses.replace(elementwise_base, adjustments=result.adjustments)
-    others = [o for o in test if stratum_of(o.item) != ("elementwise", "rotary", "bwd")]
-    rope = [o for o in test if stratum_of(o.item) == ("elementwise", "rotary", "bwd")]
+    others = [o for o in test if stratum_of(o.item) != ("elementwise", "rotary", "bwd", "fp32")]
+    rope = [o for o in test if stratum_of(o.item) == ("elementwise", "rotary", "bwd", "fp32")]
     np.testing.assert_array_equal(adapted.predict([o.item for o in others], other).log_factor,
                                   elementwise_base.predict([o.item for o in others], other).log_factor)
     assert _mape(adapted, rope, other) < _mape(elementwise_base, rope, other) / 3
@@ -133,7 +133,7 @@ def test_adapting_with_a_budget_per_stratum_fixes_rope_and_keeps_gelu(elementwis
     for stratum in result.adjustments:
         rows = [o for o in test if stratum_of(o.item) == stratum]
         before, after = _mape(elementwise_base, rows, other), _mape(adapted, rows, other)
-        if stratum == ("elementwise", "rotary", "bwd"):
+        if stratum == ("elementwise", "rotary", "bwd", "fp32"):
             assert after < before / 3
         else:  # five samples of an unshifted operator move it by noise at most
             assert after <= before + 0.05, (stratum, before, after)
@@ -152,3 +152,18 @@ def test_continue_boosting_learns_the_new_device(base, other):
     pred = boosted.predict([o.item for o in test], other)
     truth = np.array([np.log(o.seconds / features.roofline_seconds(o.item, other)[1]) for o in test])
     assert np.mean(np.abs(np.exp(pred.log_factor - truth) - 1)) < _mape(base, test, other) / 2
+
+
+def test_a_stratum_the_base_never_modelled_is_adapted_from_the_roofline(elementwise_base, other):
+    """A new device measured for an operator the store has no model of (here: norms on an
+    elementwise-only store): its few samples correct the bare roofline instead of being dropped."""
+    pool = synthetic(other, ("norm",), 200, seed=1, shift=0.8)
+    test = synthetic(other, ("norm",), 100, seed=2, shift=0.8)
+    assert not elementwise_base.predict([o.item for o in test], other).has_model.any()
+    result = adapt.adapt(elementwise_base, pool, 5)
+    assert {s[0] for s in result.adjustments} == {"norm"}
+    adapted = dataclasses.replace(elementwise_base, adjustments=result.adjustments)
+    pred = adapted.predict([o.item for o in test], other)
+    assert pred.has_model.all() and not pred.in_domain.any() and (pred.q > 0).all()
+    roof = np.mean(np.abs(np.asarray([features.roofline_seconds(o.item, other)[1] / o.seconds for o in test]) - 1))
+    assert _mape(adapted, test, other) < 0.85 * roof

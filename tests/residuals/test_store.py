@@ -116,7 +116,7 @@ MANIFEST_DAMAGE = [
     ("domain", _set(("groups", 0, "domain", "log_flops"), [5.0]), "domain.log_flops"),
     ("domain order", _set(("groups", 0, "domain", "log_flops"), [5.0, 1.0]), "domain.log_flops"),
     ("duplicate group", lambda m: m["groups"].append(dict(m["groups"][0])), "appears twice"),
-    ("adjustment", _set(("adjustments",), [{"family": "gemm", "variant": "", "pass": "fwd", "offset": 0.1,
+    ("adjustment", _set(("adjustments",), [{"family": "gemm", "variant": "", "pass": "fwd", "dtype": "bf16", "offset": 0.1,
                                             "slope": 0.0, "feature": "log_nothing", "center": 0.0, "n": 3,
                                             "q": None}]), "log_nothing"),
     ("adjustment field", _set(("adjustments",), [{"family": "gemm"}]), "variant is missing"),
