@@ -63,6 +63,24 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
     return FitResult(store=store.load(out), data=data)
 
 
+def _recorded(base: store.Residuals, *, exclude: str) -> list:
+    """The devices a store's manifest fingerprints, rebuilt from the catalog where it still has
+    them with the same numbers (others are left out of the adapted store's record)."""
+    from llmp.residuals import dataset
+
+    out = []
+    for h in base.manifest.get("hardware", ()):
+        if h["id"] == exclude:
+            continue
+        try:
+            device = dataset.catalog_node(h["id"]).gpu
+        except Exception:  # a device no longer in the catalog
+            continue
+        if store.device_fingerprint(device)["sha256"] == h["sha256"]:
+            out.append(device)
+    return out
+
+
 def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path | store.Residuals, *,
                 budget: int | None = None, device_id: str | None = None, node_id: str | None = None,
                 families: Sequence[str] | None = None) -> FitResult:
@@ -72,7 +90,10 @@ def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
     result = adapt.adapt(base, data.observations, budget)
     device = result.device
-    store.save(base.model, out, devices=[device], serves=[device.id], samples=data.files,
+    # The adapted store serves the new device only; a cross-GPU base keeps the fingerprints of the
+    # GPUs it was fitted on beside the new device's.
+    devices = [device] if base.serves != store.ANY else [*_recorded(base, exclude=device.id), device]
+    store.save(base.model, out, devices=devices, serves=[device.id], samples=data.files,
                adjustments=result.adjustments,
                extra={"adapted_from": {"path": str(base.path), "id": base.id, "scope": base.scope},
                       "adaptation": {"budget": budget, "chosen": len(result.chosen), "unused": len(result.unused)}})

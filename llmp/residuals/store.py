@@ -346,6 +346,9 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
     ``serves`` is ``"any"`` for a cross-GPU store, else the device ids it serves (default: all
     of ``devices``).
     """
+    if not isinstance(model, ResidualModel):  # a cross-GPU model (``transfer.CrossGpuModel``)
+        return save_cross_gpu(model, directory, devices=devices, serves=ANY if serves is None else serves,
+                              samples=samples, adjustments=adjustments, extra=extra)
     model._check_fitted()
     served = serving(devices, serves)
     directory = Path(directory)
@@ -370,10 +373,7 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
         "xgb_params": model.xgb_params or {}, "cv_folds": model.cv_folds, "min_samples": model.min_samples,
         "groups": groups, "skipped_groups": [{"key": dict(k), "n_samples": n} for k, n in model.skipped_groups_.items()],
         "hardware": [device_fingerprint(d) for d in devices], "serves": served, "samples": list(samples),
-        "adjustments": [{"family": s[0], "variant": s[1], "pass": s[2], "dtype": s[3], "offset": a.offset,
-                         "slope": a.slope,
-                         "feature": a.feature, "center": a.center, "n": a.n, "q": a.q}
-                        for s, a in sorted((adjustments or {}).items())],
+        "adjustments": _adjustment_entries(adjustments),
         **(extra or {}),
     }
     path = directory / "manifest.json"
@@ -381,11 +381,18 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
     return path
 
 
-def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Device],
-                   samples: Sequence[str] = (), extra: dict[str, Any] | None = None) -> Path:
-    """Write a fitted ``transfer.CrossGpuModel`` as a store that serves any device (``kind``
-    ``cross_gpu``): the same header and fingerprints as :func:`save`, its families as
-    ``transfer`` entries instead of ``groups``."""
+def _adjustment_entries(adjustments: Mapping[Stratum, Adjustment] | None) -> list[dict[str, Any]]:
+    return [{"family": s[0], "variant": s[1], "pass": s[2], "dtype": s[3], "offset": a.offset, "slope": a.slope,
+             "feature": a.feature, "center": a.center, "n": a.n, "q": a.q}
+            for s, a in sorted((adjustments or {}).items())]
+
+
+def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Device], serves: str | Sequence[str] = ANY,
+                   samples: Sequence[str] = (), adjustments: Mapping[Stratum, Adjustment] | None = None,
+                   extra: dict[str, Any] | None = None) -> Path:
+    """Write a fitted ``transfer.CrossGpuModel`` (``kind`` ``cross_gpu``): the same header and
+    fingerprints as :func:`save`, its units as ``transfer`` entries instead of ``groups``. It
+    serves any device; adapted to one device (``adjustments``), it serves that device."""
     from llmp.residuals import transfer
 
     directory = Path(directory)
@@ -398,8 +405,9 @@ def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Devic
         "features": {fam: list(features.FEATURES[fam]) for fam in model.families()},
         "target": "log_ratio", "group_by": ["family"], "alpha": model.alpha, "seed": model.random_state,
         "xgb_params": dict(transfer.TREE_PARAMS), "cv_folds": 2, "min_samples": model.min_samples,
-        "groups": [], "transfer": entries, "skipped_groups": [], "adjustments": [],
-        "hardware": [device_fingerprint(d) for d in devices], "serves": ANY, "samples": list(samples),
+        "groups": [], "transfer": entries, "skipped_groups": [], "adjustments": _adjustment_entries(adjustments),
+        "hardware": [device_fingerprint(d) for d in devices], "serves": serving(devices, serves),
+        "samples": list(samples),
         **(extra or {}),
     }
     path = directory / "manifest.json"
@@ -639,8 +647,6 @@ def load(directory: str | Path) -> Residuals:
 def _load_cross_gpu(c: _Checker, manifest: dict[str, Any], directory: Path) -> Residuals:
     from llmp.residuals import transfer
 
-    if manifest.get("serves") != ANY:
-        raise c.fail("a cross-GPU store must serve 'any' device", "rebuild it (benchmarks/fit_public.py)")
     entries = c.items(manifest, "transfer", "dict")
     if not entries:
         raise c.fail("the cross-GPU store has no families")

@@ -164,3 +164,24 @@ def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devic
     assert np.allclose(layered.factor[gemm], alone.factor[gemm])
     assert np.allclose(layered.factor[norm], fallback.factor[norm]) and layered.covered[norm].all()
     assert not alone.covered[norm].any()
+
+
+def test_a_cross_gpu_store_adapted_to_a_new_gpu_saves_serves_it_and_beats_k_0(devices, tmp_path):
+    from llmp.residuals import adapt, store
+
+    data = [o for i, (g, d) in enumerate(devices.items()) if g != "mi300x"
+            for o in synthetic(d, ("norm", "gemm"), 30, seed=i)]
+    base_dir = tmp_path / "cross"
+    store.save_cross_gpu(CrossGpuModel().fit(data), base_dir, devices=[d for g, d in devices.items() if g != "mi300x"])
+    base = store.load(base_dir)
+    new = _shifted(synthetic(devices["mi300x"], ("norm", "gemm"), 80, seed=9), 0.7)
+    result = adapt.adapt(base, new[:40], budget=10)
+    out = tmp_path / "adapted"
+    store.save(base.model, out, devices=[devices["mi300x"], devices["b200"]], serves=["mi300x"],
+               adjustments=result.adjustments)
+    adapted = store.load(out)
+    assert adapted.serves == ("mi300x",) and adapted.refusal(devices["b200"]) is not None
+    test = new[40:]
+    before, _ = _mape(base, test)
+    after, _ = _mape(adapted, test)
+    assert after < before
