@@ -254,6 +254,8 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
     _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule).",
            default="1"),
+    _count("microbatch_group", "Interleaved schedule: microbatches each model chunk runs in a row "
+           "(Megatron --microbatch-group-size-per-virtual-pipeline-stage); default pp."),
     _bool("sequence_parallel", "Megatron sequence parallelism alongside tp.", "false"),
     _enum("zero", ZeroStage, "Optimizer/gradient/parameter sharding over dp: none, 0, 1, 2, 3 "
           "or fsdp.", default=STACK),

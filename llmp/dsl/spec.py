@@ -235,6 +235,9 @@ class ParallelSpec:
     """Expert parallel degree (carved out of dp x cp)."""
     vp: Count = 1
     """Virtual pipeline chunks per pipeline rank (interleaved schedule)."""
+    microbatch_group: Count | None = None
+    """Interleaved schedule: microbatches each model chunk runs in a row before the rank moves to its
+    next chunk (Megatron ``--microbatch-group-size-per-virtual-pipeline-stage``). None: ``pp``."""
     sequence_parallel: bool = False
     zero: ZeroStage = ZeroStage.NONE
     schedule: Schedule = Schedule.ONE_F_ONE_B
