@@ -225,8 +225,8 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _enum("optimizer", Optimizer, "Optimizer.", default="adamw"),
     _count("global_batch", "Sequences per optimizer step.", required=True),
     _count("micro_batch", "Sequences per microbatch per data-parallel replica.", default="1"),
-    _enum("recompute", Recompute, "Activation recomputation: selective = the attention core, "
-          "full = every layer's forward.", default="none"),
+    _enum("recompute", Recompute, "Activation recomputation: selective = the stack's selective mode "
+          "(the attention core; torchtitan: op-level SAC), full = every layer's forward.", default="none"),
     _bool("master_weights", "Mixed precision keeps an FP32 copy of the weights.", "true"),
     _enum("stack", Stack, "Training stack; its profile gives the defaults marked 'stack'.",
           default="generic"),

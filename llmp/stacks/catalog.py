@@ -13,6 +13,7 @@ from types import MappingProxyType
 from llmp.dsl.spec import Attention as A
 from llmp.dsl.spec import OptimizerKernel, PipeModule, Stack, ZeroStage
 from llmp.stacks.profile import ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+from llmp.stacks.profile import SelectiveRecompute as SR
 
 _EQUAL = "equal split; layers that do not divide need stage_layers or first/last_stage_layers"
 
@@ -82,6 +83,7 @@ GENERIC = Profile(
     fsdp=Item(True, "llmp default"),
     userbuffers=Item(True, "llmp default"),
     pipeline_zero_max=Item(ZeroStage.FSDP, "llmp default"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "llmp default (Korthikanti et al. 2022, §5)"),
 )
 
 MEGATRON_LM = Profile(
@@ -131,6 +133,9 @@ MEGATRON_LM = Profile(
     fsdp=_no("no FSDP", _MLM_ARGS),
     userbuffers=_no("no TransformerEngine", _MLM_ARGS),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MLM_ARGS} (distributed optimizer = ZeRO-1)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA/Megatron-LM@v3.0:megatron/arguments.py (--recompute-granularity "
+                             "selective); megatron/model/transformer.py (ParallelAttention: _checkpointed_attention_forward "
+                             "over the core attention)", "selective recompute arrived in v3.0 (2022) with sequence parallelism"),
 )
 
 MEGATRON_CORE = Profile(
@@ -173,6 +178,9 @@ MEGATRON_CORE = Profile(
     fsdp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective': only the core "
+                             "attention); megatron/core/transformer/attention.py (Attention._checkpointed_attention_forward)",
+                             "later releases add --recompute-modules, whose default is still core_attn"),
 )
 
 NEMO = Profile(
@@ -210,6 +218,8 @@ NEMO = Profile(
     fsdp=Item(True, f"{_MC_DDP_CONFIG}"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
+                             "through MegatronStrategy)"),
 )
 
 _MDS = "microsoft/Megatron-DeepSpeed@main:megatron"
@@ -250,6 +260,8 @@ MEGATRON_DEEPSPEED = Profile(
     fsdp=_no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
     userbuffers=_no("no TransformerEngine", _MDS),
     pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_MDS}/arguments.py (--recompute-granularity selective); "
+                             f"{_MDS}/model/transformer.py (ParallelAttention: checkpointed core attention)"),
 )
 
 GPT_NEOX = Profile(
@@ -303,6 +315,8 @@ GPT_NEOX = Profile(
     fsdp=_no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
     userbuffers=_no("no TransformerEngine in the runs modelled", _NEOX),
     pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_NEOX} (checkpoint_activations, checkpoint_num_layers: whole layers only)",
+                             "GPT-NeoX has no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
 )
 
 COMPOSER = Profile(
@@ -349,6 +363,9 @@ COMPOSER = Profile(
     fsdp=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py"),
     userbuffers=_no("no TransformerEngine", _FOUNDRY),
     pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not restricted"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py "
+                             "(activation_checkpointing_fn: whole MPTBlocks only)",
+                             "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
 )
 
 TORCHTITAN = Profile(
@@ -389,6 +406,11 @@ TORCHTITAN = Profile(
     fsdp=Item(True, _TITAN),
     userbuffers=_no("no TransformerEngine", _TITAN),
     pipeline_zero_max=Item(ZeroStage.FSDP, "pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/pipeline_llama.py (PP with FSDP2)"),
+    selective_recompute=Item(SR.OP_SAC, f"{_TITAN} (activation_checkpoint.selective_ac_option = 'op' in the Llama 3 "
+                             "train configs); pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py "
+                             "(_save_list: aten.mm, the SDPA flash/efficient kernels, reduce_scatter_tensor; _custom_policy: "
+                             "'Saves output of all compute ops, except every second mm'); pytorch/pytorch@v2.5.0:"
+                             "torch/utils/checkpoint.py (non-reentrant checkpoint, early_stop = True)"),
 )
 
 NEMO_AUTOMODEL = Profile(
@@ -424,6 +446,9 @@ NEMO_AUTOMODEL = Profile(
     fsdp=Item(True, _AUTOMODEL),
     userbuffers=_no("no TransformerEngine", _AUTOMODEL),
     pipeline_zero_max=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0 (PP with FSDP2)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/"
+                             "fsdp2.py (activation_checkpointing: whole decoder layers only)",
+                             "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
 )
 
 PROFILES = MappingProxyType({p.stack: p for p in (
