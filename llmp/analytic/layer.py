@@ -420,10 +420,16 @@ def zero3(blk: Block, params: Any, name: str) -> tuple[Op, ...]:
 
 
 def grad_bytes(ctx: Context) -> int:
-    """Bytes per gradient element: FP32 main grads for BF16 with master weights (Megatron's
-    ``accumulate_allreduce_grads_in_fp32``, set for bf16), else the model dtype."""
+    """Bytes per gradient element, held and reduced over dp: FP32 where the stack keeps FP32 main
+    grads for this precision (its profile's ``fp32_grads``: Megatron's ``grad_reduce_in_fp32`` for
+    BF16 and FP8 runs, whose gradient-accumulation fusion adds every microbatch's wgrad into the
+    FP32 ``main_grad``; FSDP's FP32 shards), or as ``train.fp32_grads`` says; else the model dtype.
+    Without master weights there is no FP32 copy to accumulate next to: the model dtype."""
     t = ctx.spec.train
-    return 4 if (t.precision is Precision.BF16 and t.master_weights) else ctx.e
+    if t.precision in (Precision.FP32, Precision.TF32):
+        return 4
+    fp32 = t.fp32_grads if t.fp32_grads is not None else t.precision in ctx.profile.fp32_grads.value
+    return 4 if (fp32 and t.master_weights) else ctx.e
 
 
 def _layer_block(ctx: Context) -> tuple[Block, list[str]]:

@@ -1,8 +1,9 @@
 """Memory per GPU: weights, gradients, optimizer states, activations, logits, framework overhead.
 
 States (Rajbhandari et al. 2020, ZeRO §3.1; Megatron-LM ``docs/distrib_optimizer.md``): weights
-in the model dtype; gradients in FP32 for BF16 with master weights (Megatron's main grads) else
-in the model dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
+in the model dtype; gradients in FP32 where the stack keeps FP32 main grads for the precision
+(:func:`~llmp.analytic.layer.grad_bytes`: Megatron's for BF16 and FP8 runs) else in the model
+dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
 model itself is FP32 or ``master_weights = false``. ZeRO-1 shards the optimizer states over the
 data-parallel replicas (dp x cp; dp x cp / ep for expert weights), ZeRO-2 also the gradients,
 ZeRO-3/FSDP also the weights, which are then gathered one layer at a time (the layer in use and

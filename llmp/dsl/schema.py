@@ -228,6 +228,8 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _enum("recompute", Recompute, "Activation recomputation: selective = the stack's selective mode "
           "(the attention core; torchtitan: op-level SAC), full = every layer's forward.", default="none"),
     _bool("master_weights", "Mixed precision keeps an FP32 copy of the weights.", "true"),
+    FieldDef(name="fp32_grads", kind=Kind.BOOL, doc="Gradients accumulate and reduce in FP32 (Megatron "
+             "grad_reduce_in_fp32); default: the stack's rule for the precision.", bound=None),
     _enum("stack", Stack, "Training stack; its profile gives the defaults marked 'stack'.",
           default="generic"),
     _enum("attention", Attention, "Attention-core kernels.", default=STACK),

@@ -285,6 +285,9 @@ class TrainSpec:
     recompute: Recompute = Recompute.NONE
     master_weights: bool = True
     """Mixed precision keeps an FP32 copy of the weights in the optimizer."""
+    fp32_grads: bool | None = None
+    """Gradients accumulate and are reduced in FP32 (Megatron's main grads with
+    ``grad_reduce_in_fp32``; false: in the 16-bit dtype). None: the stack's rule for the precision."""
     stack: Stack = Stack.GENERIC
     """The training stack; its profile gives the defaults of the fields below."""
     attention: Attention = Attention.FLASH2

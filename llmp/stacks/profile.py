@@ -147,6 +147,9 @@ class Profile:
     """Highest ZeRO stage this stack runs together with pipeline parallelism."""
     selective_recompute: Item
     """What ``recompute = selective`` re-runs (:class:`SelectiveRecompute`)."""
+    fp32_grads: Item
+    """The training precisions under which the stack accumulates and reduces gradients in FP32 (with
+    master weights); under the others they are in the model's 16-bit dtype. ``train.fp32_grads`` overrides."""
 
     def items(self) -> tuple[tuple[str, Item], ...]:
         """Every item by name, in declaration order."""

@@ -138,6 +138,26 @@ performance scripts (NVIDIA/Megatron-LM@d98e8a64dd:examples/llama/README.md, "Co
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class SourceRecipe:
+    """A ``train`` field the recipe behind one published row sets, where the row does not say."""
+
+    source: str
+    model_name: str
+    fields: tuple[tuple[str, Any], ...]
+    why: str
+
+
+SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
+    SourceRecipe(source="nemo-24.07-perf-summary", model_name="Nemotron-340B", fields=(("fp32_grads", False),),
+                 why=("NeMo's Nemotron-4 340B training config reduces gradients in BF16 "
+                      "(NVIDIA/NeMo-Framework-Launcher@3be81fc:launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
+                      "optim: mcore_distributed_optim, grad_sync_dtype: bf16; NeMo 1 sets "
+                      "grad_reduce_in_fp32 = grad_sync_dtype == 'fp32'), unlike the other 24.07 models' configs")),
+)
+"""Recipe settings of published rows the row itself does not state."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TrainPlan:
     """The train and parallel blocks to write for a row: layout, batch, and what the row states."""
 
@@ -350,6 +370,12 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
         notes.append("schedule: 1F1B (the Megatron/DeepSpeed default for pp > 1 without virtual stages)")
     sequence_parallel = _sequence_parallel(row, stack, tp, noted, notes)
     train = {f: fact.value for f, fact in noted.section("train").items() if f != "recompute"}
+    for recipe in SOURCE_RECIPES:
+        if (row.text("source"), row.text("model_name")) == (recipe.source, recipe.model_name):
+            for f, value in recipe.fields:
+                if f not in train:
+                    train[f] = value
+                    notes.append(f"{f} = {value_text(value)} ({recipe.why})")
     parallel = {f: fact.value for f, fact in noted.section("parallel").items() if f != "sequence_parallel"}
     for f, fact in (*noted.section("train").items(), *noted.section("parallel").items()):
         if f not in ("recompute", "sequence_parallel"):

@@ -169,6 +169,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(name="no gradient-accumulation fusion", regex=r"--no-gradient-accumulation-fusion",
             sets=_const(train__grad_accum_fusion=False)),
     Pattern(name="fused cross-entropy", regex=r"--cross-entropy-loss-fusion\b", sets=_const(train__fused_cross_entropy=True)),
+    Pattern(name="FP32 gradient reduction",
+            regex=r"--accumulate-allreduce-grads-in-fp32\b|grad_reduce_in_fp32[ :=]+(?P<on>true|false)\b|"
+                  r"grad_sync_dtype[ :=]+(?P<dtype>fp32|bf16|fp16)\b",
+            sets=lambda m, n: {"train.fp32_grads": (m.group("on") or "true").lower() == "true"
+                               if m.group("dtype") is None else m.group("dtype").lower() == "fp32"}),
     Pattern(name="no bias-activation fusion", regex=r"--no-bias-(?:gelu|swiglu)-fusion", sets=_const(train__fused_bias_act=False)),
     Pattern(name="no RoPE fusion", regex=r"--no-rope-fusion", sets=_const(train__fused_rope=False)),
     Pattern(name="no gradient clipping", regex=r"\bno (?:grad(?:ient)?[-_ ])?clipping\b|--clip-grad[= ]+0(?:\.0)?\b",

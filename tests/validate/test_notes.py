@@ -82,6 +82,9 @@ CASES = [
     ('PipelineModule(partition_method="parameters")', {"parallel.partition": "parameters"}),
     ("--pp-partition-method uniform", {"parallel.partition": "uniform"}),
     ("account_for_loss_in_pipeline_split=False", {}),
+    ("optim: grad_sync_dtype: bf16", {"train.fp32_grads": False}),
+    ("--accumulate-allreduce-grads-in-fp32", {"train.fp32_grads": True}),
+    ("DistributedDataParallelConfig(grad_reduce_in_fp32=False)", {"train.fp32_grads": False}),
 ]
 
 
