@@ -154,6 +154,15 @@ def test_nemotron_4_340b_has_340b_parameters(map_snippet):
     assert params.count(m.spec.model, m.spec.padded_vocab) == pytest.approx(341e9, rel=0.01)
 
 
+def test_nemotron_4_340b_reduces_gradients_in_bf16_as_its_recipe_did(map_snippet):
+    # FP8 on NeMo keeps FP32 main grads unless the recipe says otherwise; Nemotron-4 340B's
+    # launcher config sets optim.grad_sync_dtype: bf16.
+    m = _mapped(map_snippet(P.NEMO_NEMOTRON_340B))
+    assert m.spec.train.fp32_grads is False and _said(m, "nemotron_340b.yaml", "grad_sync_dtype: bf16")
+    other = _mapped(map_snippet(P.edit(P.NEMO_NEMOTRON_340B, "model_name", "Nemotron-340B-other")))
+    assert other.spec.train.fp32_grads is None
+
+
 def test_automodel_llama3_70b_prefers_the_step_time(map_snippet):
     m = _mapped(map_snippet(P.AUTOMODEL_LLAMA3_70B))
     assert m.reading.quantity is Quantity.STEP_TIME and m.measured_s == pytest.approx(18.90)
