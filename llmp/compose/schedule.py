@@ -59,7 +59,7 @@ def _interleaved_table(m: int, vp: int, group: int) -> list[tuple[int, int]]:
     megatron/core/pipeline_parallel/schedules.py, get_schedule_table)."""
     table = []
     for start in range(0, m, group):
-        stop = m if start + group >= m else start + group
+        stop = min(m, start + group)
         table += [(k, j) for k in range(vp) for j in range(start, stop)]
     return table
 
