@@ -18,6 +18,7 @@ bias-GELU / bias-dropout-add. SwiGLU's gate and up matrices run as one GEMM of w
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from llmp.analytic.layout import Axis
 from llmp.analytic.structure import Structure
 from llmp.dsl.spec import Activation, Attention, Norm, Position, Precision, Recompute, Spec, ZeroStage
 from llmp.hardware.spec import Dtype
-from llmp.stacks import Profile, profile
+from llmp.stacks import Profile, SelectiveRecompute, profile
 
 _ACTIVATION = {Activation.GELU: Elementwise.GELU, Activation.RELU: Elementwise.RELU,
                Activation.SWIGLU: Elementwise.SWIGLU, Activation.SQUARED_RELU: Elementwise.SQUARED_RELU}
@@ -419,30 +420,20 @@ def zero3(blk: Block, params: Any, name: str) -> tuple[Op, ...]:
 
 
 def grad_bytes(ctx: Context) -> int:
-    """Bytes per gradient element: FP32 main grads for BF16 with master weights (Megatron's
-    ``accumulate_allreduce_grads_in_fp32``, set for bf16), else the model dtype."""
+    """Bytes per gradient element, held and reduced over dp: FP32 where the stack keeps FP32 main
+    grads for this precision (its profile's ``fp32_grads``: Megatron's ``grad_reduce_in_fp32`` for
+    BF16 and FP8 runs, whose gradient-accumulation fusion adds every microbatch's wgrad into the
+    FP32 ``main_grad``; FSDP's FP32 shards), or as ``train.fp32_grads`` says; else the model dtype.
+    Without master weights there is no FP32 copy to accumulate next to: the model dtype."""
     t = ctx.spec.train
-    return 4 if (t.precision is Precision.BF16 and t.master_weights) else ctx.e
+    if t.precision in (Precision.FP32, Precision.TF32):
+        return 4
+    fp32 = t.fp32_grads if t.fp32_grads is not None else t.precision in ctx.profile.fp32_grads.value
+    return 4 if (fp32 and t.master_weights) else ctx.e
 
 
-def layer_ops(ctx: Context) -> list[Op]:
-    """One transformer layer's ops (scope ``layer``): forward, then recompute, then backward.
-
-    Sequential residual: ``x = x + attn(norm1(x)); x = x + mlp(norm2(x))``, a TP reduction after
-    each branch. Parallel residual (GPT-NeoX ``gpt_j_residual``, GPT-J, PaLM): both branches read
-    ``x`` through their own norm (one shared norm with ``shared_norm``), their outputs are summed
-    (the attention output's bias-dropout without residual, then the MLP's bias-dropout-add onto
-    it), reduced over TP once, and added to ``x`` once.
-
-    ``recompute = selective`` re-runs the attention core (Korthikanti et al. 2022 §5; Megatron-Core
-    ``--recompute-granularity selective`` with its default ``--recompute-modules core_attn``):
-    the scores, mask, softmax, dropout and the product with V, or the fused kernel, and the
-    context-parallel ring exchanges that feed it. ``recompute = full`` re-runs each layer's whole
-    forward (norms, GEMMs, TP collectives, everything but FSDP's prefetched gathers) before its
-    backward (Megatron ``--recompute-granularity full --recompute-method uniform
-    --recompute-num-layers 1``; GPT-NeoX/DeepSpeed ``checkpoint_activations`` with
-    ``checkpoint_num_layers = 1``); the embedding and the head are never recomputed.
-    """
+def _layer_block(ctx: Context) -> tuple[Block, list[str]]:
+    """The layer's forward and backward ops (no recompute yet) and the names of its attention core."""
     m = ctx.spec.model
     blk = Block(ctx, Scope.LAYER, "layer")
     if m.parallel_residual:
@@ -469,22 +460,149 @@ def layer_ops(ctx: Context) -> list[Op]:
     else:
         _tp_out(blk, "mlp", fc2)
         _dropout_add(blk, "mlp")
-    local = shard.layer(m, ctx.spec.parallel).total
+    return blk, core
+
+
+def layer_ops(ctx: Context) -> list[Op]:
+    """One transformer layer's ops (scope ``layer``): forward, then recompute, then backward.
+
+    Sequential residual: ``x = x + attn(norm1(x)); x = x + mlp(norm2(x))``, a TP reduction after
+    each branch. Parallel residual (GPT-NeoX ``gpt_j_residual``, GPT-J, PaLM): both branches read
+    ``x`` through their own norm (one shared norm with ``shared_norm``), their outputs are summed
+    (the attention output's bias-dropout without residual, then the MLP's bias-dropout-add onto
+    it), reduced over TP once, and added to ``x`` once.
+
+    ``recompute = full`` re-runs each layer's whole forward (norms, GEMMs, TP collectives,
+    everything but FSDP's prefetched gathers) before its backward (Megatron
+    ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``;
+    GPT-NeoX/DeepSpeed ``checkpoint_activations`` with ``checkpoint_num_layers = 1``).
+    ``recompute = selective`` re-runs what the stack's selective mode re-runs
+    (:func:`recomputed_forward`). The embedding and the head are never recomputed.
+    """
+    blk, core = _layer_block(ctx)
+    local = shard.layer(ctx.spec.model, ctx.spec.parallel).total
     grad_accumulate(blk, local)
     gather, scatter = zero3(blk, local, "layer") or (None, None)
     ops = blk.ops()
     fwd = [op for op in ops if op.part is Part.FORWARD]
     bwd = [op for op in ops if op.part is Part.BACKWARD]
-    recompute = ctx.spec.train.recompute
-    if recompute is Recompute.FULL:
-        redo = [op for op in fwd if op.overlap is not Overlap.PREFETCH]
-    elif recompute is Recompute.SELECTIVE:
-        redo = [op for op in fwd if op.name in core]
-    else:
-        redo = []
     head = [gather] if gather else []
     tail = [scatter] if scatter else []
-    return fwd + head + _recomputed(redo) + bwd + tail
+    return fwd + head + recomputed_forward(ctx, fwd, core) + bwd + tail
+
+
+def recomputed_forward(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
+    """The forward work a layer re-runs before its backward, as the stack recomputes it.
+
+    ``full``: every forward op but FSDP's prefetched parameter gathers. ``selective`` by the
+    stack's :class:`~llmp.stacks.SelectiveRecompute`: the attention core (and the context-parallel
+    ring exchanges that feed it; Korthikanti et al. 2022 §5, Megatron-Core
+    ``--recompute-granularity selective``), or torchtitan's op-level SAC (:func:`op_sac_matmuls`):
+    every op of the layer except the saved matmul outputs, the SDPA kernel (with its ring
+    exchanges) and reduce-scatters, stopping after the last op whose output the backward needs.
+    """
+    recompute = ctx.spec.train.recompute
+    if recompute is Recompute.FULL:
+        return _recomputed([op for op in fwd if op.overlap is not Overlap.PREFETCH])
+    if recompute is not Recompute.SELECTIVE:
+        return []
+    if ctx.profile.selective_recompute.value is SelectiveRecompute.CORE_ATTENTION:
+        return _recomputed([op for op in fwd if op.name in core])
+    return _op_sac(ctx, fwd, core)
+
+
+@dataclass(frozen=True, slots=True)
+class Matmul:
+    """One ``aten.mm`` of a layer's forward as op-level SAC counts them: a linear module's product."""
+
+    op: str
+    """The layer op it belongs to (llmp runs q/k/v, and a gated MLP's gate and up, as one GEMM)."""
+    module: str
+    """The linear module (``wq``, ``wk``, ``wv``, ``wo``, ``w1``, ``w3``, ``w2`` in torchtitan's Llama)."""
+    rows: Any
+    width: Any
+    """Output columns on this GPU."""
+    saved: bool
+    """Its output is kept for the backward (the 1st, 3rd, 5th, ... matmul); else it is re-run."""
+
+
+def _modules(ctx: Context, op: Op) -> tuple[tuple[str, Any], ...]:
+    """The linear modules one GEMM op stands for, in execution order, with their widths
+    (pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py: Attention wq, wk, wv, wo;
+    FeedForward w1, w3 (the gate, for SwiGLU), w2)."""
+    assert isinstance(op.work, Kernel)
+    n = op.work.dim("n")
+    if op.name.endswith("attn.qkv"):
+        return (("wq", ctx.q_width), ("wk", ctx.kv_width), ("wv", ctx.kv_width))
+    if op.name.endswith(".fc1") and ctx.spec.model.activation.gated:
+        return (("w1", n / 2), ("w3", n / 2))
+    last = op.name.rsplit(".", 1)[-1]
+    return ({"proj": "wo", "fc1": "w1", "fc2": "w2"}.get(last, last), n),
+
+
+def _is_mm(op: Op, core: list[str]) -> bool:
+    """A linear layer's product (``aten.mm``): a GEMM outside the attention core (whose products
+    are batched ``bmm``) and not an expert's grouped GEMM."""
+    if not isinstance(op.work, Kernel) or op.work.family is not Family.GEMM or op.name in core:
+        return False
+    try:
+        return float(op.work.dim("batch")) == 1
+    except TypeError:  # a free symbol for the experts per rank: grouped
+        return False
+
+
+def op_sac_matmuls(ctx: Context, fwd: list[Op] | None = None, core: list[str] | None = None) -> tuple[Matmul, ...]:
+    """Every matmul of one layer's forward and whether op-level SAC saves it: torchtitan counts
+    ``aten.mm`` calls per checkpointed layer and saves the odd ones (``meta[mm_count] % 2 == 0``
+    is recomputed after the increment; pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/
+    parallelize_llama.py, _custom_policy). For SwiGLU that saves wq, wv, w1, w2 and re-runs wk, wo,
+    w3. The memory model reads the same list (:mod:`llmp.compose.memory`)."""
+    if fwd is None or core is None:
+        blk, core = _layer_block(ctx)
+        fwd = blk.fwd
+    out, count = [], 0
+    for op in fwd:
+        if not _is_mm(op, core):
+            continue
+        assert isinstance(op.work, Kernel)
+        for module, width in _modules(ctx, op):
+            count += 1
+            out.append(Matmul(op=op.name, module=module, rows=op.work.dim("m"), width=width, saved=count % 2 == 1))
+    return tuple(out)
+
+
+def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
+    """The recompute of torchtitan's op-level SAC (see :func:`recomputed_forward`)."""
+    saved_core = ctx.spec.train.attention.fused  # the SDPA kernels are in the save list; bmm/softmax are not
+    matmuls = {}
+    for mm in op_sac_matmuls(ctx, fwd, core):
+        matmuls.setdefault(mm.op, []).append(mm)
+    redo: list[Op] = []
+    renamed: dict[str, str] = {}
+    for op in fwd:
+        if op.overlap is Overlap.PREFETCH:
+            continue
+        if op.name in core and saved_core:
+            continue
+        if isinstance(op.work, Collective) and op.work.kind is CollectiveKind.REDUCE_SCATTER:
+            continue
+        if op.name in matmuls:
+            assert isinstance(op.work, Kernel)
+            for mm in matmuls[op.name]:
+                if not mm.saved:
+                    work = Kernel.make(Family.GEMM, op.work.dtype, m=mm.rows, n=mm.width, k=op.work.dim("k"), batch=1)
+                    renamed.setdefault(op.name, f"{op.name}.{mm.module}")
+                    redo.append(dataclasses.replace(op, name=f"{op.name}.{mm.module}", work=work))
+            continue
+        redo.append(op)
+    # A collective that hides behind a split GEMM hides behind its first re-run product.
+    redo = [dataclasses.replace(op, partner=renamed[op.partner]) if op.partner in renamed else op for op in redo]
+    # Early stop (torch.utils.checkpoint): nothing after the last re-run op whose output a backward
+    # reads; the layer's closing residual add (and a bias-dropout-add's add) saves nothing.
+    while redo and isinstance(redo[-1].work, Kernel) and redo[-1].work.variant == Elementwise.ADD \
+            and redo[-1].name.endswith("residual"):
+        redo.pop()
+    return _recomputed(redo)
 
 
 def grad_accumulate(blk: Block, params: Any) -> None:

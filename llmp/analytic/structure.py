@@ -30,6 +30,8 @@ class Structure:
     vp: int
     microbatches: int
     """Microbatches per pipeline per step (gradient-accumulation steps)."""
+    microbatch_group: int
+    """Interleaved schedule: microbatches each chunk runs in a row (``pp`` unless the spec says)."""
     degrees: tuple[tuple[str, int], ...]
     """Axis degrees: dp, tp, pp, cp, ep, vp."""
     groups: tuple[tuple[str, int], ...]
@@ -112,9 +114,9 @@ def structure_of(spec: Spec) -> Structure:
     micro = _int(spec.microbatches, "microbatches = global_batch / (micro_batch * dp)")
     if micro < 1:
         raise InfeasibleError(f"global_batch({t.global_batch}) < micro_batch({t.micro_batch}) * dp({deg['dp']})")
-    if p.schedule is Schedule.INTERLEAVED and deg["pp"] > 1 and micro % deg["pp"]:
-        raise InfeasibleError(
-            f"the interleaved schedule needs microbatches({micro}) divisible by pp({deg['pp']})")
+    group = deg["pp"] if p.microbatch_group is None else _int(p.microbatch_group, "parallel.microbatch_group")
+    if p.schedule is Schedule.INTERLEAVED and deg["vp"] > 1:
+        _interleaving(deg["pp"], micro, group)
     heads, kv = _int(m.heads, "model.heads"), _int(m.kv_heads, "model.kv_heads")
     if heads % deg["tp"] or (kv >= deg["tp"] and kv % deg["tp"]) or (kv < deg["tp"] and deg["tp"] % kv):
         raise InfeasibleError(f"tp({deg['tp']}) must divide heads({heads}) and kv_heads({kv}) "
@@ -136,11 +138,29 @@ def structure_of(spec: Spec) -> Structure:
     chunks = split.split(spec).chunks
     dropout = _number(m.dropout, "model.dropout") > 0
     shared = moe is not None and _int(moe.shared_experts, "model.moe.shared_experts") > 0
-    return Structure(pp=deg["pp"], vp=deg["vp"], microbatches=micro, degrees=tuple(deg.items()),
+    return Structure(pp=deg["pp"], vp=deg["vp"], microbatches=micro, microbatch_group=group, degrees=tuple(deg.items()),
                      groups=tuple((n, g[0]) for n, g in placed.items()),
                      tiers=tuple((n, g[2]) for n, g in placed.items()),
                      footprints=tuple((n, g[1]) for n, g in placed.items()), chunk_layers=chunks,
                      dropout=dropout, shared_experts=shared)
+
+
+def _interleaving(pp: int, micro: int, group: int) -> None:
+    """Megatron-Core's rules for the interleaved schedule (NVIDIA/Megatron-LM@00611e6:megatron/core/
+    pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving): each chunk runs
+    ``group`` microbatches in a row (``--microbatch-group-size-per-virtual-pipeline-stage``, default
+    pp), with ``pp <= group <= microbatches``; a last, shorter group must still hold at least pp
+    microbatches ("Otherwise, it introduces dependency bubbles"). With the default group this is
+    the familiar "microbatches divisible by pp"."""
+    if not pp <= group <= micro:
+        raise InfeasibleError(
+            f"the interleaved schedule needs pp({pp}) <= microbatch_group({group}) <= microbatches({micro})",
+            hint="Megatron-LM refuses it too; change global_batch, micro_batch or microbatch_group (default pp)")
+    if 0 < micro % group < pp:
+        raise InfeasibleError(
+            f"the interleaved schedule's last group of microbatches({micro}) % microbatch_group({group}) = "
+            f"{micro % group} is shorter than pp({pp})",
+            hint="Megatron-LM refuses it too: make microbatches a multiple of microbatch_group (default pp)")
 
 
 def chunk_layers(spec: Spec, st: Structure) -> tuple[Any, ...]:

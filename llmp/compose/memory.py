@@ -1,8 +1,9 @@
 """Memory per GPU: weights, gradients, optimizer states, activations, logits, framework overhead.
 
 States (Rajbhandari et al. 2020, ZeRO §3.1; Megatron-LM ``docs/distrib_optimizer.md``): weights
-in the model dtype; gradients in FP32 for BF16 with master weights (Megatron's main grads) else
-in the model dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
+in the model dtype; gradients in FP32 where the stack keeps FP32 main grads for the precision
+(:func:`~llmp.analytic.layer.grad_bytes`: Megatron's for BF16 and FP8 runs) else in the model
+dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
 model itself is FP32 or ``master_weights = false``. ZeRO-1 shards the optimizer states over the
 data-parallel replicas (dp x cp; dp x cp / ep for expert weights), ZeRO-2 also the gradients,
 ZeRO-3/FSDP also the weights, which are then gathered one layer at a time (the layer in use and
@@ -42,9 +43,10 @@ the prefetched next) and for the root module's own parameters (embedding, final 
 which stay gathered through forward and backward.
 
 torchtitan (``stack = torchtitan``) runs two things its own way. Its ``selective`` recompute is
-op-level selective activation checkpointing (SAC): per layer it keeps the layer's input, the output
-of every *other* matmul (the 1st, 3rd, 5th, ... in execution order), the attention kernel's output
-and log-sum-exp, and recomputes everything else. Its loss upcasts the logits to FP32 and calls
+op-level selective activation checkpointing (SAC, the stack profile's ``selective_recompute``): per
+layer it keeps the layer's input, the output of every *other* matmul (the 1st, 3rd, 5th, ... in
+execution order, the same list the recompute is built from), the attention kernel's output and
+log-sum-exp, and recomputes everything else. Its loss upcasts the logits to FP32 and calls
 ``F.cross_entropy``: log_softmax keeps an FP32 copy, and at the start of the backward the gradient
 of nll_loss and that of log_softmax (FP32 each) are alive with it, 12 bytes per logit.
 """
@@ -58,10 +60,11 @@ import numpy as np
 
 from llmp.analytic import shard
 from llmp.analytic.graph import RankKind, rank_kind_of
-from llmp.analytic.layer import Context, grad_bytes
+from llmp.analytic.layer import Context, grad_bytes, op_sac_matmuls
 from llmp.analytic.structure import Structure, chunk_layers
 from llmp.compose.schedule import Plan, layers_in_flight
 from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, Stack, ZeroStage
+from llmp.stacks import SelectiveRecompute
 
 GIB = 2**30
 CUDA_CONTEXT_BYTES = 1 * GIB
@@ -121,24 +124,20 @@ def layer_activation_bytes(ctx: Context) -> Any:
     return attention + mlp + masks + scores
 
 
-def torchtitan_sac_bytes(ctx: Context) -> Any:
-    """Bytes one layer keeps under torchtitan's op-level selective activation checkpointing.
-
-    pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py (``_save_list``: mm, the
-    SDPA flash/efficient kernels, reduce_scatter; ``_custom_policy``: "Saves output of all compute
-    ops, except every second mm"); torchtitan/models/llama/model.py gives the matmul order wq, wk,
-    wv, wo, w1, w3, w2 (w1, w2 without the gate w3 for an ungated MLP). With tp, the row-parallel
-    outputs (wo, w2) are full-width partial sums and their reduce-scatters are kept too.
-    """
+def op_sac_bytes(ctx: Context) -> Any:
+    """Bytes one layer keeps under op-level selective activation checkpointing (torchtitan's
+    ``selective_ac_option = 'op'``): the layer's input, the outputs of the matmuls the policy saves
+    (:func:`~llmp.analytic.layer.op_sac_matmuls`, the list the recompute is built from: wq, wv, w1,
+    w2 for a SwiGLU Llama), the SDPA output and its log-sum-exp, and with tp the reduce-scatter
+    outputs (pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py, ``_save_list``).
+    With tp the row-parallel outputs (wo, w2) are full-width partial sums."""
     spec = ctx.spec
     m, p = spec.model, spec.parallel
-    e, t, h = ctx.e, ctx.tokens, m.hidden
-    f = m.ffn_hidden / p.tp
-    widths = [ctx.q_width, ctx.kv_width, ctx.kv_width, h, f, *((f,) if m.activation.gated else ()), h]
-    kept = sum(widths[0::2])
+    e, h = ctx.e, m.hidden
+    kept = sum(mm.rows * mm.width for mm in op_sac_matmuls(ctx) if mm.saved)
     scattered = 2 * h / p.tp if p.tp > 1 else 0
     lse = 4 * spec.train.micro_batch * (m.heads / p.tp) * (m.seq_len / p.cp)
-    return e * (ctx.sp_tokens * h + t * (kept + ctx.q_width) + ctx.sp_tokens * scattered) + lse
+    return e * (ctx.sp_tokens * h + kept + ctx.tokens * ctx.q_width + ctx.sp_tokens * scattered) + lse
 
 
 def logits_bytes(ctx: Context) -> Any:
@@ -192,8 +191,8 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     per_layer = layer_activation_bytes(ctx)
     if spec.train.recompute is Recompute.FULL:
         kept, working = e * ctx.sp_tokens * m.hidden, per_layer
-    elif spec.train.recompute is Recompute.SELECTIVE and spec.train.stack is Stack.TORCHTITAN:
-        kept, working = torchtitan_sac_bytes(ctx), per_layer
+    elif spec.train.recompute is Recompute.SELECTIVE and ctx.profile.selective_recompute.value is SelectiveRecompute.OP_SAC:
+        kept, working = op_sac_bytes(ctx), per_layer
     else:
         kept, working = per_layer, 0
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]

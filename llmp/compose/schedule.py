@@ -11,7 +11,9 @@ runs its tasks in the order its schedule prescribes:
   remaining backwards (PipeDream-Flush; Narayanan et al. 2021, Megatron
   ``forward_backward_pipelining_without_interleaving``);
 * ``interleaved``: Megatron's interleaved 1F1B over ``vp`` chunks per rank, warm-up
-  ``2 (pp - r - 1) + (vp - 1) pp`` virtual microbatches, chunks cycled every ``pp`` microbatches.
+  ``2 (pp - r - 1) + (vp - 1) N`` virtual microbatches, chunks cycled every ``N`` microbatches
+  (``N = microbatch_group``, default ``pp``; a last group takes the remaining microbatches:
+  Megatron-Core ``get_schedule_table`` and ``get_pp_rank_microbatches``).
 
 A task starts when its rank is free and its dependency has ended; the bubble is whatever idle
 time that leaves. Orders and the dependency-respecting execution sequence depend only on
@@ -51,26 +53,35 @@ class Plan:
     """Per rank: most (chunk, microbatch) forwards whose backward has not run yet."""
 
 
-def _orders(schedule: Schedule, pp: int, vp: int, m: int) -> list[list[tuple[int, int, bool]]]:
+def _interleaved_table(m: int, vp: int, group: int) -> list[tuple[int, int]]:
+    """(local chunk, microbatch) of each virtual microbatch: each group of ``group`` microbatches
+    runs on chunk 0, then chunk 1, ...; the last group takes what remains (NVIDIA/Megatron-LM@00611e6:
+    megatron/core/pipeline_parallel/schedules.py, get_schedule_table)."""
+    table = []
+    for start in range(0, m, group):
+        stop = min(m, start + group)
+        table += [(k, j) for k in range(vp) for j in range(start, stop)]
+    return table
+
+
+def _orders(schedule: Schedule, pp: int, vp: int, m: int, group: int) -> list[list[tuple[int, int, bool]]]:
     """Per rank: (local chunk, microbatch, forward?) in execution order."""
     out = []
+    table = _interleaved_table(m, vp, group) if schedule is Schedule.INTERLEAVED and vp > 1 else []
     for r in range(pp):
         if schedule is Schedule.GPIPE:
             seq = [(0, j, True) for j in range(m)] + [(0, j, False) for j in range(m)]
-        elif schedule is Schedule.INTERLEAVED and vp > 1:
-            total = m * vp
-
-            def fwd(i: int) -> tuple[int, int, bool]:
-                return ((i // pp) % vp, (i // (pp * vp)) * pp + i % pp, True)
-
-            def bwd(i: int) -> tuple[int, int, bool]:
-                return (vp - 1 - (i // pp) % vp, (i // (pp * vp)) * pp + i % pp, False)
-
-            warm = min(2 * (pp - r - 1) + (vp - 1) * pp, total)
-            seq = [fwd(i) for i in range(warm)]
+        elif table:
+            # The backward of virtual microbatch i runs chunk vp - 1 - k of table[i]; each chunk's
+            # backwards take its microbatches in the order its forwards ran them.
+            fwd = [(k, j, True) for k, j in table]
+            bwd = [(vp - 1 - k, j, False) for k, j in table]
+            total = len(table)
+            warm = min(2 * (pp - r - 1) + (vp - 1) * group, total)
+            seq = fwd[:warm]
             for i in range(total - warm):
-                seq += [fwd(warm + i), bwd(i)]
-            seq += [bwd(i) for i in range(total - warm, total)]
+                seq += [fwd[warm + i], bwd[i]]
+            seq += bwd[total - warm:]
         else:
             warm = min(pp - r - 1, m)
             seq = [(0, j, True) for j in range(warm)]
@@ -82,10 +93,11 @@ def _orders(schedule: Schedule, pp: int, vp: int, m: int) -> list[list[tuple[int
 
 
 @functools.cache
-def plan(schedule: Schedule, pp: int, vp: int, microbatches: int) -> Plan:
-    """The tasks of a schedule and a dependency-respecting order to time them in."""
+def plan(schedule: Schedule, pp: int, vp: int, microbatches: int, group: int | None = None) -> Plan:
+    """The tasks of a schedule and a dependency-respecting order to time them in (``group``: the
+    interleaved schedule's microbatch group, default ``pp``)."""
     m, chunks = microbatches, pp * vp
-    orders = _orders(schedule, pp, vp, m)
+    orders = _orders(schedule, pp, vp, m, pp if group is None else group)
     index: dict[tuple[int, int, bool], int] = {}
     rank, chunk, forward, micro = [], [], [], []
     for r, seq in enumerate(orders):

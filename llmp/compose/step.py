@@ -53,7 +53,7 @@ def schedule_plan(graph: OpGraph, schedule: Schedule) -> Plan:
     """The task plan of ``graph``'s pipeline (interleaving with one chunk per rank is 1F1B)."""
     st = graph.structure
     return plan(schedule if st.vp > 1 or schedule is not Schedule.INTERLEAVED else Schedule.ONE_F_ONE_B,
-                st.pp, st.vp, st.microbatches)
+                st.pp, st.vp, st.microbatches, st.microbatch_group)
 
 
 def _argmax(values: Sequence[Any]) -> Any:

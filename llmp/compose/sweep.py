@@ -31,7 +31,7 @@ from llmp.errors import InfeasibleError, InputError
 
 STRUCTURAL: frozenset[str] = frozenset({
     "parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp",
-    "parallel.first_stage_layers", "parallel.last_stage_layers",
+    "parallel.microbatch_group", "parallel.first_stage_layers", "parallel.last_stage_layers",
     "train.global_batch", "train.micro_batch", "model.layers", "model.heads", "model.kv_heads",
     "model.seq_len", "model.dropout", "model.moe.experts", "model.moe.shared_experts",
     "node.gpus_per_node", "node.nvlink_domain", "cluster.nodes"})

@@ -225,9 +225,11 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _enum("optimizer", Optimizer, "Optimizer.", default="adamw"),
     _count("global_batch", "Sequences per optimizer step.", required=True),
     _count("micro_batch", "Sequences per microbatch per data-parallel replica.", default="1"),
-    _enum("recompute", Recompute, "Activation recomputation: selective = the attention core, "
-          "full = every layer's forward.", default="none"),
+    _enum("recompute", Recompute, "Activation recomputation: selective = the stack's selective mode "
+          "(the attention core; torchtitan: op-level SAC), full = every layer's forward.", default="none"),
     _bool("master_weights", "Mixed precision keeps an FP32 copy of the weights.", "true"),
+    FieldDef(name="fp32_grads", kind=Kind.BOOL, doc="Gradients accumulate and reduce in FP32 (Megatron "
+             "grad_reduce_in_fp32); default: the stack's rule for the precision.", bound=None),
     _enum("stack", Stack, "Training stack; its profile gives the defaults marked 'stack'.",
           default="generic"),
     _enum("attention", Attention, "Attention-core kernels.", default=STACK),
@@ -254,6 +256,8 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
     _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule).",
            default="1"),
+    _count("microbatch_group", "Interleaved schedule: microbatches each model chunk runs in a row "
+           "(Megatron --microbatch-group-size-per-virtual-pipeline-stage); default pp."),
     _bool("sequence_parallel", "Megatron sequence parallelism alongside tp.", "false"),
     _enum("zero", ZeroStage, "Optimizer/gradient/parameter sharding over dp: none, 0, 1, 2, 3 "
           "or fsdp.", default=STACK),

@@ -235,6 +235,9 @@ class ParallelSpec:
     """Expert parallel degree (carved out of dp x cp)."""
     vp: Count = 1
     """Virtual pipeline chunks per pipeline rank (interleaved schedule)."""
+    microbatch_group: Count | None = None
+    """Interleaved schedule: microbatches each model chunk runs in a row before the rank moves to its
+    next chunk (Megatron ``--microbatch-group-size-per-virtual-pipeline-stage``). None: ``pp``."""
     sequence_parallel: bool = False
     zero: ZeroStage = ZeroStage.NONE
     schedule: Schedule = Schedule.ONE_F_ONE_B
@@ -282,6 +285,9 @@ class TrainSpec:
     recompute: Recompute = Recompute.NONE
     master_weights: bool = True
     """Mixed precision keeps an FP32 copy of the weights in the optimizer."""
+    fp32_grads: bool | None = None
+    """Gradients accumulate and are reduced in FP32 (Megatron's main grads with
+    ``grad_reduce_in_fp32``; false: in the 16-bit dtype). None: the stack's rule for the precision."""
     stack: Stack = Stack.GENERIC
     """The training stack; its profile gives the defaults of the fields below."""
     attention: Attention = Attention.FLASH2

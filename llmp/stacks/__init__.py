@@ -15,10 +15,11 @@ import sympy as sp
 
 from llmp.dsl.spec import Spec, Stack
 from llmp.stacks.catalog import PROFILES
-from llmp.stacks.profile import DEFAULT_FIELDS, ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+from llmp.stacks.profile import (DEFAULT_FIELDS, ClipScale, Item, LossSync, Profile, SelectiveRecompute, Unscale,
+                                 ZeroGrad)
 
-__all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "Unscale", "ZeroGrad",
-           "padded_vocab", "profile"]
+__all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "SelectiveRecompute", "Unscale",
+           "ZeroGrad", "padded_vocab", "profile"]
 
 
 def profile(stack: Stack) -> Profile:

@@ -12,7 +12,9 @@ from types import MappingProxyType
 
 from llmp.dsl.spec import Attention as A
 from llmp.dsl.spec import OptimizerKernel, PipeModule, Stack, ZeroStage
+from llmp.dsl.spec import Precision as P
 from llmp.stacks.profile import ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+from llmp.stacks.profile import SelectiveRecompute as SR
 
 _EQUAL = "equal split; layers that do not divide need stage_layers or first/last_stage_layers"
 
@@ -82,6 +84,8 @@ GENERIC = Profile(
     fsdp=Item(True, "llmp default"),
     userbuffers=Item(True, "llmp default"),
     pipeline_zero_max=Item(ZeroStage.FSDP, "llmp default"),
+    fp32_grads=Item((P.BF16, P.FP8), "llmp default", "FP32 main grads when the parameters are BF16 (FP8 GEMMs run over BF16 parameters)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "llmp default (Korthikanti et al. 2022, §5)"),
 )
 
 MEGATRON_LM = Profile(
@@ -131,6 +135,13 @@ MEGATRON_LM = Profile(
     fsdp=_no("no FSDP", _MLM_ARGS),
     userbuffers=_no("no TransformerEngine", _MLM_ARGS),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MLM_ARGS} (distributed optimizer = ZeRO-1)"),
+    fp32_grads=Item((P.BF16,), f"{_MLM_ARGS} (validate_args: 'bfloat16 requires gradient accumulation and all-reduce to "
+                    "be done in fp32'; --accumulate-allreduce-grads-in-fp32 is off otherwise); "
+                    "megatron/model/distributed.py (grad buffers in fp32 when accumulate_allreduce_grads_in_fp32)",
+                    "fp16 runs keep fp16 main grads"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA/Megatron-LM@v3.0:megatron/arguments.py (--recompute-granularity "
+                             "selective); megatron/model/transformer.py (ParallelAttention: _checkpointed_attention_forward "
+                             "over the core attention)", "selective recompute arrived in v3.0 (2022) with sequence parallelism"),
 )
 
 MEGATRON_CORE = Profile(
@@ -173,6 +184,13 @@ MEGATRON_CORE = Profile(
     fsdp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
+    fp32_grads=Item((P.BF16, P.FP8), f"{_MC_ARGS} (validate_args: bf16 sets accumulate_allreduce_grads_in_fp32, which "
+                    f"becomes DistributedDataParallelConfig.grad_reduce_in_fp32; FP8 runs pass --bf16 with --fp8-format); "
+                    f"{_MC_DDP} (grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype: the gradient-accumulation "
+                    "fusion adds each microbatch's wgrad into this FP32 main_grad)", "fp16 runs keep fp16 main grads"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective': only the core "
+                             "attention); megatron/core/transformer/attention.py (Attention._checkpointed_attention_forward)",
+                             "later releases add --recompute-modules, whose default is still core_attn"),
 )
 
 NEMO = Profile(
@@ -210,6 +228,11 @@ NEMO = Profile(
     fsdp=Item(True, f"{_MC_DDP_CONFIG}"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
+    fp32_grads=Item((P.BF16, P.FP8), f"{_NEMO}/recipes/llama31_405b.py (DistributedDataParallelConfig("
+                    "grad_reduce_in_fp32=True)); NeMo 1 (24.07): optim.grad_sync_dtype defaults to fp32, and the "
+                    "NeMo-Framework-Launcher configs that change it say so (nemotron_340b.yaml: grad_sync_dtype: bf16)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
+                             "through MegatronStrategy)"),
 )
 
 _MDS = "microsoft/Megatron-DeepSpeed@main:megatron"
@@ -250,6 +273,11 @@ MEGATRON_DEEPSPEED = Profile(
     fsdp=_no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
     userbuffers=_no("no TransformerEngine", _MDS),
     pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+    fp32_grads=Item((P.BF16,), "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/bf16_optimizer.py (BF16_Optimizer: "
+                    "fp32_groups_gradients, the gradients accumulated and reduced in FP32)",
+                    "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_MDS}/arguments.py (--recompute-granularity selective); "
+                             f"{_MDS}/model/transformer.py (ParallelAttention: checkpointed core attention)"),
 )
 
 GPT_NEOX = Profile(
@@ -303,6 +331,10 @@ GPT_NEOX = Profile(
     fsdp=_no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
     userbuffers=_no("no TransformerEngine in the runs modelled", _NEOX),
     pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+    fp32_grads=Item((P.BF16,), "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/bf16_optimizer.py (BF16_Optimizer: "
+                    "fp32_groups_gradients)", "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_NEOX} (checkpoint_activations, checkpoint_num_layers: whole layers only)",
+                             "GPT-NeoX has no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
 )
 
 COMPOSER = Profile(
@@ -349,6 +381,13 @@ COMPOSER = Profile(
     fsdp=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py"),
     userbuffers=_no("no TransformerEngine", _FOUNDRY),
     pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not restricted"),
+    fp32_grads=Item((P.BF16, P.FP8), "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_flat_param.py (the sharded "
+                    "flat parameter stays FP32 and its gradient is cast to it after the reduce-scatter)",
+                    "the reduce-scatter itself runs in Composer's mixed_precision reduce_dtype (FP32 or the 16-bit "
+                    "dtype, by version and setting); llmp prices it in FP32"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py "
+                             "(activation_checkpointing_fn: whole MPTBlocks only)",
+                             "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
 )
 
 TORCHTITAN = Profile(
@@ -389,6 +428,15 @@ TORCHTITAN = Profile(
     fsdp=Item(True, _TITAN),
     userbuffers=_no("no TransformerEngine", _TITAN),
     pipeline_zero_max=Item(ZeroStage.FSDP, "pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/pipeline_llama.py (PP with FSDP2)"),
+    fp32_grads=Item((P.BF16, P.FP8), f"{_TITAN} (training.mixed_precision_reduce = 'float32': FSDP2 "
+                    "MixedPrecisionPolicy(reduce_dtype=float32)); pytorch/pytorch@v2.5.0:torch/distributed/_composable/"
+                    "fsdp/_fsdp_param.py (the sharded parameter, and so its gradient, stays FP32; Float8 casts only "
+                    "the GEMM inputs)"),
+    selective_recompute=Item(SR.OP_SAC, f"{_TITAN} (activation_checkpoint.selective_ac_option = 'op' in the Llama 3 "
+                             "train configs); pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py "
+                             "(_save_list: aten.mm, the SDPA flash/efficient kernels, reduce_scatter_tensor; _custom_policy: "
+                             "'Saves output of all compute ops, except every second mm'); pytorch/pytorch@v2.5.0:"
+                             "torch/utils/checkpoint.py (non-reentrant checkpoint, early_stop = True)"),
 )
 
 NEMO_AUTOMODEL = Profile(
@@ -424,6 +472,12 @@ NEMO_AUTOMODEL = Profile(
     fsdp=Item(True, _AUTOMODEL),
     userbuffers=_no("no TransformerEngine", _AUTOMODEL),
     pipeline_zero_max=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0 (PP with FSDP2)"),
+    fp32_grads=Item((P.BF16, P.FP8), "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/_fsdp_param.py "
+                    "(the sharded FP32 parameter's gradient); NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/"
+                    "distributed/fsdp2.py (MixedPrecisionPolicy reduce_dtype float32)"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/"
+                             "fsdp2.py (activation_checkpointing: whole decoder layers only)",
+                             "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
 )
 
 PROFILES = MappingProxyType({p.stack: p for p in (

@@ -73,6 +73,20 @@ class Unscale(StrEnum):
     scale pass (DeepSpeed ``has_overflow`` then ``unscale_and_clip_grads``)."""
 
 
+class SelectiveRecompute(StrEnum):
+    """What ``recompute = selective`` re-runs before a layer's backward (``recompute = full``
+    re-runs the whole forward under every stack)."""
+
+    CORE_ATTENTION = "core_attention"
+    """The attention core: scores, mask, softmax, dropout and the product with V, or the one fused
+    kernel (Korthikanti et al. 2022 §5; Megatron ``--recompute-granularity selective``)."""
+    OP_SAC = "op_sac"
+    """PyTorch op-level selective activation checkpointing with torchtitan's policy: the outputs of
+    every other matmul (the 1st, 3rd, ... of the layer in execution order), of the SDPA kernel and
+    of reduce-scatters are saved; every other op of the layer is re-run, up to the last one whose
+    output the backward needs (the layer's closing residual add is not)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One fact about a stack and where its code or documentation says so."""
@@ -131,6 +145,11 @@ class Profile:
     """The stack can overlap TP collectives with GEMMs (TransformerEngine userbuffers)."""
     pipeline_zero_max: Item
     """Highest ZeRO stage this stack runs together with pipeline parallelism."""
+    selective_recompute: Item
+    """What ``recompute = selective`` re-runs (:class:`SelectiveRecompute`)."""
+    fp32_grads: Item
+    """The training precisions under which the stack accumulates and reduces gradients in FP32 (with
+    master weights); under the others they are in the model's 16-bit dtype. ``train.fp32_grads`` overrides."""
 
     def items(self) -> tuple[tuple[str, Item], ...]:
         """Every item by name, in declaration order."""

@@ -11,10 +11,13 @@ these are configuration facts, decided before any prediction.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
+from llmp.analytic.split import OPTIONS
 from llmp.dsl.spec import Precision, Recompute, Schedule, Stack, ZeroStage
 from llmp.stacks import profile
 from llmp.validate import cells
@@ -89,6 +92,69 @@ RECIPE_SEQUENCE_PARALLEL: dict[Stack, str] = {
 }
 """Stacks whose published recipes turn sequence parallelism on with tp > 1 (sequence_parallel has no
 stack default in the language: Megatron's own default is off)."""
+
+
+SPLIT_FIELDS = ("stage_layers", "first_stage_layers", "last_stage_layers", "account_for_embedding",
+                "account_for_loss", "partition")
+"""``parallel`` fields that say how the pipeline stages split the layers (llmp/analytic/split.py)."""
+
+SOURCE_PARTITION: dict[str, tuple[str, str]] = {
+    "bloom-176b-tr11": ("type:transformer|embedding", (
+        "BLOOM-176B's training script passes --pp-partition-method 'type:transformer|embedding' "
+        "(bigscience-workshop/bigscience@003b250:train/tr11-176B-ml/tr11-176B-ml.slurm, GPT_ARGS), which "
+        "bigscience-workshop/Megatron-DeepSpeed's pipeline model hands to DeepSpeed's PipelineModule "
+        "(partition_method = args.pp_partition_method, else 'type:transformer'): the two tied embeddings "
+        "count as layers, so the first and last stage take one transformer layer fewer")),
+}
+"""Sources whose run states DeepSpeed's partition method (the row itself does not)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecipeSplit:
+    """How a published recipe splits one model's layers that do not divide its pipeline chunks."""
+
+    stacks: frozenset[Stack]
+    layers: int
+    hidden: int
+    model: str
+    fields: tuple[tuple[str, Any], ...]
+    why: str
+
+
+RECIPE_SPLITS: tuple[RecipeSplit, ...] = (
+    RecipeSplit(
+        stacks=frozenset({Stack.NEMO, Stack.MEGATRON_CORE}), layers=126, hidden=16384, model="Llama 3.1 405B",
+        fields=(("account_for_embedding", True), ("account_for_loss", True)),
+        why=("NVIDIA's Llama 3.1 405B pre-training recipe counts the embedding and the loss as one layer each "
+             "(NVIDIA-NeMo/Megatron-Bridge@3594df9:src/megatron/bridge/recipes/llama/llama31_405b.py, model_config: "
+             "account_for_embedding_in_pipeline_split = account_for_loss_in_pipeline_split = True), so 126 + 2 "
+             "layers split equally and the first and last chunk build one layer fewer; Megatron-Core's other "
+             "option, --decoder-first/last-pipeline-num-layers, needs stage counts divisible by vp, which 126 "
+             "layers on 8 or 16 stages of vp 8 cannot give")),
+)
+"""Published recipes for models whose layers do not divide their pipeline chunks (Megatron-Core refuses
+an unequal split unless told how to make it). The Megatron-LM examples/llama table follows NeMo's
+performance scripts (NVIDIA/Megatron-LM@d98e8a64dd:examples/llama/README.md, "Configuration")."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceRecipe:
+    """A ``train`` field the recipe behind one published row sets, where the row does not say."""
+
+    source: str
+    model_name: str
+    fields: tuple[tuple[str, Any], ...]
+    why: str
+
+
+SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
+    SourceRecipe(source="nemo-24.07-perf-summary", model_name="Nemotron-340B", fields=(("fp32_grads", False),),
+                 why=("NeMo's Nemotron-4 340B training config reduces gradients in BF16 "
+                      "(NVIDIA/NeMo-Framework-Launcher@3be81fc:launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
+                      "optim: mcore_distributed_optim, grad_sync_dtype: bf16; NeMo 1 sets "
+                      "grad_reduce_in_fp32 = grad_sync_dtype == 'fp32'), unlike the other 24.07 models' configs")),
+)
+"""Recipe settings of published rows the row itself does not state."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -252,6 +318,40 @@ def _sequence_parallel(row: Row, stack: Stack, tp: int, noted: Notes, notes: lis
     return on
 
 
+def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[str]) -> dict[str, Any]:
+    """The ``parallel`` fields that split the layers over the pipeline chunks, beyond what the notes
+    state: the source's own partition method, or the recipe that ran a model whose layers do not
+    divide the chunks. Layers that do not divide with nothing saying how are refused here, naming
+    the options, rather than guessed."""
+    stated = {f: fact for f, fact in noted.section("parallel").items() if f in SPLIT_FIELDS}
+    if stated:
+        return {}
+    if row.text("source") in SOURCE_PARTITION and pp > 1:
+        method, why = SOURCE_PARTITION[row.text("source")]
+        notes.append(f'partition = "{method}" ({why})')
+        return {"partition": method}
+    layers = row.integer("layers")
+    if layers is None or layers % (pp * vp) == 0:
+        return {}
+    default = profile(stack).partition
+    if default.value:
+        notes.append(f"layers({layers}) over pp({pp}): the stack's DeepSpeed partition splits them "
+                     f"({_default(stack, 'partition')})")
+        return {}
+    for recipe in RECIPE_SPLITS:
+        if stack in recipe.stacks and (layers, row.integer("hidden")) == (recipe.layers, recipe.hidden):
+            fields = dict(recipe.fields)
+            notes.append(f"{', '.join(f'{f} = {value_text(v)}' for f, v in recipe.fields)}: {recipe.model}'s "
+                         f"{layers} layers do not divide pp({pp}) x vp({vp}); {recipe.why}")
+            return fields
+    raise Unmodellable(SkipReason.UNSTATED_SPLIT, (
+        f"layers({layers}) do not divide pp({pp}) x vp({vp}) = {pp * vp} chunks and the row does not say how "
+        f"stack {stack} split them (Megatron-LM refuses an unequal split unless told: "
+        "--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split or "
+        "--pipeline-model-parallel-layout; DeepSpeed: --pp-partition-method). llmp takes any of them: "
+        f"{OPTIONS}"))
+
+
 def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
     """The train/parallel blocks for ``m``; raises :class:`Unmodellable` when they cannot be built."""
     row = m.config
@@ -270,10 +370,17 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
         notes.append("schedule: 1F1B (the Megatron/DeepSpeed default for pp > 1 without virtual stages)")
     sequence_parallel = _sequence_parallel(row, stack, tp, noted, notes)
     train = {f: fact.value for f, fact in noted.section("train").items() if f != "recompute"}
+    for recipe in SOURCE_RECIPES:
+        if (row.text("source"), row.text("model_name")) == (recipe.source, recipe.model_name):
+            for f, value in recipe.fields:
+                if f not in train:
+                    train[f] = value
+                    notes.append(f"{f} = {value_text(value)} ({recipe.why})")
     parallel = {f: fact.value for f, fact in noted.section("parallel").items() if f != "sequence_parallel"}
     for f, fact in (*noted.section("train").items(), *noted.section("parallel").items()):
         if f not in ("recompute", "sequence_parallel"):
             notes.append(f"{f} = {value_text(fact.value)} (notes: {fact.text!r})")
+    parallel.update(_split(row, stack, pp, vp, noted, notes))
     if sharding is not None:
         if sharding.degree not in (None, 0, dp, dp * cp) and sharding.stage is not ZeroStage.NONE:
             raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} shards "
@@ -299,7 +406,11 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
 
 
 def value_text(value: Any) -> str:
-    """``value`` as .llmp text (enums by value, booleans lower case)."""
+    """``value`` as .llmp text (enums by value, booleans lower case, strings quoted)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(getattr(value, "value", value))
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    return str(value)

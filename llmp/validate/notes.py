@@ -3,7 +3,9 @@
 Notes carry what the schema has no column for: the architecture (``GPT (LayerNorm, GeLU MLP)``,
 ``--swiglu``, ``--normalization RMSNorm``, ``rotary 25%``, ``parallel residual``, ``untie-embeddings``,
 ``vocab ... padded to a multiple of 128*TP``), the flags a run passed (``--attention-backend=unfused``,
-``--no-gradient-accumulation-fusion``, ``--tp-comm-overlap``, ...) and measured memory peaks
+``--no-gradient-accumulation-fusion``, ``--tp-comm-overlap``, ...), how the pipeline stages split the
+layers (``--decoder-first-pipeline-num-layers=2``, ``--account-for-embedding-in-pipeline-split``,
+``--pp-partition-method 'type:transformer|embedding'``) and measured memory peaks
 (``golden mem-max-allocated-bytes max 56.36 GiB``). Each :data:`PATTERNS` entry is one statement
 a note can make, the spec field it sets and what it means. A field stated twice with different
 values is a contradiction: :func:`read` raises :class:`~llmp.validate.cells.CellError` rather than
@@ -167,6 +169,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(name="no gradient-accumulation fusion", regex=r"--no-gradient-accumulation-fusion",
             sets=_const(train__grad_accum_fusion=False)),
     Pattern(name="fused cross-entropy", regex=r"--cross-entropy-loss-fusion\b", sets=_const(train__fused_cross_entropy=True)),
+    Pattern(name="FP32 gradient reduction",
+            regex=r"--accumulate-allreduce-grads-in-fp32\b|grad_reduce_in_fp32[ :=]+(?P<on>true|false)\b|"
+                  r"grad_sync_dtype[ :=]+(?P<dtype>fp32|bf16|fp16)\b",
+            sets=lambda m, n: {"train.fp32_grads": (m.group("on") or "true").lower() == "true"
+                               if m.group("dtype") is None else m.group("dtype").lower() == "fp32"}),
     Pattern(name="no bias-activation fusion", regex=r"--no-bias-(?:gelu|swiglu)-fusion", sets=_const(train__fused_bias_act=False)),
     Pattern(name="no RoPE fusion", regex=r"--no-rope-fusion", sets=_const(train__fused_rope=False)),
     Pattern(name="no gradient clipping", regex=r"\bno (?:grad(?:ient)?[-_ ])?clipping\b|--clip-grad[= ]+0(?:\.0)?\b",
@@ -179,6 +186,27 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(name="sequence parallel", regex=r"--sequence-parallel\b", sets=_const(parallel__sequence_parallel=True)),
     Pattern(name="recompute granularity", regex=r"--recompute-granularity[= ]+(full|selective)\b",
             sets=lambda m, n: {"train.recompute": Recompute(m.group(1).lower())}),
+    # --- how the pipeline stages split the layers (Megatron-Core / NeMo, DeepSpeed) ---
+    Pattern(name="first pipeline stage layers",
+            regex=r"--decoder-first-pipeline-num-layers[= ]+(\d+)|num_layers_in_first_pipeline_stage[ :=]+(\d+)",
+            sets=lambda m, n: {"parallel.first_stage_layers": int(m.group(1) or m.group(2))}),
+    Pattern(name="last pipeline stage layers",
+            regex=r"--decoder-last-pipeline-num-layers[= ]+(\d+)|num_layers_in_last_pipeline_stage[ :=]+(\d+)",
+            sets=lambda m, n: {"parallel.last_stage_layers": int(m.group(1) or m.group(2))}),
+    Pattern(name="embedding counted in the pipeline split",
+            regex=r"--account-for-embedding-in-pipeline-split\b|account_for_embedding_in_pipeline_split[ :=]+true\b",
+            sets=_const(parallel__account_for_embedding=True)),
+    Pattern(name="loss counted in the pipeline split",
+            regex=r"--account-for-loss-in-pipeline-split\b|account_for_loss_in_pipeline_split[ :=]+true\b",
+            sets=_const(parallel__account_for_loss=True)),
+    Pattern(name="interleaved microbatch group",
+            regex=r"--microbatch-group-size-per-virtual-pipeline-stage[= ]+(\d+)|microbatch_group_size_per_vp_stage[ :=]+(\d+)",
+            sets=lambda m, n: {"parallel.microbatch_group": int(m.group(1) or m.group(2))}),
+    Pattern(name="DeepSpeed partition method",
+            regex=r"(?:--pp-partition-method|partition_method)[ :=]+['\"]?(?P<method>(?:uniform|parameters|type:[^'\"\s;,]+))",
+            # DeepSpeed PipelineModule(partition_method=...); Megatron-DeepSpeed passes --pp-partition-method
+            # (bigscience-workshop/bigscience@003b250:train/tr11-176B-ml/tr11-176B-ml.slurm, GPT_ARGS)
+            sets=lambda m, n: {"parallel.partition": m.group("method")}),
     Pattern(name="torch.compile", regex=r"(?<!no )(?<!without )\btorch\.compile\b|--training\.compile\b|\bcompile[ =:]+true\b",
             # torchtitan compiles each TransformerBlock with fullgraph=True (pytorch/torchtitan@v0.1.0:
             # torchtitan/parallelisms/parallelize_llama.py, apply_compile); Inductor generates one Triton
@@ -194,14 +222,10 @@ UNMODELLED: tuple[tuple[str, str], ...] = (
     (r"\basync[-_ ]?tp\b|enable_async_tensor_parallel", "asynchronous tensor parallelism (torchtitan AsyncTP)"),
     (r"--calculate-per-token-loss\b", "--calculate-per-token-loss"),
     (r"embedding layer ?norm", "embedding LayerNorm"),
-    (r"--microbatch-group-size-per-virtual-pipeline-stage", "--microbatch-group-size-per-virtual-pipeline-stage"),
 )
 """Statements recognised but not modelled: the row keeps them as ``not modelled`` assumptions."""
 
 UNEXPRESSIBLE: tuple[tuple[str, str], ...] = (
-    (r"--decoder-(?:first|last)-pipeline-num-layers|--account-for-(?:embedding|loss)-in-pipeline-split",
-     ("uneven pipeline stages (--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split): "
-      "llmp's pipeline gives every stage the same number of layers")),
     (r"\bcpu[-_ ]offload(?:ing)?\b(?![^;]{0,12}\b(?:false|off|no)\b)|offload[-_ ](?:optimizer|params|activations)[ :=]+true",
      "CPU offloading of parameters, optimizer states or activations"),
 )

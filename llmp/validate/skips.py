@@ -14,6 +14,8 @@ class SkipReason(StrEnum):
     MOE = "mixture of experts not modelled"
     MISSING_LAYOUT = "parallel layout not given"
     MISSING_BATCH = "batch or sequence length not given"
+    UNSTATED_SPLIT = "pipeline split not given"
+    """The layers do not divide the pipeline chunks and the row does not say how the stack split them."""
     CELL = "cell or note not understood"
     UNEXPRESSIBLE = "configuration llmp cannot express yet"
     UNKNOWN_UNIT = "metric unit not understood"

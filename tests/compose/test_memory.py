@@ -17,7 +17,7 @@ from llmp.analytic import shard
 from llmp.analytic.layer import Context
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.compose.memory import layer_activation_bytes, torchtitan_sac_bytes
+from llmp.compose.memory import layer_activation_bytes, op_sac_bytes
 from llmp.dsl.spec import Recompute, Schedule, Stack, ZeroStage
 
 
@@ -119,7 +119,7 @@ def test_torchtitan_selective_keeps_every_other_matmul():
                       stack=Stack.TORCHTITAN, recompute=Recompute.SELECTIVE)
     t = 2 * 8192
     expect = 2 * t * (4096 + 4096 + 1024 + 14336 + 4096 + 4096) + 4 * 2 * 32 * 8192
-    assert float(torchtitan_sac_bytes(Context.of(spec, structure_of(spec)))) == pytest.approx(expect)
+    assert float(op_sac_bytes(Context.of(spec, structure_of(spec)))) == pytest.approx(expect)
     generic = predict(with_train(spec, stack=Stack.GENERIC)).memory
     titan = predict(spec).memory
     assert titan.activations < generic.activations

@@ -8,6 +8,7 @@ import pytest
 
 from llmp import dsl
 from llmp.analytic import params
+from llmp.analytic.split import split
 from llmp.dsl.spec import (
     Activation,
     Arch,
@@ -153,6 +154,15 @@ def test_nemotron_4_340b_has_340b_parameters(map_snippet):
     assert params.count(m.spec.model, m.spec.padded_vocab) == pytest.approx(341e9, rel=0.01)
 
 
+def test_nemotron_4_340b_reduces_gradients_in_bf16_as_its_recipe_did(map_snippet):
+    # FP8 on NeMo keeps FP32 main grads unless the recipe says otherwise; Nemotron-4 340B's
+    # launcher config sets optim.grad_sync_dtype: bf16.
+    m = _mapped(map_snippet(P.NEMO_NEMOTRON_340B))
+    assert m.spec.train.fp32_grads is False and _said(m, "nemotron_340b.yaml", "grad_sync_dtype: bf16")
+    other = _mapped(map_snippet(P.edit(P.NEMO_NEMOTRON_340B, "model_name", "Nemotron-340B-other")))
+    assert other.spec.train.fp32_grads is None
+
+
 def test_automodel_llama3_70b_prefers_the_step_time(map_snippet):
     m = _mapped(map_snippet(P.AUTOMODEL_LLAMA3_70B))
     assert m.reading.quantity is Quantity.STEP_TIME and m.measured_s == pytest.approx(18.90)
@@ -168,10 +178,60 @@ def test_mt_nlg_fills_micro_batch_for_a_pipeline(map_snippet):
     assert m.spec.train.stack is Stack.MEGATRON_DEEPSPEED
 
 
-def test_bloom_splits_its_70_layers_over_12_stages_as_megatron_deepspeed_does(map_snippet):
-    m = map_snippet(P.MISC_BLOOM)
-    assert isinstance(m, Mapped) and m.spec.parallel.pp == 12
-    assert m.spec.parallel.partition.startswith("type:transformer")
+def test_bloom_splits_its_70_layers_over_12_stages_as_its_training_script_did(map_snippet):
+    # tr11-176B-ml.slurm: --pp-partition-method 'type:transformer|embedding': 70 layers + 2 embeddings
+    # balanced over 12 stages, so the first and last stage hold 5 layers and the others 6.
+    m = _mapped(map_snippet(P.MISC_BLOOM))
+    assert m.spec.parallel.pp == 12 and m.spec.parallel.partition == "type:transformer|embedding"
+    assert _said(m, "tr11-176B-ml.slurm")
+    assert split(m.spec).stages(12) == (5,) + (6,) * 10 + (5,)
+
+
+def test_a_partition_the_notes_state_wins_over_the_sources(map_snippet):
+    note = P.MISC_BLOOM.splitlines()[1].rsplit(",", 1)[1]
+    m = _mapped(map_snippet(P.edit(P.MISC_BLOOM, "notes", note + "; --pp-partition-method 'type:transformer'")))
+    assert m.spec.parallel.partition == "type:transformer" and not _said(m, "tr11-176B-ml.slurm")
+
+
+def test_megatron_first_and_last_stage_flags_give_the_uneven_split(map_snippet):
+    m = _mapped(map_snippet(P.FUNCTIONAL_UNEVEN))
+    p = m.spec.parallel
+    assert (p.first_stage_layers, p.last_stage_layers) == (2, 2)
+    assert split(m.spec).chunks == (2, 4, 4, 2)
+
+
+def test_megatron_embedding_and_loss_accounting_leaves_the_end_chunks_empty(map_snippet):
+    # 6 layers + embedding + loss over pp 4 x vp 2 = 8 chunks: one each, the first and last build none.
+    m = _mapped(map_snippet(P.FUNCTIONAL_ACCOUNT))
+    assert m.spec.parallel.account_for_embedding and m.spec.parallel.account_for_loss
+    assert split(m.spec).chunks == (0, 1, 1, 1, 1, 1, 1, 0)
+
+
+def test_llama3_405b_on_pp8_vp8_runs_the_recipes_split(map_snippet):
+    m = _mapped(map_snippet(P.MISC_LLAMA3_405B))
+    p = m.spec.parallel
+    assert (p.pp, p.vp) == (8, 8) and p.account_for_embedding and p.account_for_loss
+    assert _said(m, "Megatron-Bridge", "llama31_405b.py")
+    assert split(m.spec).stages(8) == (15,) + (16,) * 6 + (15,)
+
+
+@pytest.mark.parametrize("snippet", [
+    P.edit(P.SC21_530B, "layers", "104"),  # Megatron-LM, 35 stages x 3 chunks
+    P.edit(P.MISC_LLAMA3_405B, "layers", "125"),  # not the model the recipe is for
+], ids=["megatron_lm", "megatron_core"])
+def test_layers_that_do_not_divide_without_a_stated_split_are_skipped_naming_the_options(map_snippet, snippet):
+    result = map_snippet(snippet)
+    assert isinstance(result, Skipped) and result.reason is SkipReason.UNSTATED_SPLIT
+    for option in ("--decoder-first/last-pipeline-num-layers", "--account-for-embedding/loss-in-pipeline-split",
+                   "stage_layers", "partition"):
+        assert option in result.detail
+
+
+def test_a_tunable_interleaved_schedule_keeps_its_microbatch_group(map_snippet):
+    # GA 5 on pp 4: Megatron runs it with --microbatch-group-size-per-virtual-pipeline-stage=5.
+    m = _mapped(map_snippet(P.FUNCTIONAL_TUNABLE))
+    assert m.spec.parallel.microbatch_group == 5 and m.spec.microbatches == 5
+    assert m.spec.parallel.schedule is Schedule.INTERLEAVED and m.spec.parallel.vp == 3
 
 
 @pytest.mark.parametrize("snippet, reason, detail", [
@@ -180,7 +240,6 @@ def test_bloom_splits_its_70_layers_over_12_stages_as_megatron_deepspeed_does(ma
     (P.AUTOMODEL_DEEPSEEK, SkipReason.MOE, "256 experts, top-8"),
     (P.MISC_LLAMA65B, SkipReason.MISSING_LAYOUT, "tp, pp and dp are all blank"),
     (P.MISC_LLAMA31, SkipReason.NO_TIME_METRIC, "model_tflops_per_gpu"),
-    (P.FUNCTIONAL_UNEVEN, SkipReason.UNEXPRESSIBLE, "uneven pipeline stages"),
     (P.edit(P.AUTOMODEL_LLAMA3_70B, "zero_stage_or_fsdp", "HSDP (FSDP=8)"), SkipReason.UNEXPRESSIBLE,
      "shards over 8 ranks of dp·cp = 64 (hybrid sharding)"),
     (P.edit(P.SC21_1P7B, "metric_unit", "furlongs", row=1), SkipReason.UNKNOWN_UNIT, "'furlongs' not understood"),
@@ -204,10 +263,10 @@ def test_unmodellable_rows_are_skipped_with_a_specific_reason(map_snippet, snipp
 
 
 def test_the_spec_error_is_the_resolvers_diagnostic(map_snippet):
-    # 104 layers over 35 stages x 3 chunks on Megatron-LM, which splits equally only.
-    result = map_snippet(P.edit(P.SC21_530B, "layers", "104"))
-    assert isinstance(result, Skipped)
-    assert "error: not divisible:" in result.detail and "pp = 35" in result.detail
+    # 1000 sequences do not make whole microbatches of 16 on 32 replicas, as the resolver says.
+    result = map_snippet(P.edit(P.SC21_1P7B, "global_batch", "1000"))
+    assert isinstance(result, Skipped) and result.reason is SkipReason.SPEC_ERROR
+    assert "error:" in result.detail and "train.global_batch(1000) % (micro_batch(16) * dp(32))" in result.detail
 
 
 MEASURED_BY_US = P.HEADER + (

@@ -46,6 +46,14 @@ CASES = [
     ("torch.compile per TransformerBlock; Float8 training of nn.Linear",
      {"train.fused_norm": True, "train.fused_bias_act": True, "train.fused_rope": True}),
     ("eager mode; no torch.compile", {}),
+    ("flags: --decoder-first-pipeline-num-layers=2 --decoder-last-pipeline-num-layers=2 --untie-embeddings-and-output-weights",
+     {"parallel.first_stage_layers": 2, "parallel.last_stage_layers": 2, "model.tied_embeddings": False}),
+    ("flags: --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
+     {"parallel.account_for_embedding": True, "parallel.account_for_loss": True}),
+    ("flags: --deterministic-mode --microbatch-group-size-per-virtual-pipeline-stage=5",
+     {"parallel.microbatch_group": 5}),
+    ("GPT_ARGS: --pp-partition-method 'type:transformer|embedding' --num-layers 70",
+     {"parallel.partition": "type:transformer|embedding"}),
     # other hands
     ("activation gelu, LayerNorm", {"model.activation": Activation.GELU, "model.norm": Norm.LAYERNORM}),
     ("--swiglu --normalization RMSNorm --disable-bias-linear",
@@ -67,6 +75,16 @@ CASES = [
     ("--recompute-granularity selective", {"train.recompute": Recompute.SELECTIVE}),
     ("--no-bias-gelu-fusion --no-rope-fusion", {"train.fused_bias_act": False, "train.fused_rope": False}),
     ("no biases in linear layers", {"model.bias": False}),
+    ("num_layers_in_first_pipeline_stage: 7, num_layers_in_last_pipeline_stage=7",
+     {"parallel.first_stage_layers": 7, "parallel.last_stage_layers": 7}),
+    ("account_for_embedding_in_pipeline_split=True; account_for_loss_in_pipeline_split: true",
+     {"parallel.account_for_embedding": True, "parallel.account_for_loss": True}),
+    ('PipelineModule(partition_method="parameters")', {"parallel.partition": "parameters"}),
+    ("--pp-partition-method uniform", {"parallel.partition": "uniform"}),
+    ("account_for_loss_in_pipeline_split=False", {}),
+    ("optim: grad_sync_dtype: bf16", {"train.fp32_grads": False}),
+    ("--accumulate-allreduce-grads-in-fp32", {"train.fp32_grads": True}),
+    ("DistributedDataParallelConfig(grad_reduce_in_fp32=False)", {"train.fp32_grads": False}),
 ]
 
 
@@ -94,7 +112,7 @@ def test_contradicting_notes_are_refused(text, fragment):
 def test_unmodelled_and_unexpressible_statements():
     read = notes.read("flags: --deterministic-mode --decoder-first-pipeline-num-layers=2; env: NCCL_ALGO=Ring")
     assert any("deterministic" in u for u in read.unmodelled) and any("NCCL_ALGO" in u for u in read.unmodelled)
-    assert any("uneven pipeline stages" in u for u in read.unexpressible)
+    assert read.unexpressible == ()  # uneven stages are expressible now
     assert notes.read("ActivationCPUOffload=False").unexpressible == ()
     assert notes.read("cpu offload of optimizer states").unexpressible
 

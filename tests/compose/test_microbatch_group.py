@@ -1,0 +1,73 @@
+"""Megatron's interleaved schedule with a microbatch group (``--microbatch-group-size-per-virtual-
+pipeline-stage``): the schedule table, the rules Megatron enforces, and a run that uses it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmp import dsl, predict
+from llmp.analytic.structure import structure_of
+from llmp.compose.schedule import _interleaved_table, plan, simulate
+from llmp.dsl.spec import Schedule
+from llmp.errors import InfeasibleError
+
+
+def test_the_table_is_megatrons_own_example():
+    # NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py, comment above get_schedule_table:
+    # "the tunable schedule table for PP2 N3M5 with VP2": microbatch 0 1 2 0 1 2 3 4 3 4,
+    # model chunk 0 0 0 1 1 1 0 0 1 1.
+    table = _interleaved_table(5, 2, 3)
+    assert [j for _, j in table] == [0, 1, 2, 0, 1, 2, 3, 4, 3, 4]
+    assert [k for k, _ in table] == [0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
+
+
+@given(st.sampled_from([2, 4, 8]), st.sampled_from([2, 3, 4]), st.integers(1, 6))
+def test_the_default_group_is_pp(pp, vp, groups):
+    m = pp * groups
+    assert plan(Schedule.INTERLEAVED, pp, vp, m, pp) == plan(Schedule.INTERLEAVED, pp, vp, m)
+
+
+@settings(max_examples=60)
+@given(st.sampled_from([2, 3, 4]), st.sampled_from([2, 3]), st.data())
+def test_every_group_megatron_accepts_runs_each_task_once_without_deadlock(pp, vp, data):
+    group = data.draw(st.integers(pp, 3 * pp))
+    m = data.draw(st.integers(group, 4 * group).filter(lambda m: m % group == 0 or m % group >= pp))
+    p = plan(Schedule.INTERLEAVED, pp, vp, m, group)
+    assert sorted(zip(p.chunk, p.microbatch, p.forward)) == sorted(
+        (g, j, f) for g in range(pp * vp) for j in range(m) for f in (True, False))
+    tl = simulate(p, [1.0] * (pp * vp), [2.0] * (pp * vp))
+    assert max(tl.rank_end) >= m * vp * 3.0  # no rank works faster than its own work
+
+
+def _spec(global_batch: int, group: int | None) -> str:
+    extra = "" if group is None else f"  microbatch_group = {group}"
+    return f"""
+use "dgx_a100"
+model m {{ arch = gpt  layers = 12  hidden = 512  heads = 8  vocab = 50304  seq_len = 1024 }}
+cluster c {{ node = dgx_a100  nodes = 1 }}
+train {{ global_batch = {global_batch}  micro_batch = 4
+        parallel {{ tp = 1  pp = 4  vp = 3  schedule = interleaved{extra} }} }}
+"""
+
+
+@pytest.mark.parametrize("global_batch, group, fragment", [
+    (40, None, "last group of microbatches(5) % microbatch_group(4) = 1 is shorter than pp(4)"),
+    (80, 4, "last group of microbatches(10) % microbatch_group(4) = 2 is shorter than pp(4)"),
+    (40, 3, "pp(4) <= microbatch_group(3)"),
+    (40, 6, "microbatch_group(6) <= microbatches(5)"),
+])
+def test_megatrons_rules_are_checked(global_batch, group, fragment):
+    with pytest.raises(InfeasibleError, match=re.escape(fragment)):
+        structure_of(dsl.loads(_spec(global_batch, group)))
+
+
+def test_the_ci_runs_tunable_schedule_predicts():
+    # gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap: GA 5 on pp 4 with a group of 5 microbatches.
+    spec = dsl.loads(_spec(40, 5))
+    st_ = structure_of(spec)
+    assert (st_.microbatches, st_.microbatch_group) == (5, 5)
+    assert predict(spec).step_time_s > 0
