@@ -185,3 +185,21 @@ def test_a_cross_gpu_store_adapted_to_a_new_gpu_saves_serves_it_and_beats_k_0(de
     before, _ = _mape(base, test)
     after, _ = _mape(adapted, test)
     assert after < before
+
+
+def test_a_dtype_nobody_measured_borrows_its_same_width_sibling(devices):
+    import dataclasses as dc
+
+    from llmp.hardware.spec import Dtype
+
+    data = [o for i, (g, d) in enumerate(devices.items()) for o in synthetic(d, ("norm",), 30, seed=i)]
+    fp16 = [Observation(item=dc.replace(o.item, dtype=Dtype.FP16), device=o.device, seconds=o.seconds) for o in data]
+    model = CrossGpuModel().fit(fp16)
+    assert set(model.families_) == {"norm/fp16"}
+    item = fp16[0].item
+    as_bf16 = dc.replace(item, dtype=Dtype.BF16)
+    a = model.predict([item], devices["b200"])
+    b = model.predict([as_bf16], devices["b200"])
+    assert b.has_model[0] and b.log_factor[0] == pytest.approx(a.log_factor[0], abs=0.05)
+    fp8 = dc.replace(item, dtype=Dtype.FP8)
+    assert not model.predict([fp8], devices["b200"]).has_model[0]
