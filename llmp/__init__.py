@@ -35,6 +35,7 @@ _API = {
     "validate": "llmp.validate:validate",
     "sensitivity": "llmp.sensitivity:sensitivity",
     "search": "llmp.search:search",
+    "plan": "llmp.plan:plan",
     "LlmpError": "llmp.errors:LlmpError",
 }
 

@@ -21,6 +21,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("ops", "ops", "list the operators of a spec with FLOPs, bytes and times"),
     ("sensitivity", "sensitivity", "symbolic derivatives and elasticities of step time"),
     ("search", "search", "sweep and rank configurations"),
+    ("plan", "plan", "how long and how much a whole training run costs, or how many GPUs meet a deadline"),
     ("validate", "validate", "score predictions against measured runs (CSV)"),
     ("sample", "sample", "micro-benchmark operators on this machine's device"),
     ("fit", "fit", "fit residual models from sample files, or adapt a store to a new device"),

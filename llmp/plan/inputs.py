@@ -1,0 +1,60 @@
+"""The plan's own inputs: a token count (``15T``, ``300B``, ``1.5e12``) and a duration (``30d``).
+
+These are not spec quantities (the DSL has no token counts and no days), so they are parsed here,
+once, for the library and the CLI alike; a number is taken as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from llmp.errors import InputError
+
+TOKEN_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+"""Decimal multipliers for token counts; ``B`` (billion) is how token budgets are written
+(Llama 3: "15T tokens"; Chinchilla: "1.4T"), ``G`` the SI spelling of the same."""
+
+DURATION_UNIT = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+"""Hours, days and weeks: a deadline is a calendar span, not a step time."""
+
+_NUMBER = r"(?P<number>[0-9][0-9_]*(\.[0-9_]*)?([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?)"
+_TOKENS = re.compile(_NUMBER + r"\s*(?P<suffix>[A-Za-z]*)")
+_DURATION = re.compile(_NUMBER + r"\s*(?P<unit>[A-Za-z]*)")
+
+
+def parse_tokens(value: str | float | int) -> float:
+    """Tokens to train: a positive number, or text such as ``15T``, ``300B``, ``1.5e12``, ``2_000M``."""
+    if isinstance(value, str):
+        match = _TOKENS.fullmatch(value.strip())
+        suffix = match["suffix"].upper() if match else ""
+        if match is None or suffix not in TOKEN_SUFFIX or match["suffix"] in ("b", "t", "p"):
+            raise InputError(f"cannot read a token count from {value!r}",
+                             hint="write a number with an optional K, M, B (or G), T or P suffix, e.g. 15T, "
+                                  "300B or 1.5e12")
+        number = float(match["number"].replace("_", "")) * TOKEN_SUFFIX[suffix]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        raise InputError(f"tokens must be a number or text like '15T', got {type(value).__name__}")
+    if not math.isfinite(number) or number <= 0:
+        raise InputError(f"the token count must be positive, got {value!r}", hint="e.g. --tokens 15T")
+    return number
+
+
+def parse_duration(value: str | float | int) -> float:
+    """A deadline in seconds: a positive number of seconds, or text ``<number><h|d|w>`` (``30d``,
+    ``36h``, ``2.5w``)."""
+    if isinstance(value, str):
+        match = _DURATION.fullmatch(value.strip())
+        if match is None or match["unit"] not in DURATION_UNIT:
+            raise InputError(f"cannot read a duration from {value!r}",
+                             hint="write a number followed by h, d or w, e.g. 30d, 36h or 2w")
+        seconds = float(match["number"].replace("_", "")) * DURATION_UNIT[match["unit"]]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise InputError(f"a deadline must be seconds or text like '30d', got {type(value).__name__}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"the deadline must be a positive duration, got {value!r}", hint="e.g. --deadline 30d")
+    return seconds

@@ -1,0 +1,188 @@
+"""What a plan returns: the chosen GPU count and layout, and the run's days, GPU-hours, energy and
+cost, each with the band the step-time prediction carries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.plan.power import Power
+from llmp.units import format_bytes, format_count, format_time
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Estimate:
+    """One GPU count: its best layout and the predicted step of that layout."""
+
+    gpus: int
+    config: Mapping[str, Any]
+    """The layout's fields (``parallel.tp``, ``train.recompute``, ``cluster.nodes``, ...)."""
+    overrides: tuple[str, ...]
+    """``--set`` arguments that turn the spec into this layout (``llmp predict SPEC --set ...``)."""
+    step_time_s: float
+    """Predicted step time (residual models applied as ``llmp predict`` applies them)."""
+    step_band_s: tuple[float, float]
+    roofline_step_s: float
+    """The step time the layout search ranked by (roofline composition)."""
+    tokens_per_step: float
+    mfu: float
+    busy: float
+    """Fraction of the step in compute kernels (see :mod:`llmp.plan.power`)."""
+    memory_per_gpu_bytes: float
+    space: int
+    checked: int
+    evaluated: int
+
+    def wall_s(self, tokens: float) -> tuple[float, float, float]:
+        """(point, low, high) seconds to train ``tokens``: tokens / tokens per step x step time."""
+        steps = tokens / self.tokens_per_step
+        return steps * self.step_time_s, steps * self.step_band_s[0], steps * self.step_band_s[1]
+
+    def to_dict(self, tokens: float, deadline_s: float | None) -> dict[str, Any]:
+        wall = self.wall_s(tokens)
+        out: dict[str, Any] = {"gpus": self.gpus, "days": wall[0] / DAY, "days_band": [wall[1] / DAY, wall[2] / DAY],
+                               "gpu_hours": self.gpus * wall[0] / 3600.0, "step_time_s": self.step_time_s,
+                               "layout": dict(self.config)}
+        if deadline_s is not None:
+            out["meets_deadline"] = wall[0] <= deadline_s
+        return out
+
+
+def _band(point: float, low: float, high: float) -> dict[str, Any]:
+    return {"value": point, "band": [low, high]}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Plan:
+    """A whole training run: how long, how many GPU-hours, how much energy and money."""
+
+    source: str
+    tokens: float
+    mode: str
+    """``gpus`` (a GPU count was given or taken from the spec) or ``deadline`` (the fewest GPUs
+    among those considered that finish in time)."""
+    deadline_s: float | None
+    price_per_gpu_hour: float | None
+    chosen: Estimate
+    power: Power
+    considered: tuple[int, ...]
+    """GPU counts the deadline search considered, in order (empty for a given count)."""
+    scanned: tuple[Estimate, ...]
+    """Counts evaluated, in order: for a deadline, each considered count from the compute lower
+    bound up to the answer; plus any curve counts asked for."""
+    unlayable: tuple[int, ...]
+    """Evaluated counts on which no layout of the searched space can run."""
+    global_batch: str
+    """How the global batch was treated (kept at the spec's value, and why)."""
+    residuals: str
+    seconds: float
+    notes: tuple[str, ...]
+
+    # ---- the run -----------------------------------------------------------------------
+    @property
+    def gpus(self) -> int:
+        return self.chosen.gpus
+
+    @property
+    def wall_s(self) -> tuple[float, float, float]:
+        return self.chosen.wall_s(self.tokens)
+
+    @property
+    def days(self) -> tuple[float, float, float]:
+        return tuple(s / DAY for s in self.wall_s)  # type: ignore[return-value]
+
+    @property
+    def gpu_hours(self) -> tuple[float, float, float]:
+        return tuple(self.gpus * s / 3600.0 for s in self.wall_s)  # type: ignore[return-value]
+
+    @property
+    def energy_kwh(self) -> tuple[float, float, float]:
+        """GPU board energy: GPUs x average power x wall time (the band scales the time at the
+        point prediction's power)."""
+        return tuple(self.gpus * self.power.watts * s / 3.6e6 for s in self.wall_s)  # type: ignore[return-value]
+
+    @property
+    def cost(self) -> tuple[float, float, float] | None:
+        if self.price_per_gpu_hour is None:
+            return None
+        return tuple(h * self.price_per_gpu_hour for h in self.gpu_hours)  # type: ignore[return-value]
+
+    @property
+    def steps(self) -> float:
+        return self.tokens / self.chosen.tokens_per_step
+
+    @property
+    def meets_deadline(self) -> bool | None:
+        return None if self.deadline_s is None else self.wall_s[0] <= self.deadline_s
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.chosen
+        days, hours, kwh, cost = self.days, self.gpu_hours, self.energy_kwh, self.cost
+        return {
+            "source": self.source, "mode": self.mode, "tokens": self.tokens, "gpus": self.gpus,
+            "deadline_days": None if self.deadline_s is None else self.deadline_s / DAY,
+            "meets_deadline": self.meets_deadline,
+            "meets_deadline_at_band_high": None if self.deadline_s is None else self.wall_s[2] <= self.deadline_s,
+            "days": _band(*days), "gpu_hours": _band(*hours), "energy_kwh": _band(*kwh),
+            "cost": None if cost is None else _band(*cost), "price_per_gpu_hour": self.price_per_gpu_hour,
+            "step_time_s": _band(c.step_time_s, *c.step_band_s), "roofline_step_time_s": c.roofline_step_s,
+            "tokens_per_step": c.tokens_per_step, "tokens_per_s": c.tokens_per_step / c.step_time_s,
+            "steps": self.steps, "mfu": c.mfu, "memory_per_gpu_bytes": c.memory_per_gpu_bytes,
+            "layout": dict(c.config), "set": list(c.overrides),
+            "power": {"model": self.power.model.value, "watts_per_gpu": self.power.watts,
+                      "tdp_watts": self.power.tdp_watts, "busy_fraction": self.power.busy,
+                      "idle_fraction": self.power.idle_fraction, "definition": self.power.describe()},
+            "global_batch": self.global_batch, "residuals": self.residuals,
+            "search": {"layouts_in_space": c.space, "layouts_checked": c.checked, "layouts_evaluated": c.evaluated},
+            "considered_gpus": list(self.considered),
+            "scanned": [e.to_dict(self.tokens, self.deadline_s) for e in self.scanned],
+            "unlayable_gpus": list(self.unlayable), "seconds": self.seconds, "notes": list(self.notes),
+        }
+
+    def to_table(self) -> str:
+        c = self.chosen
+        days, hours, kwh, cost = self.days, self.gpu_hours, self.energy_kwh, self.cost
+
+        def rng(v: tuple[float, ...], fmt: str) -> str:
+            return f"{v[0]:{fmt}}   band [{v[1]:{fmt}}, {v[2]:{fmt}}]"
+
+        head = f"plan for {format_count(self.tokens)} tokens of {self.source} on {self.gpus} GPUs"
+        if self.deadline_s is not None:
+            head += f" (fewest of those considered that finish within {self.deadline_s / DAY:.4g} days)"
+        lines = [head, ""]
+        lines.append(f"wall clock     {rng(days, '.3g')} days")
+        lines.append(f"GPU-hours      {rng(hours, '.4g')}")
+        lines.append(f"energy         {rng(kwh, '.4g')} kWh   ({self.power.watts:.0f} W per GPU)")
+        if cost is not None:
+            lines.append(f"cost           {rng(cost, ',.0f')}   at {self.price_per_gpu_hour:g} per GPU-hour")
+        lines.append(f"step           {format_time(c.step_time_s)}   band [{format_time(c.step_band_s[0])}, "
+                     f"{format_time(c.step_band_s[1])}]   {format_count(c.tokens_per_step)} tokens/step, "
+                     f"{format_count(self.steps)} steps, MFU {c.mfu:.1%}")
+        if self.deadline_s is not None and self.wall_s[2] > self.deadline_s:
+            lines.append(f"note: the slow end of the band ({days[2]:.3g} days) misses the deadline")
+        shown = ("parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vp", "train.micro_batch",
+                 "train.recompute", "parallel.sequence_parallel", "parallel.zero")
+        layout = "  ".join(f"{p.split('.')[-1]}={c.config[p]}" for p in shown if p in c.config)
+        lines += ["", f"layout         {layout}",
+                  f"memory/GPU     {format_bytes(c.memory_per_gpu_bytes, binary=True)}",
+                  f"searched       {c.space} layouts, {c.checked} checked, {c.evaluated} evaluated "
+                  "(branch-and-bound on a step-time lower bound)"]
+        if len(self.scanned) > 1:
+            lines += ["", "GPU count scan (best layout at each)"]
+            rows = [(e.gpus, e) for e in self.scanned] + [(n, None) for n in self.unlayable]
+            for n, e in sorted(rows, key=lambda r: r[0]):
+                if e is None:
+                    lines.append(f"  {n:>7} GPUs  no layout of the searched space runs")
+                    continue
+                wall = e.wall_s(self.tokens)
+                mark = "" if self.deadline_s is None else ("  meets deadline" if wall[0] <= self.deadline_s else "")
+                lines.append(f"  {n:>7} GPUs  {wall[0] / DAY:>9.3g} days  {n * wall[0] / 3600:>12.4g} GPU-hours{mark}")
+        lines += ["", f"reproduce the step: llmp predict {self.source} " + " ".join(
+            f"--set {s!r}" if " " in s else f"--set {s}" for s in c.overrides)]
+        lines += [f"global batch: {self.global_batch}", f"power: {self.power.describe()}",
+                  f"residuals: {self.residuals}"]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
