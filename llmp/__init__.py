@@ -35,7 +35,7 @@ _API = {
     "validate": "llmp.validate:validate",
     "sensitivity": "llmp.sensitivity:sensitivity",
     "search": "llmp.search:search",
-    "plan": "llmp.plan:plan",
+    "plan": "llmp.planning:plan",
     "LlmpError": "llmp.errors:LlmpError",
 }
 

@@ -3,7 +3,7 @@
 
 How long and how much a whole training run costs: the best layout for the GPU count (or the
 fewest GPUs that meet the deadline), then wall-clock days, GPU-hours, energy and cost, each with
-the band of the step-time prediction. Everything is computed by :func:`llmp.plan.plan`.
+the band of the step-time prediction. Everything is computed by :func:`llmp.planning.plan`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 
 from llmp.dsl import add_set_argument
 from llmp import dsl
-from llmp.plan import MAX_GPUS, plan
-from llmp.plan.power import PowerModel
+from llmp.planning import MAX_GPUS, plan
+from llmp.planning.power import PowerModel
 
 PLOT_COUNTS = (0.25, 0.5, 2.0, 4.0)
 """With --plot and a given count, also evaluate these multiples of it (whole nodes) for the curve."""
@@ -54,14 +54,14 @@ def _curve(args: argparse.Namespace) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plot:
-        from llmp.plan.plot import _pyplot
+        from llmp.planning.plot import _pyplot
 
         _pyplot()  # fail before the search when matplotlib is missing
     result = plan(args.spec, tokens=args.tokens, gpus=args.gpus, deadline=args.deadline,
                   price_per_gpu_hour=args.price_per_gpu_hour, sets=args.set, power_model=args.power,
                   idle_fraction=args.idle_fraction, max_gpus=args.max_gpus, curve=_curve(args))
     if args.plot:
-        from llmp.plan.plot import plot
+        from llmp.planning.plot import plot
 
         plot(result, args.plot)
     if args.json:

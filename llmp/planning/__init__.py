@@ -6,9 +6,9 @@
     llmp.plan(spec_path, tokens="2T", deadline="30d").gpus
 
 For a GPU count (given, or the spec's own) the best layout comes from ``llmp.search``'s layout
-space (:mod:`llmp.plan.layouts`), and that layout's step is predicted as ``llmp predict`` does,
+space (:mod:`llmp.planning.layouts`), and that layout's step is predicted as ``llmp predict`` does,
 with its band. The run takes tokens / tokens per step x step time; GPU-hours, energy
-(:mod:`llmp.plan.power`) and cost follow, and the step's band carries through to each.
+(:mod:`llmp.planning.power`) and cost follow, and the step's band carries through to each.
 
 Global batch: the spec's is kept at every GPU count. It is a training hyper-parameter that
 decides what is learned per token (the critical batch size, McCandlish et al. 2018, "An
@@ -37,10 +37,10 @@ from llmp import dsl
 from llmp.compose import predict
 from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError
-from llmp.plan import layouts
-from llmp.plan.inputs import parse_duration, parse_tokens
-from llmp.plan.power import PowerModel, busy_fraction, power
-from llmp.plan.report import DAY, Estimate, Plan
+from llmp.planning import layouts
+from llmp.planning.inputs import parse_duration, parse_tokens
+from llmp.planning.power import PowerModel, busy_fraction, power
+from llmp.planning.report import DAY, Estimate, Plan
 from llmp.search.space import divisors
 from llmp.units import format_count
 
@@ -72,7 +72,8 @@ def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object) ->
     overrides = tuple(layout.overrides())
     spec = dsl.load(source, [*sets, *overrides])
     pred = predict(spec, residuals)  # type: ignore[arg-type]
-    return Estimate(gpus=gpus, config=layout.config, overrides=overrides, step_time_s=pred.step_time_s,
+    config = {**layout.config, "parallel.cp": int(spec.parallel.cp)}
+    return Estimate(gpus=gpus, config=config, overrides=overrides, step_time_s=pred.step_time_s,
                     step_band_s=(float(pred.band[0]), float(pred.band[1])), roofline_step_s=layout.roofline_step_s,
                     tokens_per_step=float(spec.tokens_per_step), mfu=pred.mfu,
                     busy=busy_fraction(pred.breakdown, pred.step_time_s),

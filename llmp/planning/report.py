@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.plan.power import Power
+from llmp.planning.power import Power
 from llmp.units import format_bytes, format_count, format_time
 
 DAY = 86400.0
@@ -30,7 +30,7 @@ class Estimate:
     tokens_per_step: float
     mfu: float
     busy: float
-    """Fraction of the step in compute kernels (see :mod:`llmp.plan.power`)."""
+    """Fraction of the step in compute kernels (see :mod:`llmp.planning.power`)."""
     memory_per_gpu_bytes: float
     space: int
     checked: int

@@ -9,7 +9,7 @@ import importlib
 from typing import Any
 
 from llmp.errors import InputError
-from llmp.plan.report import DAY, Plan
+from llmp.planning.report import DAY, Plan
 
 
 def _pyplot() -> Any:
