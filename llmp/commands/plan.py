@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from llmp.dsl import add_set_argument
 from llmp import dsl
+from llmp.dsl import add_set_argument
 from llmp.planning import MAX_GPUS, plan
 from llmp.planning.power import PowerModel
 

@@ -23,7 +23,7 @@ _TOKENS = re.compile(_NUMBER + r"\s*(?P<suffix>[A-Za-z]*)")
 _DURATION = re.compile(_NUMBER + r"\s*(?P<unit>[A-Za-z]*)")
 
 
-def parse_tokens(value: str | float | int) -> float:
+def parse_tokens(value: str | float) -> float:
     """Tokens to train: a positive number, or text such as ``15T``, ``300B``, ``1.5e12``, ``2_000M``."""
     if isinstance(value, str):
         match = _TOKENS.fullmatch(value.strip())
@@ -42,7 +42,7 @@ def parse_tokens(value: str | float | int) -> float:
     return number
 
 
-def parse_duration(value: str | float | int) -> float:
+def parse_duration(value: str | float) -> float:
     """A deadline in seconds: a positive number of seconds, or text ``<number><h|d|w>`` (``30d``,
     ``36h``, ``2.5w``)."""
     if isinstance(value, str):

@@ -51,6 +51,10 @@ class Estimate:
         return out
 
 
+def _word(value: Any) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
 def _band(point: float, low: float, high: float) -> dict[str, Any]:
     return {"value": point, "band": [low, high]}
 
@@ -165,11 +169,11 @@ class Plan:
             lines.append(f"note: the slow end of the band ({days[2]:.3g} days) misses the deadline")
         shown = ("parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vp", "train.micro_batch",
                  "train.recompute", "parallel.sequence_parallel", "parallel.zero")
-        layout = "  ".join(f"{p.split('.')[-1]}={c.config[p]}" for p in shown if p in c.config)
+        layout = "  ".join(f"{p.split('.')[-1]}={_word(c.config[p])}" for p in shown if p in c.config)
         lines += ["", f"layout         {layout}",
                   f"memory/GPU     {format_bytes(c.memory_per_gpu_bytes, binary=True)}",
-                  f"searched       {c.space} layouts, {c.checked} checked, {c.evaluated} evaluated "
-                  "(branch-and-bound on a step-time lower bound)"]
+                  (f"searched       {c.space} layouts, {c.checked} checked, {c.evaluated} evaluated "
+                  "(branch-and-bound on a step-time lower bound)")]
         if len(self.scanned) > 1:
             lines += ["", "GPU count scan (best layout at each)"]
             rows = [(e.gpus, e) for e in self.scanned] + [(n, None) for n in self.unlayable]

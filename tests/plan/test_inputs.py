@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmp.errors import InputError
-from llmp.planning.inputs import DURATION_UNIT, TOKEN_SUFFIX, parse_duration, parse_tokens
+from llmp.planning.inputs import (
+    DURATION_UNIT,
+    TOKEN_SUFFIX,
+    parse_duration,
+    parse_tokens,
+)
 
 
 @pytest.mark.parametrize(("text", "tokens"), [

@@ -3,12 +3,16 @@ evaluation of the same space ranks first."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from llmp.planning import layouts
 from llmp.search import engine
 from llmp.search.space import Grid
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def exhaustive(source: str, gpus: int) -> tuple[Grid, np.ndarray, np.ndarray, dict]:
@@ -27,7 +31,7 @@ def exhaustive(source: str, gpus: int) -> tuple[Grid, np.ndarray, np.ndarray, di
 
 @pytest.mark.parametrize("gpus", [4, 8, 16])
 def test_the_bound_never_exceeds_the_evaluated_step(small_spec, gpus):
-    sub, bound, step, values = exhaustive(str(small_spec), gpus)
+    _sub, bound, _step, values = exhaustive(str(small_spec), gpus)
     ran = values["feasible"]
     assert ran.sum() > 5
     assert np.all(bound[ran] <= values["step_time_s"][ran] * (1 + 1e-9))
@@ -36,7 +40,7 @@ def test_the_bound_never_exceeds_the_evaluated_step(small_spec, gpus):
 
 @pytest.mark.parametrize("gpus", [8, 16])
 def test_branch_and_bound_finds_the_exhaustive_best(small_spec, gpus):
-    sub, bound, step, _ = exhaustive(str(small_spec), gpus)
+    sub, _bound, step, _ = exhaustive(str(small_spec), gpus)
     best = layouts.best(str(small_spec), (), gpus)
     assert best is not None
     assert best.roofline_step_s == pytest.approx(np.nanmin(step), rel=1e-12)
@@ -48,7 +52,7 @@ def test_branch_and_bound_finds_the_exhaustive_best(small_spec, gpus):
 
 def test_the_bound_on_a_pipelined_large_model():
     # Llama 3 405B on 8,192 GPUs: interleaved and 1F1B layouts, full recompute, uneven stages
-    sub, bound, step, values = exhaustive_sample("examples/llama3_405b_pp16_vp8.llmp", 8192)
+    _sub, bound, _step, values = exhaustive_sample(str(ROOT / "examples" / "llama3_405b_pp16_vp8.llmp"), 8192)
     ran = values["feasible"]
     assert ran.sum() >= 20
     assert np.all(bound[ran] <= values["step_time_s"][ran] * (1 + 1e-9))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import llmp
-from llmp.errors import InfeasibleError, InputError, LlmpError
+from llmp.errors import InfeasibleError, LlmpError
 from llmp.planning import considered_counts, plan
 from llmp.planning.report import DAY
 
@@ -66,7 +67,7 @@ def test_more_gpus_train_faster_while_data_parallelism_can_grow(small_spec):
     # best layout's days fall at every doubling here. Not a law: a fixed batch, memory and the
     # residual corrections can make a larger count no faster (the plan reports what it finds).
     days = [plan(small_spec, tokens="10B", gpus=n, residuals=None).days[0] for n in (8, 16, 32)]
-    assert all(b < a for a, b in zip(days, days[1:]))
+    assert all(b < a for a, b in itertools.pairwise(days))
 
 
 def test_the_deadline_gets_the_smallest_feasible_count_considered(small_spec):
@@ -98,9 +99,9 @@ def test_the_compute_lower_bound_is_below_the_answer(small_spec):
 def test_considered_counts():
     assert considered_counts(8, 200) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192]
     counts = considered_counts(8, 10**6)
-    assert all(b > a for a, b in zip(counts, counts[1:]))
-    assert all(b / a <= 2.0 for a, b in zip(counts, counts[1:]))
-    assert all(b / a <= 1.25 + 1e-9 for a, b in zip(counts, counts[1:]) if a >= 32)
+    assert all(b > a for a, b in itertools.pairwise(counts))
+    assert all(b / a <= 2.0 for a, b in itertools.pairwise(counts))
+    assert all(b / a <= 1.25 + 1e-9 for a, b in itertools.pairwise(counts) if a >= 32)
 
 
 def test_an_unreachable_deadline_is_an_error_before_any_search(small_spec):
@@ -118,20 +119,20 @@ def test_a_deadline_beyond_max_gpus_names_the_fastest(small_spec):
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [
-    (dict(tokens=0), "positive"),
-    (dict(tokens="-3T"), "token"),
-    (dict(tokens="15TB"), "token count"),
-    (dict(tokens="1T", gpus=8, deadline="3d"), "not both"),
-    (dict(tokens="1T", deadline="30 days"), "duration"),
-    (dict(tokens="1T", deadline="0d"), "positive"),
-    (dict(tokens="1T", gpus=0), "positive whole number"),
-    (dict(tokens="1T", gpus=12), "whole nodes"),
-    (dict(tokens="1T", price_per_gpu_hour=-1.0), "price"),
-    (dict(tokens="1T", price_per_gpu_hour=math.nan), "price"),
-    (dict(tokens="1T", power_model="utilisation"), "idle"),
-    (dict(tokens="1T", power_model="watts"), "power model"),
-    (dict(tokens="1T", idle_fraction=0.1), "utilisation"),
-    (dict(tokens="1T", power_model="utilisation", idle_fraction=1.5), "between 0 and 1"),
+    ({"tokens": 0}, "positive"),
+    ({"tokens": "-3T"}, "token"),
+    ({"tokens": "15TB"}, "token count"),
+    ({"tokens": "1T", "gpus": 8, "deadline": "3d"}, "not both"),
+    ({"tokens": "1T", "deadline": "30 days"}, "duration"),
+    ({"tokens": "1T", "deadline": "0d"}, "positive"),
+    ({"tokens": "1T", "gpus": 0}, "positive whole number"),
+    ({"tokens": "1T", "gpus": 12}, "whole nodes"),
+    ({"tokens": "1T", "price_per_gpu_hour": -1.0}, "price"),
+    ({"tokens": "1T", "price_per_gpu_hour": math.nan}, "price"),
+    ({"tokens": "1T", "power_model": "utilisation"}, "idle"),
+    ({"tokens": "1T", "power_model": "watts"}, "power model"),
+    ({"tokens": "1T", "idle_fraction": 0.1}, "utilisation"),
+    ({"tokens": "1T", "power_model": "utilisation", "idle_fraction": 1.5}, "between 0 and 1"),
 ])
 def test_bad_input_is_a_clear_error(small_spec, kwargs, needle):
     with pytest.raises(LlmpError) as info:
