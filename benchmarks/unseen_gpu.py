@@ -147,8 +147,8 @@ def seed(data: Path) -> list[Observation]:
         hp = int(r["h"] // r["mp"])
         for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
             add(Kernel.make(Family.ATTENTION, Dtype.FP16, pass_, batch=int(r["b"]), heads=hp, kv_heads=hp,
-                            seq_q=int(r["l"]), seq_kv=int(r["l"]), head_dim=int(r["dim"] // r["h"]), causal=0,
-                            flash=1), r[col])
+                            seq_q=int(r["l"]), seq_kv=int(r["l"]), head_dim=int(r["dim"] // r["h"]),
+                            head_dim_v=int(r["dim"] // r["h"]), window=int(r["l"]), causal=0, flash=1), r[col])
     for r in _seed_rows(data, "embedding"):
         for pass_, col in ((Pass.FWD, "F_dur(us)"), (Pass.BWD, "B_dur(us)")):
             add(Kernel.make(Family.EMBEDDING, Dtype.FP16, pass_, tokens=int(r["b"] * r["l"]), hidden=int(r["dim"]),
