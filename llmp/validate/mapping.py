@@ -10,13 +10,14 @@ every such choice travels with the row as an assumption.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from dataclasses import dataclass
 from typing import Any
 
 from llmp import dsl
-from llmp.dsl.spec import Spec
+from llmp.dsl.spec import Spec, Stack
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link
@@ -119,12 +120,59 @@ def _check_task(row: Row) -> None:
                            "(frozen weights or packed variable-length samples: not a pre-training step)")
 
 
-def _check_moe(row: Row) -> None:
-    experts = row.integer("moe_experts")
-    if experts is not None and experts > 1:
-        raise Unmodellable(SkipReason.MOE, f"{experts} experts, top-{row.text('moe_topk') or '?'}: the schema has no "
-                           "expert MLP width column (ffn_hidden is the dense width) and these models also use "
-                           "layouts (dense first layers, MLA, shared experts) the row does not describe")
+AUTOMODEL_CONFIGS = "NVIDIA-NeMo/Automodel:examples/llm_benchmark/"
+"""Where the AutoModel performance page's benchmark configurations live (its 'Configuration Files')."""
+
+
+def _automodel_split(layers: int, chunks: int) -> list[int]:
+    """NeMo AutoModel's pipeline split: ``layers // chunks`` per stage, the first ``layers % chunks``
+    stages one more (NVIDIA-NeMo/Automodel@00f4041:nemo_automodel/components/distributed/pipelining/
+    functional.py, ``generate_hf_model_fqn_per_model_part``)."""
+    base, extra = divmod(layers, chunks)
+    return [base + (1 if g < extra else 0) for g in range(chunks)]
+
+
+def _plan_moe_train(m: Measurement, model: ModelPlan, train: TrainPlan) -> TrainPlan:
+    """What a MoE row's run states, or its stack's benchmark configuration decides, about the experts:
+    the gate, the dispatcher, a blank ep, the pipeline split, and multi-token prediction."""
+    said: list[str] = []
+    parallel = dict(train.parallel)
+    ep = train.ep
+    text = m.notes
+    if re.search(r"fake[-_ ]balanced", text, re.IGNORECASE):
+        said.append("router = balanced, imbalance 1: the notes state a fake balanced gate (NeMo AutoModel "
+                    "FakeBalancedGate: tokens dealt round-robin to the experts, no gating GEMM; "
+                    "NVIDIA-NeMo/Automodel@01883b4:nemo_automodel/components/moe/layers.py)")
+    if re.search(r"\b(?:deep|hybrid)ep\b", text, re.IGNORECASE):
+        parallel["dispatcher"] = "deepep"
+        said.append("dispatcher = deepep: the notes name DeepEP (one copy of a token per destination rank)")
+    if m.config.integer("ep") is None and train.stack is Stack.NEMO_AUTOMODEL:
+        ep = train.dp
+        said.append(f"ep blank: ep = dp = {ep} (the page's GPT-OSS benchmark configurations set ep_size to the "
+                    f"GPU count: {AUTOMODEL_CONFIGS}gpt_oss/gptoss_20b_te_deepep.yaml ep_size 8 on 8 GPUs, "
+                    "gptoss_120b_te_deepep.yaml ep_size 64 on 64)")
+    elif m.config.integer("ep") is None:
+        said.append("ep blank: 1 (Megatron's default --expert-model-parallel-size)")
+    chunks = train.pp * train.vp
+    if train.stack is Stack.NEMO_AUTOMODEL:
+        if chunks > 1 and model.layers % chunks and "stage_layers" not in parallel:
+            split = _automodel_split(model.layers, chunks)
+            parallel["stage_layers"] = split
+            said.append(f"stage_layers = {split} per chunk: {model.layers} layers over pp {train.pp} x vp "
+                        f"{train.vp} stages as NeMo AutoModel splits them (the first {model.layers % chunks} "
+                        "stages one layer more; .../pipelining/functional.py generate_hf_model_fqn_per_model_part)")
+        if model.mla:
+            said.append("mtp_layers = 0: NeMo AutoModel's DeepSeek-V3 model builds no multi-token prediction "
+                        "module (NVIDIA-NeMo/Automodel@05e0902:nemo_automodel/components/models/deepseek_v3/model.py)")
+    return dataclasses.replace(train, ep=ep, parallel=parallel, assumptions=(*train.assumptions, *said))
+
+
+def _moe_fields(model: ModelPlan, balanced: bool) -> list[tuple[str, Any]]:
+    """The ``moe { }`` fields to write: the family's, with the balanced gate where the run used it."""
+    if not balanced:
+        return list(model.moe)
+    drop = {"router", "expert_bias", "aux_loss"}
+    return [(k, v) for k, v in model.moe if k not in drop] + [("router", "balanced")]
 
 
 def _context(row: Row, model: ModelPlan, train: TrainPlan, reading: Reading) -> StepContext:
@@ -155,8 +203,9 @@ def _field(name: str, value: Any, indent: str = "  ") -> str:
     return f"{indent}{name} = {value_text(value)}"
 
 
-def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan) -> str:
-    """The .llmp text of a mapped row (``llmp predict`` accepts it as it is)."""
+def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, notes_text: str = "") -> str:
+    """The .llmp text of a mapped row (``llmp predict`` accepts it as it is); ``notes_text``: the
+    measurement's notes (a MoE run's gate)."""
     node = cluster.node
     lines = [(f"# {row.key}: {row.text('source')}, {row.text('model_name')} "
              f"({row.text('num_gpus')} x {row.text('gpu_id')}), generated by llmp validate"),
@@ -170,7 +219,13 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan) -
     lines += [f"model {_ident(model.name)} {{", f"  arch = {model.arch}", f"  layers = {model.layers}",
               f"  hidden = {model.hidden}", f"  heads = {model.heads}", f"  kv_heads = {model.kv_heads}",
               f"  ffn_hidden = {model.ffn_hidden}", f"  vocab = {model.vocab}", f"  seq_len = {model.seq_len}"]
-    lines += [_field(f, getattr(model, f)) for f in MODEL_FIELDS if getattr(model, f) is not None]
+    lines += [_field(f, getattr(model, f)) for f in (*MODEL_FIELDS, "head_dim", "window", "full_attention_every")
+              if getattr(model, f) is not None]
+    if model.moe:
+        balanced = bool(re.search(r"fake[-_ ]balanced", notes_text, re.IGNORECASE))
+        lines.append("  moe { " + "  ".join(f"{k} = {value_text(v)}" for k, v in _moe_fields(model, balanced)) + " }")
+    if model.mla:
+        lines.append("  mla { " + "  ".join(f"{k} = {v}" for k, v in model.mla) + " }")
     lines += ["}", "", "cluster run {", f"  node = {node_id}", f"  nodes = {cluster.nodes}"]
     if cluster.inter is not None:
         lines.append(f"  inter = {cluster.inter}")
@@ -181,7 +236,8 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan) -
     lines += ["  parallel {", f"    tp = {train.tp}", f"    pp = {train.pp}", f"    dp = {train.dp}", f"    cp = {train.cp}",
               f"    ep = {train.ep}", f"    vp = {train.vp}", f"    schedule = {train.schedule}",
               _field("sequence_parallel", train.sequence_parallel, "    ")]
-    lines += [_field(f, v, "    ") for f, v in train.parallel.items()]
+    lines += [f"    {f} = [{', '.join(map(str, v))}]" if isinstance(v, list) else _field(f, v, "    ")
+              for f, v in train.parallel.items()]
     lines += ["  }", "}", ""]
     return "\n".join(lines)
 
@@ -192,7 +248,6 @@ def _map(m: Measurement) -> Mapped:
     read = readings(m)
     how: list[str] = []
     reading, metric_row = _choose_metric(m, read, how)
-    _check_moe(row)
     try:
         noted = notes.read(m.notes)
     except CellError as err:
@@ -201,6 +256,8 @@ def _map(m: Measurement) -> Mapped:
         raise Unmodellable(SkipReason.UNEXPRESSIBLE, "; ".join(noted.unexpressible))
     model = plan_model(row, noted)
     train = plan_train(m, noted)
+    if model.moe:
+        train = _plan_moe_train(m, model, train)
     cluster = plan_cluster(row)
     dtype = Dtype(train.precision.compute_dtype)
     if dtype not in cluster.node.gpu.peak_flops:
@@ -209,7 +266,7 @@ def _map(m: Measurement) -> Mapped:
                            f"{train.precision} on {cluster.node.gpu.id}: the catalog gives no {dtype} peak (has {have})")
     context = _context(row, model, train, reading)
     measured = metrics.step_time(reading, context)
-    text = render(row, model, cluster, train)
+    text = render(row, model, cluster, train, m.notes)
     try:
         spec = dsl.loads(text, filename=f"<{row.key}>")
     except LlmpError as err:

@@ -177,7 +177,10 @@ def test_bloom_splits_its_70_layers_over_12_stages_as_megatron_deepspeed_does(ma
 @pytest.mark.parametrize("snippet, reason, detail", [
     (P.NEMO_LORA, SkipReason.FINE_TUNING, "[LoRA]"),
     (P.AUTOMODEL_NEMOTRON_V3, SkipReason.MISSING_ARCHITECTURE, "layers, hidden, heads blank"),
-    (P.AUTOMODEL_DEEPSEEK, SkipReason.MOE, "256 experts, top-8"),
+    (P.edit(P.AUTOMODEL_DEEPSEEK, "model_name", "Mystery MoE 1T"), SkipReason.MOE,
+     "256 experts, top-8: no known MoE family for 'Mystery MoE 1T'"),
+    (P.edit(P.AUTOMODEL_DEEPSEEK, "layers", "60"), SkipReason.MOE,
+     "matches the DeepSeek-V3 family but the row disagrees with its config: layers 60 (config 61)"),
     (P.MISC_LLAMA65B, SkipReason.MISSING_LAYOUT, "tp, pp and dp are all blank"),
     (P.MISC_LLAMA31, SkipReason.NO_TIME_METRIC, "model_tflops_per_gpu"),
     (P.FUNCTIONAL_UNEVEN, SkipReason.UNEXPRESSIBLE, "uneven pipeline stages"),
