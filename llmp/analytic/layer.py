@@ -502,11 +502,13 @@ def _moe(blk: Block) -> None:
     and of the exchanges.
 
     * ``alltoall`` (``MoEAlltoAllTokenDispatcher``): permute (gather the tokens into one row per
-      (token, expert)), all-to-all over ep, all-gather over etp, sort the received chunks by local
-      expert (with more than one local expert); experts; then sort back, reduce-scatter over etp,
-      all-to-all, unpermute (scale each row by its probability and sum a token's rows).
-    * ``allgather`` (``MoEAllGatherTokenDispatcher``): all-gather the tokens over etp x ep, permute
-      the rows of the local experts; experts; unpermute, reduce-scatter over etp x ep.
+      (token, expert)), all-to-all over ep of the rows and of their FP32 probabilities, all-gather
+      of both over etp, sort the received chunks by local expert (with more than one local
+      expert); experts; then sort back, reduce-scatter over etp, all-to-all, unpermute (scale each
+      row by its probability and sum a token's rows).
+    * ``allgather`` (``MoEAllGatherTokenDispatcher``): all-gather the tokens and the FP32
+      probabilities over etp x ep, permute the rows of the local experts; experts; unpermute,
+      reduce-scatter over etp x ep.
     * ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP): one fused dispatch kernel sends each
       token once per destination rank (:func:`~llmp.analytic.routing.dispatch_copies`), the
       received tokens are permuted
@@ -531,14 +533,20 @@ def _moe(blk: Block) -> None:
         gathered = rows * etp * p.ep * h * ctx.e
         if ctx.st.active("etp_ep"):
             _etp(blk, "dispatch_all_gather", CollectiveKind.ALL_GATHER, gathered, "etp_ep")
+            # the FP32 probabilities of every token for every expert travel along
+            _etp(blk, "dispatch_probs_all_gather", CollectiveKind.ALL_GATHER, rows * etp * p.ep * e.experts * 4,
+                 "etp_ep")
         blk.kernel("moe.permute", Family.COPY, elements=routed * h)
     else:
         if p.dispatcher is Dispatcher.ALLTOALL:
             blk.kernel("moe.permute", Family.COPY, elements=rows * e.top_k * h)
         if ctx.st.active("ep"):
             _a2a(blk, "ep_dispatch", rows * ctx.st.dispatch_copies * e.load * h * ctx.e)
+            if p.dispatcher is Dispatcher.ALLTOALL:  # DeepEP carries them in the same kernel
+                _a2a(blk, "ep_dispatch_probs", rows * e.top_k * e.load * 4)
         if ctx.st.active("etp"):
             _etp(blk, "etp_all_gather", CollectiveKind.ALL_GATHER, routed * h * ctx.e)
+            _etp(blk, "etp_probs_all_gather", CollectiveKind.ALL_GATHER, routed * 4)
         if p.dispatcher is Dispatcher.DEEPEP:
             blk.kernel("moe.permute", Family.COPY, elements=routed * h)
         elif spread and ctx.st.local_experts > 1:
@@ -549,12 +557,12 @@ def _moe(blk: Block) -> None:
         if ctx.st.active("etp_ep"):
             _etp(blk, "combine_reduce_scatter", CollectiveKind.REDUCE_SCATTER, gathered, "etp_ep")
     else:
-        if p.dispatcher is Dispatcher.ALLTOALL and spread and ctx.st.local_experts > 1:
+        if p.dispatcher is Dispatcher.DEEPEP:
+            blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
+        elif spread and ctx.st.local_experts > 1:
             blk.kernel("moe.unsort_chunks", Family.COPY, elements=routed * h)
         if ctx.st.active("etp"):
             _etp(blk, "etp_reduce_scatter", CollectiveKind.REDUCE_SCATTER, routed * h * ctx.e)
-        if p.dispatcher is Dispatcher.DEEPEP:
-            blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
         if ctx.st.active("ep"):
             _a2a(blk, "ep_combine", rows * ctx.st.dispatch_copies * e.load * h * ctx.e)
         if p.dispatcher is Dispatcher.ALLTOALL:
