@@ -127,6 +127,8 @@ def specs(draw: st.DrawFn) -> Spec:
     sequence_parallel = draw(st.booleans())
     tp = draw(st.sampled_from([d for d in divisors(per_node)
                                if world % d == 0 and _fits(d, model, sequence_parallel)]))
+    if model.moe is not None and tp > 1 and not sequence_parallel:  # MoE with tp needs SP (Megatron)
+        tp = 1
     pp = draw(st.sampled_from([d for d in divisors(world // tp) if model.layers % d == 0]))
     vps = [v for v in (2, 4) if pp > 1 and model.layers % (pp * v) == 0]
     vp = draw(st.sampled_from([1, *vps]))

@@ -6,7 +6,10 @@ recompute, the collectives between them) plus the once-per-step work of each pip
 says where it repeats:
 
 * ``layer``: once per transformer layer of a chunk (``OpGraph.chunk_layers``: ``layers / (pp *
-  vp)`` each, or the stack's uneven split, :mod:`~llmp.analytic.split`);
+  vp)`` each, or the stack's uneven split, :mod:`~llmp.analytic.split`); a model whose layers
+  differ (dense and MoE MLPs, full and windowed attention, :mod:`~llmp.analytic.kinds`) has one
+  set of layer ops per kind (``Op.kind``), run as often as the chunk holds layers of that kind
+  (``OpGraph.chunk_kinds``);
 * ``first`` / ``last``: once per microbatch on the chunk holding the embedding / the head;
 * ``boundary``: once per microbatch between consecutive chunks (pipeline send/recv);
 * ``rank``: once per step on the pipeline ranks ``ranks`` (ranks of one kind, only, first,
@@ -25,7 +28,7 @@ from typing import Any
 
 from llmp.analytic.kernels import Collective, Family, Kernel
 from llmp.analytic.layout import Axis
-from llmp.analytic.structure import Structure, chunk_layers, structure_of
+from llmp.analytic.structure import Structure, chunk_kind_layers, chunk_layers, structure_of
 from llmp.dsl.spec import Spec
 
 
@@ -117,6 +120,8 @@ class Op:
     partner: str = ""
     """Name of the op (same scope and part) whose time can hide this collective."""
     recompute: bool = False
+    kind: int = 0
+    """For ``layer``-scope ops: the index of their layer kind in ``Structure.kinds``."""
 
     @property
     def stream(self) -> Stream:
@@ -150,24 +155,37 @@ class OpGraph:
     counts."""
     groups: dict[tuple[Scope, Part | int], tuple[int, ...]]
     """Indices of the ops of each (scope, part), and of each (rank scope, pipeline rank)."""
+    chunk_kinds: tuple[tuple[Any, ...], ...] = ()
+    """Layers of each kind (``structure.kinds`` order) in each chunk; one kind: ``chunk_layers``."""
 
     @classmethod
-    def of(cls, ops: tuple[Op, ...], structure: Structure, chunk_layers: tuple[Any, ...]) -> OpGraph:
+    def of(cls, ops: tuple[Op, ...], structure: Structure, chunk_layers: tuple[Any, ...],
+           chunk_kinds: tuple[tuple[Any, ...], ...] | None = None) -> OpGraph:
         groups: dict[tuple[Scope, Part | int], list[int]] = {}
         for i, op in enumerate(ops):
             for key in ([(op.scope, r) for r in op.ranks] if op.scope is Scope.RANK else [(op.scope, op.part)]):
                 groups.setdefault(key, []).append(i)
         return cls(ops=ops, structure=structure, chunk_layers=chunk_layers,
-                   groups={k: tuple(v) for k, v in groups.items()})
+                   groups={k: tuple(v) for k, v in groups.items()},
+                   chunk_kinds=chunk_kinds if chunk_kinds is not None else tuple((n,) for n in chunk_layers))
 
     @property
     def layers_per_chunk(self) -> Any:
         """Mean layers per chunk: ``layers / (pp * vp)``."""
         return sum(self.chunk_layers) / len(self.chunk_layers)
 
+    @property
+    def kind_layers(self) -> tuple[Any, ...]:
+        """Layers of each kind in the whole model."""
+        return tuple(sum(c[k] for c in self.chunk_kinds) for k in range(len(self.chunk_kinds[0])))
+
     def indices(self, scope: Scope, part: Part | int) -> tuple[int, ...]:
         """Positions in ``ops`` of one scope's ops for one part (or, for ``rank``, one pipeline rank)."""
         return self.groups.get((scope, part), ())
+
+    def layer_indices(self, part: Part, kind: int) -> tuple[int, ...]:
+        """Positions of the ``layer``-scope ops of one part and one layer kind."""
+        return tuple(i for i in self.indices(Scope.LAYER, part) if self.ops[i].kind == kind)
 
     def __iter__(self):  # noqa: ANN204 - a plain iterator over ops
         return iter(self.ops)
@@ -206,6 +224,8 @@ def decompose(spec: Spec, structure: Structure | None = None) -> OpGraph:
     st = structure if structure is not None else structure_of(spec)
     ctx = layer.Context.of(spec, st)
     per_chunk = chunk_layers(spec, st)
-    ops = (*layer.layer_ops(ctx), *stage.embedding_ops(ctx), *stage.head_ops(ctx),
-           *stage.boundary_ops(ctx), *stage.rank_ops(ctx, per_chunk))
-    return OpGraph.of(tuple(ops), st, per_chunk)
+    per_kind = chunk_kind_layers(spec, st)
+    layers = [op for k in range(len(st.kinds)) for op in layer.layer_ops(ctx, k)]
+    ops = (*layers, *stage.embedding_ops(ctx), *stage.head_ops(ctx),
+           *stage.boundary_ops(ctx), *stage.rank_ops(ctx, per_kind))
+    return OpGraph.of(tuple(ops), st, per_chunk, per_kind)

@@ -110,7 +110,8 @@ run, so it changes the cost formula: its bytes and its number of launches."""
 # Dims each family needs, in a fixed order (the residual feature schema builds on this).
 DIMS: dict[Family, tuple[str, ...]] = {
     Family.GEMM: ("m", "n", "k", "batch"),
-    Family.ATTENTION: ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "flash"),
+    Family.ATTENTION: ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "head_dim_v", "window", "causal",
+                       "flash"),
     Family.NORM: ("tokens", "hidden", "rms"),
     Family.ELEMENTWISE: ("elements",),
     Family.SOFTMAX: ("rows", "cols"),
@@ -172,25 +173,33 @@ def _gemm(k: Kernel) -> KernelCost:
 
 
 def _attention(k: Kernel) -> KernelCost:
-    # Attention core per head: S = Q K^T (2 s_q s_kv d FLOPs) and O = P V (2 s_q s_kv d):
-    # 4 b h s_q s_kv d forward (Dao et al. 2022, FlashAttention benchmark convention); causal
-    # masking halves the work that a causal kernel does. Backward: dV, dP, dQ, dK plus the
-    # recomputed S = 5 matmuls vs 2 → 2.5x forward (FlashAttention-2 paper, §4.1). Written with
-    # integer coefficients (causal fwd 2, bwd 5; full fwd 4, bwd 10) so numbers stay plain ints
-    # and expressions exact, with no SymPy Rational on the numeric path.
-    b, h, hkv, sq, skv, d, causal, flash = (k.dim(n) for n in DIMS[Family.ATTENTION])
+    # Attention core per head: S = Q K^T (2 s_q s_kv d FLOPs, d = head_dim, the query/key width)
+    # and O = P V (2 s_q s_kv d_v, d_v = head_dim_v, the value width; MLA has d = 192, d_v = 128):
+    # 2 b h s_q s_kv (d + d_v) forward, 4 b h s_q s_kv d when d_v = d (Dao et al. 2022,
+    # FlashAttention benchmark convention). Backward: dV = P^T dO and dP = dO V^T (d_v), dQ, dK and
+    # the recomputed S (d): 2 b h s_q s_kv (3 d + 2 d_v), 2.5x forward when d_v = d
+    # (FlashAttention-2 paper, §4.1). Causal masking keeps s_q s_kv / 2 of the (query, key) pairs;
+    # a sliding window of w keys (w = seq_kv: none) keeps s_q (w - w^2 / (2 s_kv)) of them, the
+    # band below the diagonal (w s - w^2/2 pairs for s_q = s_kv = s; for a load-balanced CP rank
+    # the same fraction of its s_q rows): FlashAttention-2 ``window_size`` and cuDNN's sliding
+    # window skip the tiles outside the band. The window applies to causal kernels only.
+    b, h, hkv, sq, skv, d, dv, w, causal, flash = (k.dim(n) for n in DIMS[Family.ATTENTION])
     e = k.dtype.bytes
-    work = b * h * sq * skv * d
-    q = b * h * sq * d
-    kv = 2 * b * hkv * skv * d
-    if k.pass_ is Pass.FWD:
-        flops = (2 if causal else 4) * work
-        # Flash: read Q, K, V once, write O (+ fp32 logsumexp per row).
-        io = e * (2 * q + kv) + 4 * b * h * sq
+    if causal:
+        pairs2 = sq * (2 * w - w * w / skv)  # twice the (query, key) pairs
     else:
-        flops = (5 if causal else 10) * work
+        pairs2 = 2 * sq * skv
+    q = b * h * sq * d
+    kv = b * hkv * skv * (d + dv)
+    o = b * h * sq * dv
+    if k.pass_ is Pass.FWD:
+        flops = b * h * pairs2 * (d + dv)
+        # Flash: read Q, K, V once, write O (+ fp32 logsumexp per row).
+        io = e * (q + kv + o) + 4 * b * h * sq
+    else:
+        flops = b * h * pairs2 * (3 * d + 2 * dv)
         # Flash bwd: read Q, K, V, O, dO, lse; write dQ, dK, dV.
-        io = e * (4 * q + 2 * kv) + 4 * b * h * sq
+        io = e * (2 * q + 2 * kv + 2 * o) + 4 * b * h * sq
     if not flash:
         # Unfused: the s_q x s_kv score matrix goes through memory (write S, read for softmax,
         # write P, read for PV; the backward reads and writes it three times more).

@@ -14,6 +14,10 @@ Shapes per GPU for one microbatch (``b`` sequences of ``s`` tokens), Megatron la
 Biases cost no kernel of their own: Megatron adds them in the GEMM epilogue or fuses them into
 bias-GELU / bias-dropout-add. SwiGLU's gate and up matrices run as one GEMM of width
 ``2 * ffn / tp`` (Megatron-Core ``linear_fc1``); the FLOPs equal two GEMMs of ``ffn / tp``.
+
+A model whose layers differ (:mod:`~llmp.analytic.kinds`) gets one set of layer ops per kind:
+dense or MoE MLP (:func:`_moe`), full or sliding-window attention; multi-head latent attention
+(:func:`_mla`) replaces the QKV projection where the model has an ``mla`` block.
 """
 
 from __future__ import annotations
@@ -24,13 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import layout, shard
+from llmp.analytic import kinds, layout, shard
 from llmp.analytic.graph import Op, Overlap, Part, Phase, Scope
 from llmp.analytic.kernels import (AttentionKernel, Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
                                    SoftmaxKind)
+from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layout import Axis
 from llmp.analytic.structure import Structure
-from llmp.dsl.spec import Activation, Attention, Norm, Position, Precision, Recompute, Spec, ZeroStage
+from llmp.dsl.spec import (Activation, Attention, Dispatcher, Norm, Position, Precision, Recompute, Router, Spec,
+                           ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.stacks import Profile, SelectiveRecompute, profile
 
@@ -58,7 +64,15 @@ class Context:
     sp_tokens: Any
     """Rows of norms, dropout and residual adds: tokens / tp with sequence parallelism."""
     q_width: Any
+    """Query width on one GPU (heads / tp x the query/key head dim)."""
     kv_width: Any
+    """Key width on one GPU (GQA: local kv heads x head dim; MLA: every local head's key)."""
+    v_width: Any
+    """Value width on one GPU (= kv_width except with MLA's own value head dim)."""
+    o_width: Any
+    """Attention output width on one GPU (proj's input): heads / tp x the value head dim."""
+    head_dim_qk: Any
+    head_dim_v: Any
     act: Dtype
     """Activation storage dtype (element-wise kernels, messages)."""
     gemm: Dtype
@@ -77,10 +91,16 @@ class Context:
         tokens = spec.train.micro_batch * m.seq_len / p.cp
         act = {Precision.FP32: Dtype.FP32, Precision.TF32: Dtype.FP32, Precision.FP16: Dtype.FP16}.get(prec, Dtype.BF16)
         groups = {name: layout.group(spec, name, st) for name in layout.GROUP_NAMES}
+        if m.mla is None:
+            qk = v = m.head_dim
+            kv = shard.kv_heads_local(m, p) * m.head_dim
+        else:
+            qk, v = m.mla.qk_head_dim, m.mla.v_head_dim
+            kv = m.heads / p.tp * qk
         return cls(spec=spec, st=st, tokens=tokens,
                    sp_tokens=tokens / p.tp if p.sequence_parallel else tokens,
-                   q_width=m.heads * m.head_dim / p.tp,
-                   kv_width=shard.kv_heads_local(m, p) * m.head_dim,
+                   q_width=m.heads * qk / p.tp, kv_width=kv, v_width=kv * v / qk, o_width=m.heads * v / p.tp,
+                   head_dim_qk=qk, head_dim_v=v,
                    act=act, gemm=prec.compute_dtype,
                    attn=Dtype.BF16 if prec is Precision.FP8 else prec.compute_dtype, groups=groups,
                    vocab=spec.padded_vocab, profile=profile(spec.train.stack))
@@ -97,13 +117,14 @@ class Context:
 class Block:
     """Collects the forward ops of a block in order and their backward ops in reverse order."""
 
-    def __init__(self, ctx: Context, scope: Scope, prefix: str) -> None:
-        self.ctx, self.scope, self.prefix = ctx, scope, prefix
+    def __init__(self, ctx: Context, scope: Scope, prefix: str, kind: int = 0) -> None:
+        self.ctx, self.scope, self.prefix, self.kind = ctx, scope, prefix, kind
         self.fwd: list[Op] = []
         self._bwd: list[list[Op]] = []
 
     def _op(self, name: str, work: Kernel | Collective, phase: Phase, part: Part, **kw: Any) -> Op:
-        return Op(name=f"{self.prefix}.{name}", work=work, phase=phase, part=part, scope=self.scope, **kw)
+        return Op(name=f"{self.prefix}.{name}", work=work, phase=phase, part=part, scope=self.scope,
+                  kind=self.kind, **kw)
 
     def gemm(self, name: str, m: Any, n: Any, k: Any, *, batch: Any = 1, weights: bool = True,
              dtype: Dtype | None = None, bwd_comm: tuple[Op, ...] = ()) -> None:
@@ -164,8 +185,9 @@ def norm(blk: Block, name: str) -> None:
     blk.kernel(name, Family.NORM, variant=variant, tokens=ctx.sp_tokens, hidden=ctx.spec.model.hidden, rms=rms)
 
 
-def tp_in(blk: Block, name: str, gemm: str) -> tuple[Op, ...]:
-    """Entering a column-parallel GEMM. Returns the backward collectives for the GEMM's dgrad.
+def tp_in(blk: Block, name: str, gemm: str, width: Any = None) -> tuple[Op, ...]:
+    """Entering a column-parallel GEMM whose input is ``width`` wide (default: hidden). Returns
+    the backward collectives for the GEMM's dgrad.
 
     With SP: all-gather the sequence shards (forward); backward re-gathers the input for the
     wgrad (hidden behind dgrad, Megatron's async grad) and reduce-scatters the input gradient
@@ -175,7 +197,7 @@ def tp_in(blk: Block, name: str, gemm: str) -> tuple[Op, ...]:
     ctx = blk.ctx
     if not ctx.st.active("tp"):
         return ()
-    full = ctx.tokens * ctx.spec.model.hidden * ctx.e
+    full = ctx.tokens * (ctx.spec.model.hidden if width is None else width) * ctx.e
     if ctx.spec.parallel.sequence_parallel:
         blk.comm(f"{name}.tp_all_gather", CollectiveKind.ALL_GATHER, full, "tp", Axis.TP,
                  overlap=Overlap.TP, partner=gemm)
@@ -249,15 +271,71 @@ def _rotary(blk: Block) -> None:
         blk.kernel("attn.rotary_cat", Family.COPY, elements=qk)
 
 
-def _core(blk: Block) -> str:
+def _qkv(blk: Block) -> None:
+    """The fused QKV projection (column-parallel), then rotary embedding."""
+    ctx = blk.ctx
+    m = ctx.spec.model
+    bwd = tp_in(blk, "attn", "attn.qkv")
+    blk.gemm("attn.qkv", ctx.tokens, ctx.q_width + ctx.kv_width + ctx.v_width, m.hidden, bwd_comm=bwd)
+    if m.position is Position.ROTARY:
+        _rotary(blk)
+
+
+def _mla(blk: Block) -> None:
+    """Multi-head latent attention's projections (DeepSeek-V2 §2.1; Megatron-Core
+    ``MLASelfAttention``, NVIDIA/Megatron-LM@003b4ce:megatron/core/transformer/
+    multi_latent_attention.py).
+
+    The down projections ``linear_q_down_proj`` (hidden -> q_lora_rank) and ``linear_kv_down_proj``
+    (hidden -> kv_lora_rank + qk_rope_head_dim) are replicated on every TP rank (TE ``parallel_mode
+    = 'duplicated'``) and run on the rank's own rows (its sequence shard with SP); RMSNorms
+    ``q_layernorm`` / ``kv_layernorm`` follow on the compressed widths. The up projections are
+    column-parallel over the heads: ``linear_q_up_proj`` (q_lora_rank -> heads x (nope + rope)) and
+    ``linear_kv_up_proj`` (kv_lora_rank -> heads x (nope + v)); with SP each first all-gathers its
+    compressed input (and the shared rotary key part), the narrow latent instead of the hidden
+    state. Without ``q_lora_rank`` the query is projected from the hidden state directly
+    (``linear_q_proj``). Rotary embedding acts on the rope dims of q and the one shared rope key;
+    the fused MLA RoPE kernels (``fused_apply_mla_rope_for_q/_kv``) write whole q and k, eager
+    PyTorch rotates the rope parts and joins q and k with ``torch.cat``.
+    """
+    ctx = blk.ctx
+    m, tp = ctx.spec.model, ctx.spec.parallel.tp
+    a = m.mla
+    assert a is not None
+    heads = m.heads / tp
+    rows = ctx.sp_tokens
+    if not ctx.st.q_compressed:
+        bwd = tp_in(blk, "attn.q", "attn.q_proj")
+        blk.gemm("attn.q_proj", ctx.tokens, heads * a.qk_head_dim, m.hidden, bwd_comm=bwd)
+    else:
+        blk.gemm("attn.q_down", rows, a.q_lora_rank, m.hidden)
+        blk.kernel("attn.q_norm", Family.NORM, tokens=rows, hidden=a.q_lora_rank, rms=True)
+        bwd = tp_in(blk, "attn.q", "attn.q_up", width=a.q_lora_rank)
+        blk.gemm("attn.q_up", ctx.tokens, heads * a.qk_head_dim, a.q_lora_rank, bwd_comm=bwd)
+    blk.gemm("attn.kv_down", rows, a.kv_lora_rank + a.qk_rope_head_dim, m.hidden)
+    blk.kernel("attn.kv_norm", Family.NORM, tokens=rows, hidden=a.kv_lora_rank, rms=True)
+    bwd = tp_in(blk, "attn.kv", "attn.kv_up", width=a.kv_lora_rank + a.qk_rope_head_dim)
+    blk.gemm("attn.kv_up", ctx.tokens, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, bwd_comm=bwd)
+    qk = ctx.tokens * (ctx.q_width + ctx.kv_width)
+    if ctx.spec.train.fused_rope:
+        blk.kernel("attn.rotary", Family.ELEMENTWISE, variant=Elementwise.ROTARY, elements=qk)
+    else:
+        rope = ctx.tokens * (heads + 1) * a.qk_rope_head_dim
+        blk.kernel("attn.rotary", Family.ELEMENTWISE, variant=Elementwise.ROTARY_UNFUSED, elements=rope)
+        blk.kernel("attn.qk_cat", Family.COPY, elements=qk)
+
+
+def _core(blk: Block, kind: LayerKind) -> str:
     """The attention core as the stack launches it; returns the name of its last op.
 
     Fused kernels (flash2, flash3, cudnn, sdpa): one kernel, causal with the full key length (a
-    load-balanced CP rank does 1/cp of the causal work). Unfused (Megatron ``ParallelAttention``,
-    GPT-NeoX ``ParallelSelfAttention.attention``): ``baddbmm`` scores over (batch x heads), the
-    full s x s matrix (a dense GEMM computes the masked half too), then either Megatron's fused
-    scale + causal mask + softmax kernel, or ``masked_fill_`` of the mask and a plain softmax
-    (also where the sequence is longer than the fused kernel accepts), dropout on the
+    load-balanced CP rank does 1/cp of the causal work), over the last ``window`` keys in a
+    sliding-window layer (FlashAttention-2 ``window_size``, cuDNN ``sliding_window_length``,
+    FlexAttention's block mask all skip the tiles outside the band). Unfused (Megatron
+    ``ParallelAttention``, GPT-NeoX ``ParallelSelfAttention.attention``): ``baddbmm`` scores over
+    (batch x heads), the full s x s matrix (a dense GEMM computes the masked part too), then either
+    Megatron's fused scale + causal mask + softmax kernel, or ``masked_fill_`` of the mask and a
+    plain softmax (also where the sequence is longer than the fused kernel accepts), dropout on the
     probabilities, ``bmm`` with V.
     """
     ctx = blk.ctx
@@ -267,13 +345,13 @@ def _core(blk: Block) -> str:
     batch = t.micro_batch
     if t.attention.fused:
         blk.kernel("attn.core", Family.ATTENTION, variant=_FUSED_KERNEL[t.attention], dtype=ctx.attn, batch=batch,
-                   heads=heads,
-                   kv_heads=ctx.kv_width / m.head_dim, seq_q=seq_q, seq_kv=m.seq_len,
-                   head_dim=m.head_dim, causal=True, flash=True)
+                   heads=heads, kv_heads=ctx.kv_width / ctx.head_dim_qk, seq_q=seq_q, seq_kv=m.seq_len,
+                   head_dim=ctx.head_dim_qk, head_dim_v=ctx.head_dim_v,
+                   window=m.window if kind.windowed else m.seq_len, causal=True, flash=True)
         return "attn.core"
     bh = batch * heads
     scores = bh * seq_q * m.seq_len
-    blk.gemm("attn.scores", seq_q, m.seq_len, m.head_dim, batch=bh, weights=False, dtype=ctx.attn)
+    blk.gemm("attn.scores", seq_q, m.seq_len, ctx.head_dim_qk, batch=bh, weights=False, dtype=ctx.attn)
     fused = (t.attention is Attention.UNFUSED_FUSED_SOFTMAX
              and at_most(m.seq_len, ctx.profile.fused_softmax_max_seq.value))
     if fused:
@@ -283,7 +361,7 @@ def _core(blk: Block) -> str:
         blk.kernel("attn.softmax", Family.SOFTMAX, rows=bh * seq_q, cols=m.seq_len)
     if ctx.st.dropout:
         blk.kernel("attn.prob_dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=scores)
-    blk.gemm("attn.context", seq_q, m.head_dim, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
+    blk.gemm("attn.context", seq_q, ctx.head_dim_v, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
     return "attn.context"
 
 
@@ -297,24 +375,24 @@ _FUSED_KERNEL: dict[Attention, AttentionKernel] = {
 """The fused kernel each attention choice launches."""
 
 
-def _attention(blk: Block, *, reduce: bool = True) -> list[str]:
-    """Norm, QKV, rotary, the attention core, proj. Returns the names of the core's ops (what
-    ``recompute = selective`` recomputes). ``reduce = false``: a parallel-residual branch, whose
-    proj output is summed with the MLP's before one TP reduction."""
+def _attention(blk: Block, kind: LayerKind, *, reduce: bool = True) -> list[str]:
+    """Norm, QKV (or MLA's projections), rotary, the attention core, proj. Returns the names of
+    the core's ops (what ``recompute = selective`` recomputes). ``reduce = false``: a
+    parallel-residual branch, whose proj output is summed with the MLP's before one TP reduction."""
     ctx = blk.ctx
     m, p = ctx.spec.model, ctx.spec.parallel
     norm(blk, "attn.norm")
-    bwd = tp_in(blk, "attn", "attn.qkv")
-    blk.gemm("attn.qkv", ctx.tokens, ctx.q_width + 2 * ctx.kv_width, m.hidden, bwd_comm=bwd)
-    if m.position is Position.ROTARY:
-        _rotary(blk)
+    if m.mla is None:
+        _qkv(blk)
+    else:
+        _mla(blk)
     start = len(blk.fwd)
-    core = _core(blk)
+    core = _core(blk, kind)
     if ctx.st.active("cp"):
         # Ring attention (Liu et al. 2023; Megatron CP): cp - 1 exchanges of the local K and V
         # block, overlapped with the attention of the block in hand; backward also returns dK, dV.
         seq_q, batch = m.seq_len / p.cp, ctx.spec.train.micro_batch
-        kv_block = 2 * batch * seq_q * ctx.kv_width * ctx.e
+        kv_block = batch * seq_q * (ctx.kv_width + ctx.v_width) * ctx.e
         blk.comm("attn.cp_ring", CollectiveKind.SEND_RECV, kv_block, "cp", Axis.CP,
                  overlap=Overlap.PARTNER, partner=core, count=p.cp - 1)
         blk.bwd_comm(blk.comm("attn.cp_ring_grad", CollectiveKind.SEND_RECV, 2 * kv_block, "cp", Axis.CP,
@@ -322,7 +400,7 @@ def _attention(blk: Block, *, reduce: bool = True) -> list[str]:
                               partner=f"{core}.bwd" if core == "attn.core" else f"{core}.dgrad",
                               count=p.cp - 1))
     core_ops = [op.name for op in blk.fwd[start:]]
-    blk.gemm("attn.proj", ctx.tokens, m.hidden, ctx.q_width)
+    blk.gemm("attn.proj", ctx.tokens, m.hidden, ctx.o_width)
     if reduce:
         _tp_out(blk, "attn", "attn.proj")
         _dropout_add(blk, "attn")
@@ -332,8 +410,9 @@ def _attention(blk: Block, *, reduce: bool = True) -> list[str]:
 
 
 def _mlp(blk: Block, tag: str, width: Any, *, rows: Any, batch: Any = 1,
-         bwd_comm: tuple[Op, ...] = ()) -> None:
-    """fc1 (fused gate+up for SwiGLU), activation, fc2 on ``rows`` tokens, ``width / tp`` wide.
+         bwd_comm: tuple[Op, ...] = (), tp: Any = None) -> None:
+    """fc1 (fused gate+up for SwiGLU), activation, fc2 on ``rows`` tokens, ``width / tp`` wide
+    (``tp``: the tensor-parallel degree splitting it, default ``parallel.tp``).
 
     The activation with its bias is one kernel when the stack fuses them (Megatron bias-GELU,
     bias-SwiGLU, Liger SwiGLU). Unfused: the bias add is its own kernel (GPT-NeoX
@@ -342,7 +421,8 @@ def _mlp(blk: Block, tag: str, width: Any, *, rows: Any, batch: Any = 1,
     launch), and a two-input multiply, priced as an add.
     """
     ctx = blk.ctx
-    m, tp = ctx.spec.model, ctx.spec.parallel.tp
+    m = ctx.spec.model
+    tp = ctx.spec.parallel.tp if tp is None else tp
     act = _ACTIVATION[m.activation]
     fc1 = 2 * width / tp if act is Elementwise.SWIGLU else width / tp
     out = batch * rows * width / tp
@@ -359,36 +439,141 @@ def _mlp(blk: Block, tag: str, width: Any, *, rows: Any, batch: Any = 1,
     blk.gemm(f"{tag}.fc2", rows, m.hidden, width / tp, batch=batch)
 
 
-def _moe(blk: Block, bwd_comm: tuple[Op, ...]) -> None:
-    """Router, token dispatch (all-to-all over ep), local experts as one grouped GEMM, combine.
+def _router(blk: Block, rows: Any) -> None:
+    """The gate on the rank's ``rows`` tokens (Megatron-Core ``TopKRouter``, NVIDIA/Megatron-LM@005742f:
+    megatron/core/transformer/moe/router.py; ``topk_softmax_with_capacity`` in moe_utils.py).
 
-    Every TP rank holds the layer's ``tokens`` (after the SP all-gather) and routes them; the TP
-    ranks split the dispatch, so each sends ``tokens / tp * top_k * capacity_factor`` rows. Each
-    local expert receives ``ep * tokens * top_k * capacity_factor / experts`` rows: the balanced
-    share of the EP group's routed tokens, padded to the capacity factor, and computes its
-    ``1 / tp`` slice of the expert width on them (expert tensor parallel = tp).
+    Gating GEMM (hidden -> experts, weight replicated over TP); the scores: softmax over the
+    top-k logits (``topk`` first, then ``softmax`` of the k values: Megatron's default without
+    ``--moe-router-pre-softmax``, Mixtral), or a sigmoid of every logit (DeepSeek-V3), plus the
+    expert bias when the model balances with one; top-k over the experts with the scatter of the
+    chosen scores into the [tokens, experts] probabilities (read and write the scores: one copy).
+    The load-balancing loss recomputes the scores (``compute_routing_scores_for_aux_loss``: a
+    softmax over all experts and a top-k) and reduces them per expert (a read). The balanced
+    gate has none of it: its indices are an ``arange``.
+    """
+    ctx = blk.ctx
+    m = ctx.spec.model
+    e = m.moe
+    assert e is not None
+    if e.router is Router.BALANCED:
+        return
+    scores = rows * e.experts
+    blk.gemm("moe.router", rows, e.experts, m.hidden)
+    if e.router is Router.SIGMOID:
+        # A one-input elementwise function: priced as the GELU kernel (same traffic, one launch).
+        blk.kernel("moe.router.sigmoid", Family.ELEMENTWISE, variant=Elementwise.GELU, elements=scores)
+    if e.expert_bias:
+        blk.kernel("moe.router.expert_bias", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=scores)
+    blk.kernel("moe.router.topk", Family.COPY, elements=scores)
+    if e.router is Router.SOFTMAX:
+        blk.kernel("moe.router.softmax", Family.SOFTMAX, rows=rows, cols=e.top_k)
+    if e.aux_loss:
+        blk.kernel("moe.router.aux_scores", Family.SOFTMAX, rows=rows, cols=e.experts)
+        blk.kernel("moe.router.aux_reduce", Family.COPY, elements=scores / 2)
+
+
+def _a2a(blk: Block, name: str, nbytes: Any) -> None:
+    """An all-to-all over the expert-parallel group, forward and its mirror in the backward
+    (blocking: Megatron waits for the tokens before the experts run)."""
+    blk.comm(f"moe.{name}", CollectiveKind.ALL_TO_ALL, nbytes, "ep", Axis.EP)
+    blk.bwd_comm(blk.collective(f"moe.{name}_grad", CollectiveKind.ALL_TO_ALL, nbytes, "ep", Axis.EP,
+                                part=Part.BACKWARD))
+
+
+def _etp(blk: Block, name: str, kind: CollectiveKind, nbytes: Any, group: str = "etp") -> None:
+    """A gather (or reduce-scatter) over the expert tensor-parallel group around the experts; its
+    backward is the other one of the pair."""
+    back = CollectiveKind.REDUCE_SCATTER if kind is CollectiveKind.ALL_GATHER else CollectiveKind.ALL_GATHER
+    blk.comm(f"moe.{name}", kind, nbytes, group, Axis.EP)
+    blk.bwd_comm(blk.collective(f"moe.{name}_grad", back, nbytes, group, Axis.EP, part=Part.BACKWARD))
+
+
+def _moe(blk: Block) -> None:
+    """A MoE MLP as Megatron-Core runs it (``MoELayer``: router, token dispatcher, experts,
+    shared experts; NVIDIA/Megatron-LM@0014f13:megatron/core/transformer/moe/token_dispatcher.py,
+    experts.py ``TEGroupedMLP``).
+
+    The layer takes the rank's own tokens: its sequence shard ``b s / (cp tp)`` (MoE with tensor
+    parallelism needs sequence parallelism) or ``b s / cp`` without TP. The router scores them;
+    each token goes to ``top_k`` experts, ``experts / ep`` of which live on each expert-parallel
+    rank; an expert's matrices are split over ``etp`` ranks of the TP group. The busiest rank's
+    experts take ``imbalance`` times a balanced share of the routed rows (capped at the capacity
+    factor when tokens beyond it are dropped), and that rank sets the pace of the grouped GEMMs
+    and of the exchanges.
+
+    * ``alltoall`` (``MoEAlltoAllTokenDispatcher``): permute (gather the tokens into one row per
+      (token, expert)), all-to-all over ep of the rows and of their FP32 probabilities, all-gather
+      of both over etp, sort the received chunks by local expert (with more than one local
+      expert); experts; then sort back, reduce-scatter over etp, all-to-all, unpermute (scale each
+      row by its probability and sum a token's rows).
+    * ``allgather`` (``MoEAllGatherTokenDispatcher``): all-gather the tokens and the FP32
+      probabilities over etp x ep, permute the rows of the local experts; experts; unpermute,
+      reduce-scatter over etp x ep.
+    * ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP): one fused dispatch kernel sends each
+      token once per destination rank (:func:`~llmp.analytic.routing.dispatch_copies`), the
+      received tokens are permuted
+      to the local experts; combine is the mirror.
+
+    The local experts run as one grouped GEMM per matrix (``TEGroupedMLP``; a batch of
+    ``experts / ep`` GEMMs of equal rows: the balanced share). Shared experts (``SharedExpertMLP``)
+    are a dense MLP of ``shared_experts x expert_ffn_hidden`` on every token, tensor-parallel like
+    any MLP.
     """
     ctx = blk.ctx
     m, p = ctx.spec.model, ctx.spec.parallel
     e = m.moe
     assert e is not None
-    blk.gemm("moe.router", ctx.tokens, e.experts, m.hidden, bwd_comm=bwd_comm)
-    blk.kernel("moe.router_softmax", Family.SOFTMAX, rows=ctx.tokens, cols=e.experts)
-    routed = ctx.tokens / p.tp * e.top_k * e.capacity_factor * m.hidden
-    blk.kernel("moe.permute", Family.COPY, elements=routed)
-    if ctx.st.active("ep"):
-        blk.comm("moe.ep_dispatch", CollectiveKind.ALL_TO_ALL, routed * ctx.e, "ep", Axis.EP)
-        blk.bwd_comm(blk.collective("moe.ep_dispatch_grad", CollectiveKind.ALL_TO_ALL, routed * ctx.e,
-                                    "ep", Axis.EP, part=Part.BACKWARD))
-    rows = ctx.tokens * p.ep * e.top_k * e.capacity_factor / e.experts
-    _mlp(blk, "moe.experts", e.expert_ffn_hidden, rows=rows, batch=e.experts / p.ep)
-    if ctx.st.active("ep"):
-        blk.comm("moe.ep_combine", CollectiveKind.ALL_TO_ALL, routed * ctx.e, "ep", Axis.EP)
-        blk.bwd_comm(blk.collective("moe.ep_combine_grad", CollectiveKind.ALL_TO_ALL, routed * ctx.e,
-                                    "ep", Axis.EP, part=Part.BACKWARD))
-    blk.kernel("moe.unpermute", Family.COPY, elements=routed)
+    h, etp = m.hidden, p.expert_tp
+    rows = ctx.sp_tokens
+    local_experts = e.experts / p.ep
+    routed = rows * e.top_k * e.load * etp  # rows the busiest rank's local experts compute
+    spread = ctx.st.active("ep") or ctx.st.active("etp")
+    _router(blk, rows)
+    if p.dispatcher is Dispatcher.ALLGATHER:
+        gathered = rows * etp * p.ep * h * ctx.e
+        if ctx.st.active("etp_ep"):
+            _etp(blk, "dispatch_all_gather", CollectiveKind.ALL_GATHER, gathered, "etp_ep")
+            # the FP32 probabilities of every token for every expert travel along
+            _etp(blk, "dispatch_probs_all_gather", CollectiveKind.ALL_GATHER, rows * etp * p.ep * e.experts * 4,
+                 "etp_ep")
+        blk.kernel("moe.permute", Family.COPY, elements=routed * h)
+    else:
+        if p.dispatcher is Dispatcher.ALLTOALL:
+            blk.kernel("moe.permute", Family.COPY, elements=rows * e.top_k * h)
+        if ctx.st.active("ep"):
+            _a2a(blk, "ep_dispatch", rows * ctx.st.dispatch_copies * e.load * h * ctx.e)
+            if p.dispatcher is Dispatcher.ALLTOALL:  # DeepEP carries them in the same kernel
+                _a2a(blk, "ep_dispatch_probs", rows * e.top_k * e.load * 4)
+        if ctx.st.active("etp"):
+            _etp(blk, "etp_all_gather", CollectiveKind.ALL_GATHER, routed * h * ctx.e)
+            _etp(blk, "etp_probs_all_gather", CollectiveKind.ALL_GATHER, routed * 4)
+        if p.dispatcher is Dispatcher.DEEPEP:
+            blk.kernel("moe.permute", Family.COPY, elements=routed * h)
+        elif spread and ctx.st.local_experts > 1:
+            blk.kernel("moe.sort_chunks", Family.COPY, elements=routed * h)
+    _mlp(blk, "moe.experts", e.expert_ffn_hidden, rows=routed / local_experts, batch=local_experts, tp=etp)
+    if p.dispatcher is Dispatcher.ALLGATHER:
+        blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
+        if ctx.st.active("etp_ep"):
+            _etp(blk, "combine_reduce_scatter", CollectiveKind.REDUCE_SCATTER, gathered, "etp_ep")
+    else:
+        if p.dispatcher is Dispatcher.DEEPEP:
+            blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
+        elif spread and ctx.st.local_experts > 1:
+            blk.kernel("moe.unsort_chunks", Family.COPY, elements=routed * h)
+        if ctx.st.active("etp"):
+            _etp(blk, "etp_reduce_scatter", CollectiveKind.REDUCE_SCATTER, routed * h * ctx.e)
+        if ctx.st.active("ep"):
+            _a2a(blk, "ep_combine", rows * ctx.st.dispatch_copies * e.load * h * ctx.e)
+        if p.dispatcher is Dispatcher.ALLTOALL:
+            # Read a token's top_k rows, write the token: (top_k + 1) rows moved, half a copy each.
+            blk.kernel("moe.unpermute", Family.COPY, elements=(e.top_k + 1) * rows * h / 2)
     if ctx.st.shared_experts:
-        _mlp(blk, "moe.shared", e.shared_experts * e.expert_ffn_hidden, rows=ctx.tokens)
+        _mlp(blk, "moe.shared", e.shared_experts * e.expert_ffn_hidden, rows=ctx.tokens,
+             bwd_comm=tp_in(blk, "moe.shared", "moe.shared.fc1"))
+        _tp_out(blk, "moe.shared", "moe.shared.fc2")
+        blk.kernel("moe.shared_add", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=rows * h)
 
 
 def _recomputed(ops: list[Op]) -> list[Op]:
@@ -398,25 +583,36 @@ def _recomputed(ops: list[Op]) -> list[Op]:
         partner = f"recompute.{op.partner}" if op.partner else ""
         out.append(Op(name=f"recompute.{op.name}", work=op.work, phase=op.phase, part=Part.BACKWARD,
                       scope=op.scope, count=op.count, axis=op.axis, overlap=op.overlap,
-                      partner=partner, recompute=True))
+                      partner=partner, recompute=True, kind=op.kind))
     return out
 
 
-def zero3(blk: Block, params: Any, name: str) -> tuple[Op, ...]:
+def zero3(blk: Block, params: Any | shard.LocalParams, name: str) -> tuple[list[Op], list[Op]]:
     """ZeRO-3/FSDP: gather a block's parameters before its forward and again before its
     backward, and reduce-scatter its gradients after the backward (Rajbhandari et al. 2020,
-    §5.3). Places the forward gather first in the block; returns the two backward ops."""
+    §5.3). Routed-expert weights are sharded over their own expert-data-parallel group (their
+    replicas: dp x cp / ep), the rest over dp x cp. Places the forward gathers first in the block;
+    returns the backward gathers and the reduce-scatters."""
     ctx = blk.ctx
-    if ctx.spec.parallel.zero not in (ZeroStage.Z3, ZeroStage.FSDP) or not ctx.st.active("dp"):
-        return ()
+    if ctx.spec.parallel.zero not in (ZeroStage.Z3, ZeroStage.FSDP):
+        return [], []
+    local = params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
     overlap = Overlap.PREFETCH if blk.scope is Scope.LAYER else Overlap.NONE
-    full = params * ctx.e
-    blk.fwd.insert(0, blk.collective(f"{name}.zero_all_gather", CollectiveKind.ALL_GATHER, full, "dp",
-                                     Axis.DP, overlap=overlap))
-    return (blk.collective(f"{name}.zero_grad_all_gather", CollectiveKind.ALL_GATHER, full, "dp", Axis.DP,
-                           part=Part.BACKWARD, overlap=overlap),
-            blk.collective(f"{name}.zero_grad_reduce_scatter", CollectiveKind.REDUCE_SCATTER,
-                           params * grad_bytes(ctx), "dp", Axis.DP, part=Part.BACKWARD, overlap=overlap))
+    gathers, scatters = [], []
+    parts = [("", local.dense, "dp")]
+    if not (isinstance(local.expert, int) and local.expert == 0):
+        parts.append(("expert_", local.expert, "expert_dp"))
+    for label, n, group in reversed(parts):
+        if not ctx.st.active(group):
+            continue
+        full = n * ctx.e
+        blk.fwd.insert(0, blk.collective(f"{name}.{label}zero_all_gather", CollectiveKind.ALL_GATHER, full, group,
+                                         Axis.DP, overlap=overlap))
+        gathers.insert(0, blk.collective(f"{name}.{label}zero_grad_all_gather", CollectiveKind.ALL_GATHER, full,
+                                         group, Axis.DP, part=Part.BACKWARD, overlap=overlap))
+        scatters.insert(0, blk.collective(f"{name}.{label}zero_grad_reduce_scatter", CollectiveKind.REDUCE_SCATTER,
+                                          n * grad_bytes(ctx), group, Axis.DP, part=Part.BACKWARD, overlap=overlap))
+    return gathers, scatters
 
 
 def grad_bytes(ctx: Context) -> int:
@@ -432,67 +628,72 @@ def grad_bytes(ctx: Context) -> int:
     return 4 if (fp32 and t.master_weights) else ctx.e
 
 
-def _layer_block(ctx: Context) -> tuple[Block, list[str]]:
-    """The layer's forward and backward ops (no recompute yet) and the names of its attention core."""
+def layer_ops(ctx: Context, index: int = 0) -> list[Op]:
+    """The ops of one transformer layer of kind ``ctx.st.kinds[index]`` (scope ``layer``)."""
+    kind = ctx.st.kinds[index]
+    prefix = kinds.label(kind, ctx.st.kinds)
+    return transformer_layer(ctx, kind, Block(ctx, Scope.LAYER, prefix, index))
+
+
+def _layer_body(ctx: Context, kind: LayerKind, blk: Block) -> list[str]:
+    """Puts a layer of ``kind``'s forward and backward ops (no recompute yet) in ``blk``; returns
+    the names of its attention core."""
     m = ctx.spec.model
-    blk = Block(ctx, Scope.LAYER, "layer")
     if m.parallel_residual:
-        core = _attention(blk, reduce=False)
+        core = _attention(blk, kind, reduce=False)
         if not m.shared_norm:
             norm(blk, "mlp.norm")
     else:
-        core = _attention(blk)
+        core = _attention(blk, kind)
         norm(blk, "mlp.norm")
-    if m.moe is None:
-        _mlp(blk, "mlp", m.ffn_hidden, rows=ctx.tokens, bwd_comm=tp_in(blk, "mlp", "mlp.fc1"))
-        fc2 = "mlp.fc2"
+    if kind.moe:
+        _moe(blk)
     else:
-        _moe(blk, tp_in(blk, "mlp", "moe.router"))
-        fc2 = "moe.experts.fc2"
+        _mlp(blk, "mlp", m.ffn_hidden, rows=ctx.tokens, bwd_comm=tp_in(blk, "mlp", "mlp.fc1"))
     if m.parallel_residual:
         if not ctx.spec.train.fused_bias_dropout_add:
             _bias(blk, "mlp", ctx.sp_tokens * m.hidden)
         if ctx.st.dropout:
             blk.kernel("mlp.dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
         blk.kernel("mlp.branch_sum", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.sp_tokens * m.hidden)
-        _tp_out(blk, "mlp", fc2)
+        _tp_out(blk, "mlp", "mlp.fc2")
         blk.kernel("mlp.residual", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.sp_tokens * m.hidden)
     else:
-        _tp_out(blk, "mlp", fc2)
+        if not kind.moe:
+            _tp_out(blk, "mlp", "mlp.fc2")
         _dropout_add(blk, "mlp")
-    return blk, core
+    return core
 
 
-def layer_ops(ctx: Context) -> list[Op]:
-    """One transformer layer's ops (scope ``layer``): forward, then recompute, then backward.
+def transformer_layer(ctx: Context, kind: LayerKind, blk: Block) -> list[Op]:
+    """One transformer layer's ops in ``blk``: forward, then recompute, then backward.
 
     Sequential residual: ``x = x + attn(norm1(x)); x = x + mlp(norm2(x))``, a TP reduction after
-    each branch. Parallel residual (GPT-NeoX ``gpt_j_residual``, GPT-J, PaLM): both branches read
-    ``x`` through their own norm (one shared norm with ``shared_norm``), their outputs are summed
-    (the attention output's bias-dropout without residual, then the MLP's bias-dropout-add onto
-    it), reduced over TP once, and added to ``x`` once.
+    each branch (a MoE MLP's routed output comes back on the rank's own tokens: its shared experts
+    reduce over TP by themselves). Parallel residual (GPT-NeoX ``gpt_j_residual``, GPT-J, PaLM):
+    both branches read ``x`` through their own norm (one shared norm with ``shared_norm``), their
+    outputs are summed (the attention output's bias-dropout without residual, then the MLP's
+    bias-dropout-add onto it), reduced over TP once, and added to ``x`` once.
 
-    ``recompute = full`` re-runs each layer's whole forward (norms, GEMMs, TP collectives,
+    ``recompute = full`` re-runs each layer's whole forward (norms, GEMMs, TP and EP collectives,
     everything but FSDP's prefetched gathers) before its backward (Megatron
     ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``;
     GPT-NeoX/DeepSpeed ``checkpoint_activations`` with ``checkpoint_num_layers = 1``).
     ``recompute = selective`` re-runs what the stack's selective mode re-runs
     (:func:`recomputed_forward`). The embedding and the head are never recomputed.
     """
-    blk, core = _layer_block(ctx)
-    local = shard.layer(ctx.spec.model, ctx.spec.parallel).total
+    core = _layer_body(ctx, kind, blk)
+    local = shard.layer(ctx.spec.model, ctx.spec.parallel, kind, ctx.st.q_compressed)
     grad_accumulate(blk, local)
-    gather, scatter = zero3(blk, local, "layer") or (None, None)
+    gathers, scatters = zero3(blk, local, "layer" if blk.scope is Scope.LAYER else "block")
     ops = blk.ops()
     fwd = [op for op in ops if op.part is Part.FORWARD]
     bwd = [op for op in ops if op.part is Part.BACKWARD]
-    head = [gather] if gather else []
-    tail = [scatter] if scatter else []
-    return fwd + head + recomputed_forward(ctx, fwd, core) + bwd + tail
+    return fwd + gathers + recomputed_forward(ctx, kind, fwd, core) + bwd + scatters
 
 
-def recomputed_forward(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
-    """The forward work a layer re-runs before its backward, as the stack recomputes it.
+def recomputed_forward(ctx: Context, kind: LayerKind, fwd: list[Op], core: list[str]) -> list[Op]:
+    """The forward work a layer of ``kind`` re-runs before its backward, as the stack recomputes it.
 
     ``full``: every forward op but FSDP's prefetched parameter gathers. ``selective`` by the
     stack's :class:`~llmp.stacks.SelectiveRecompute`: the attention core (and the context-parallel
@@ -500,13 +701,17 @@ def recomputed_forward(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]
     ``--recompute-granularity selective``), or torchtitan's op-level SAC (:func:`op_sac_matmuls`):
     every op of the layer except the saved matmul outputs, the SDPA kernel (with its ring
     exchanges) and reduce-scatters, stopping after the last op whose output the backward needs.
+    Op-level SAC is modelled for dense-MLP layers only (the policy llmp cites, torchtitan v0.1.0,
+    has no MoE model to apply it to): a MoE layer under it re-runs its attention core, as the
+    other stacks' selective mode does, and the memory model keeps that layer's activations to
+    match (:mod:`llmp.compose.memory`).
     """
     recompute = ctx.spec.train.recompute
     if recompute is Recompute.FULL:
         return _recomputed([op for op in fwd if op.overlap is not Overlap.PREFETCH])
     if recompute is not Recompute.SELECTIVE:
         return []
-    if ctx.profile.selective_recompute.value is SelectiveRecompute.CORE_ATTENTION:
+    if ctx.profile.selective_recompute.value is SelectiveRecompute.CORE_ATTENTION or kind.moe:
         return _recomputed([op for op in fwd if op.name in core])
     return _op_sac(ctx, fwd, core)
 
@@ -533,7 +738,7 @@ def _modules(ctx: Context, op: Op) -> tuple[tuple[str, Any], ...]:
     assert isinstance(op.work, Kernel)
     n = op.work.dim("n")
     if op.name.endswith("attn.qkv"):
-        return (("wq", ctx.q_width), ("wk", ctx.kv_width), ("wv", ctx.kv_width))
+        return (("wq", ctx.q_width), ("wk", ctx.kv_width), ("wv", ctx.v_width))
     if op.name.endswith(".fc1") and ctx.spec.model.activation.gated:
         return (("w1", n / 2), ("w3", n / 2))
     last = op.name.rsplit(".", 1)[-1]
@@ -551,15 +756,20 @@ def _is_mm(op: Op, core: list[str]) -> bool:
         return False
 
 
-def op_sac_matmuls(ctx: Context, fwd: list[Op] | None = None, core: list[str] | None = None) -> tuple[Matmul, ...]:
-    """Every matmul of one layer's forward and whether op-level SAC saves it: torchtitan counts
-    ``aten.mm`` calls per checkpointed layer and saves the odd ones (``meta[mm_count] % 2 == 0``
-    is recomputed after the increment; pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/
-    parallelize_llama.py, _custom_policy). For SwiGLU that saves wq, wv, w1, w2 and re-runs wk, wo,
-    w3. The memory model reads the same list (:mod:`llmp.compose.memory`)."""
+def op_sac_matmuls(ctx: Context, kind: LayerKind | None = None, fwd: list[Op] | None = None,
+                   core: list[str] | None = None) -> tuple[Matmul, ...]:
+    """Every matmul of the forward of one dense-MLP layer of ``kind`` (default: the model's first
+    kind) and whether op-level SAC saves it: torchtitan counts ``aten.mm`` calls per checkpointed
+    layer and saves the odd ones (``meta[mm_count] % 2 == 0`` is recomputed after the increment;
+    pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py, _custom_policy). For
+    SwiGLU that saves wq, wv, w1, w2 and re-runs wk, wo, w3. The memory model reads the same list
+    (:mod:`llmp.compose.memory`)."""
     if fwd is None or core is None:
-        blk, core = _layer_block(ctx)
+        kind = ctx.st.kinds[0] if kind is None else kind
+        blk = Block(ctx, Scope.LAYER, "layer")
+        core = _layer_body(ctx, kind, blk)
         fwd = blk.fwd
+    assert kind is None or not kind.moe, "op-level SAC is modelled for dense-MLP layers only"
     out, count = [], 0
     for op in fwd:
         if not _is_mm(op, core):
@@ -575,7 +785,7 @@ def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
     """The recompute of torchtitan's op-level SAC (see :func:`recomputed_forward`)."""
     saved_core = ctx.spec.train.attention.fused  # the SDPA kernels are in the save list; bmm/softmax are not
     matmuls = {}
-    for mm in op_sac_matmuls(ctx, fwd, core):
+    for mm in op_sac_matmuls(ctx, fwd=fwd, core=core):
         matmuls.setdefault(mm.op, []).append(mm)
     redo: list[Op] = []
     renamed: dict[str, str] = {}
@@ -605,7 +815,7 @@ def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
     return _recomputed(redo)
 
 
-def grad_accumulate(blk: Block, params: Any) -> None:
+def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:
     """Without gradient-accumulation fusion, each microbatch's weight gradients are added into
     the gradient buffer by a kernel of their own (Megatron without ``gradient_accumulation_fusion``:
     ``main_grad.add_(grad)``; DeepSpeed/FSDP: autograd's ``AccumulateGrad``), over the GPU's
@@ -614,9 +824,11 @@ def grad_accumulate(blk: Block, params: Any) -> None:
     ctx = blk.ctx
     if ctx.spec.train.grad_accum_fusion:
         return
+    local = params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
     zero = ctx.spec.parallel.zero
-    sharded = zero in (ZeroStage.Z2, ZeroStage.Z3, ZeroStage.FSDP) and ctx.st.active("dp")
-    local = params / ctx.groups["dp"].size if sharded else params
+    sharded = zero in (ZeroStage.Z2, ZeroStage.Z3, ZeroStage.FSDP)
+    elements = (local.dense / (ctx.groups["dp"].size if sharded else 1)
+                + local.expert / (ctx.groups["expert_dp"].size if sharded else 1))
     dtype = Dtype.FP32 if grad_bytes(ctx) == 4 else ctx.act
     blk.last_in_backward("grad_accumulate",
-                         Kernel.make(Family.ELEMENTWISE, dtype, Pass.BWD, Elementwise.ADD, elements=local))
+                         Kernel.make(Family.ELEMENTWISE, dtype, Pass.BWD, Elementwise.ADD, elements=elements))

@@ -47,8 +47,10 @@ class Axis(StrEnum):
     DP = "dp"
 
 
-MESH_ORDER: tuple[str, ...] = ("tp", "cp", "ep", "pp", "dp_rest")
-"""Mesh dims, innermost first. ``ep`` is the expert-parallel slice of dp; ``dp_rest`` = dp / ep."""
+MESH_ORDER: tuple[str, ...] = ("etp", "tp_rest", "cp", "ep", "pp", "dp_rest")
+"""Mesh dims, innermost first. ``etp`` and ``tp_rest`` = tp / etp make up tensor parallelism (an
+expert's matrices are split over the ``etp`` innermost TP ranks); ``ep`` is the expert-parallel
+slice of dp; ``dp_rest`` = dp / ep."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,10 +67,12 @@ class Group:
 # The dims each communication group spans. Gradients of dense weights are reduced over every
 # replica of the weight: all of dp (ep slice and the rest) and cp (Megatron's
 # data-parallel-with-context-parallel group). Expert weights are replicated only over cp and
-# dp / ep (their expert-data-parallel group).
+# dp / ep (their expert-data-parallel group), and over the tp / etp TP ranks that hold the same
+# slice of an expert. ``etp_ep`` is the all-gather dispatcher's group (Megatron ``tp_ep_group``).
 _GROUP_DIMS: dict[str, tuple[str, ...]] = {
-    "tp": ("tp",), "cp": ("cp",), "ep": ("ep",), "pp": ("pp",),
-    "dp": ("cp", "ep", "dp_rest"), "expert_dp": ("cp", "dp_rest"),
+    "tp": ("etp", "tp_rest"), "cp": ("cp",), "ep": ("ep",), "pp": ("pp",),
+    "dp": ("cp", "ep", "dp_rest"), "expert_dp": ("tp_rest", "cp", "dp_rest"),
+    "etp": ("etp",), "etp_ep": ("etp", "ep"),
 }
 
 GROUP_NAMES: tuple[str, ...] = tuple(_GROUP_DIMS)
@@ -77,7 +81,8 @@ GROUP_NAMES: tuple[str, ...] = tuple(_GROUP_DIMS)
 def mesh_sizes(spec: Spec) -> dict[str, Any]:
     """Mesh dim → size (``dp_rest`` = dp / ep)."""
     p = spec.parallel
-    return {"tp": p.tp, "cp": p.cp, "ep": p.ep, "pp": p.pp, "dp_rest": p.dp / p.ep}
+    return {"etp": p.expert_tp, "tp_rest": p.tp / p.expert_tp, "cp": p.cp, "ep": p.ep, "pp": p.pp,
+            "dp_rest": p.dp / p.ep}
 
 
 def group_size(spec: Spec, name: str) -> Any:
@@ -127,6 +132,6 @@ def groups_of(spec: Spec) -> dict[str, tuple[int, int, Tier]]:
 
 
 def group(spec: Spec, name: str, st: Structure) -> Group:
-    """Group ``name`` (``tp``, ``cp``, ``ep``, ``pp``, ``dp``, ``expert_dp``) of ``spec``: its size
+    """Group ``name`` (``tp``, ``cp``, ``ep``, ``pp``, ``dp``, ``expert_dp``, ``etp``, ``etp_ep``) of ``spec``: its size
     from the spec (numbers, arrays or symbols), its footprint and tier from the structure."""
     return Group(size=group_size(spec, name), ranks_per_node=st.ranks_per_node(name), tier=st.tier(name))

@@ -4,7 +4,10 @@ Same shapes as :mod:`llmp.analytic.params` (which counts the whole model), divid
 Megatron divides them: column- and row-parallel matrices and their column biases by ``tp``;
 norms, row-parallel biases, the MoE router and learned positions replicated on every TP rank;
 K and V replicated when ``kv_heads < tp`` (each rank keeps one KV head); routed experts split
-``experts / ep`` per rank and each expert's matrices by ``tp`` (expert tensor parallel = tp).
+``experts / ep`` per rank and each expert's matrices by ``etp`` (``parallel.etp``, default tp);
+multi-head latent attention's down projections and their norms replicated (Megatron-Core TE
+``parallel_mode='duplicated'``), its up projections and output split by heads. The last
+pipeline rank also holds the multi-token prediction modules.
 The first pipeline rank holds the word embedding (vocab-parallel) and learned positions; the
 last holds the final norm and the output head, which with tied embeddings and ``pp > 1`` is a
 copy of the embedding kept in sync by an all-reduce (Megatron), and with ``pp = 1`` is the
@@ -16,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic import kinds
 from llmp.analytic.algebra import vmax
-from llmp.dsl.spec import ModelSpec, Norm, ParallelSpec, Position
+from llmp.analytic.kinds import LayerKind
+from llmp.dsl.spec import ModelSpec, Norm, ParallelSpec, Position, Router
 
 
 def mlp_matrices(m: ModelSpec) -> int:
@@ -51,19 +56,53 @@ def _mlp(m: ModelSpec, tp: Any, width: Any) -> Any:
     return mats * m.hidden * width / tp + bias
 
 
-def layer(m: ModelSpec, p: ParallelSpec) -> LocalParams:
-    """One transformer layer on one GPU."""
-    q = m.heads * m.head_dim / p.tp
-    kv = kv_heads_local(m, p) * m.head_dim
-    attn = m.hidden * (2 * q + 2 * kv) + ((q + 2 * kv + m.hidden) if m.bias else 0)
+def attention(m: ModelSpec, p: ParallelSpec, q_compressed: bool | None = None) -> Any:
+    """Attention projections on one GPU (see :func:`llmp.analytic.params.attention_params`).
+    ``q_compressed``: MLA's query has a compression (the structure's flag, which a symbolic
+    ``q_lora_rank`` cannot tell); None: decided from the value."""
+    a = m.mla
+    if a is None:
+        q = m.heads * m.head_dim / p.tp
+        kv = kv_heads_local(m, p) * m.head_dim
+        return m.hidden * (2 * q + 2 * kv) + ((q + 2 * kv + m.hidden) if m.bias else 0)
+    heads = m.heads / p.tp
+    qk = heads * a.qk_head_dim
+    if q_compressed is None:
+        q_compressed = not (isinstance(a.q_lora_rank, int) and a.q_lora_rank == 0)
+    query = a.q_lora_rank * (m.hidden + 1 + qk) if q_compressed else m.hidden * qk
+    kv = (m.hidden * (a.kv_lora_rank + a.qk_rope_head_dim)
+          + a.kv_lora_rank * (1 + heads * (a.qk_nope_head_dim + a.v_head_dim)))
+    return query + kv + heads * a.v_head_dim * m.hidden
+
+
+def layer(m: ModelSpec, p: ParallelSpec, kind: LayerKind | None = None,
+          q_compressed: bool | None = None) -> LocalParams:
+    """One transformer layer of ``kind`` on one GPU (default: the model's only kind;
+    ``q_compressed``: see :func:`attention`)."""
+    if kind is None:
+        kind = kinds.uniform(m)
+        assert kind is not None, f"model {m.name} has layers of several kinds: give the kind"
     norms = norms_per_layer(m) * (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
-    if m.moe is None:
+    attn = attention(m, p, q_compressed)
+    if not kind.moe:
         return LocalParams(dense=attn + norms + _mlp(m, p.tp, m.ffn_hidden), expert=0)
     e = m.moe
-    router = m.hidden * e.experts
+    assert e is not None
+    router = 0 if e.router is Router.BALANCED else m.hidden * e.experts + (e.experts if m.bias else 0)
     shared = e.shared_experts * _mlp(m, p.tp, e.expert_ffn_hidden)
-    experts = e.experts / p.ep * _mlp(m, p.tp, e.expert_ffn_hidden)
+    experts = e.experts / p.ep * _mlp(m, p.expert_tp, e.expert_ffn_hidden)
     return LocalParams(dense=attn + norms + router + shared, expert=experts)
+
+
+def mtp(m: ModelSpec, p: ParallelSpec, kind: LayerKind | None, q_compressed: bool | None = None) -> LocalParams:
+    """The multi-token prediction modules on one GPU of the last pipeline rank, each a layer of
+    ``kind`` (None: the model has none), the projection 2 hidden -> hidden split by tp, and three
+    norms."""
+    if kind is None:
+        return LocalParams(dense=0, expert=0)
+    block = layer(m, p, kind, q_compressed)
+    extra = 2 * m.hidden * m.hidden / p.tp + 3 * (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
+    return LocalParams(dense=m.mtp_layers * (block.dense + extra), expert=m.mtp_layers * block.expert)
 
 
 def norms_per_layer(m: ModelSpec) -> int:
@@ -88,11 +127,24 @@ def head(m: ModelSpec, p: ParallelSpec, pp: int, vocab: Any = None) -> Any:
 
 
 def rank(m: ModelSpec, p: ParallelSpec, *, pp: int, layers: Any, first: bool, last: bool,
-         vocab: Any = None) -> LocalParams:
-    """Everything one GPU of a pipeline rank holds: its ``layers`` transformer layers, plus the
-    embedding on the first rank and the head on the last (``first``/``last``); ``vocab`` is the
+         vocab: Any = None, kinds_present: tuple[LayerKind, ...] | None = None,
+         mtp_kind: LayerKind | None = None, q_compressed: bool | None = None) -> LocalParams:
+    """Everything one GPU of a pipeline rank holds: its transformer layers (``layers``: a count
+    when all layers are alike, else a tuple of counts per kind of ``kinds_present``, the
+    structure's kinds), plus the embedding on the first rank and the head and the multi-token
+    prediction modules (layers of ``mtp_kind``) on the last (``first``/``last``); ``vocab`` is the
     padded vocabulary the stack allocates (default: the model's)."""
-    lay = layer(m, p)
-    dense = (layers * lay.dense + (embedding(m, p, vocab) if first else 0)
-             + (head(m, p, pp, vocab) if last else 0))
-    return LocalParams(dense=dense, expert=layers * lay.expert)
+    present = kinds_present if kinds_present is not None else kinds.kinds(m)
+    counts = layers if isinstance(layers, tuple) else (layers,)
+    assert len(counts) == len(present), "one layer count per kind of layer"
+    dense: Any = 0
+    expert: Any = 0
+    for kind, n in zip(present, counts):
+        lay = layer(m, p, kind, q_compressed)
+        dense, expert = dense + n * lay.dense, expert + n * lay.expert
+    if first:
+        dense = dense + embedding(m, p, vocab)
+    if last:
+        extra = mtp(m, p, mtp_kind, q_compressed)
+        dense, expert = dense + head(m, p, pp, vocab) + extra.dense, expert + extra.expert
+    return LocalParams(dense=dense, expert=expert)

@@ -55,11 +55,12 @@ def _numeric_paths() -> tuple[str, ...]:
 
 
 def paths(spec: Spec) -> tuple[str, ...]:
-    """Numeric field paths present in ``spec`` (MoE fields only for MoE models, declared dtypes,
+    """Numeric field paths present in ``spec`` (MoE and MLA fields only for such models, declared dtypes,
     optional fields only when set)."""
     out = []
     for path in _numeric_paths():
-        if path.startswith("model.moe.") and spec.model.moe is None:
+        if (path.startswith("model.moe.") and spec.model.moe is None) or (
+                path.startswith("model.mla.") and spec.model.mla is None):
             continue
         if path.startswith("gpu.flops.") and Dtype(path.rsplit(".", 1)[1]) not in spec.cluster.gpu.peak_flops:
             continue

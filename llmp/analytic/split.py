@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import shard
+from llmp.analytic import kinds, shard
 from llmp.dsl.spec import Norm, ParallelSpec, PipeModule, Precision, Spec
 from llmp.errors import InfeasibleError
 
@@ -232,7 +232,9 @@ def _items(spec: Spec, layers: int) -> tuple[tuple[str, ...], tuple[Any, ...], t
     """The pipeline module's layer list: names, parameters on one TP rank, transformer layer or not."""
     m, p = spec.model, spec.parallel
     embed = shard.embedding(m, p)
-    layer = shard.layer(m, p).total
+    one = kinds.uniform(m)
+    per_layer = ([shard.layer(m, p, one).total] * layers if one is not None
+                 else [shard.layer(m, p, k).total for k in kinds.sequence(m)])
     norm = (2 if m.norm is Norm.LAYERNORM else 1) * m.hidden
     if p.pipe_module is PipeModule.GPT_NEOX:
         head = ("EmbeddingPipe", embed) if m.tied_embeddings else ("ParallelLinearPipe", m.vocab * m.hidden / p.tp)
@@ -244,7 +246,7 @@ def _items(spec: Spec, layers: int) -> tuple[tuple[str, ...], tuple[Any, ...], t
         after = [("undo", 0), ("LayerNorm", norm), head]
         if spec.train.precision not in (Precision.FP32, Precision.TF32):
             after.append(("float16_to_fp32", 0))
-    items = [*before, *[("ParallelTransformerLayerPipe", layer)] * layers, *after]
+    items = [*before, *[("ParallelTransformerLayerPipe", w) for w in per_layer], *after]
     flags = [False] * len(before) + [True] * layers + [False] * len(after)
     return tuple(n for n, _ in items), tuple(w for _, w in items), tuple(flags)
 

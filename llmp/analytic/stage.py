@@ -5,7 +5,8 @@
   positions, dropout.
 * Head (last chunk): final norm, logits GEMM over the vocab shard (computed even with tied
   embeddings), vocab-parallel cross-entropy with its three small all-reduces of per-token
-  scalars (max, sum of exps, target logit; Megatron ``vocab_parallel_cross_entropy``).
+  scalars (max, sum of exps, target logit; Megatron ``vocab_parallel_cross_entropy``); then each
+  multi-token prediction module (:func:`mtp_ops`).
 * Pipeline boundary: the activation ``[micro_batch, seq_len / cp, hidden]`` (``/ tp`` with SP)
   sent forward, and its gradient sent back, once per microbatch per boundary.
 * Per rank and step: gradient reduction over the data-parallel replicas, bucketed; the tied
@@ -29,7 +30,7 @@ from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
 from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, Tier
-from llmp.analytic.layer import Block, Context, grad_accumulate, grad_bytes, norm, tp_in, zero3
+from llmp.analytic.layer import Block, Context, grad_accumulate, grad_bytes, norm, tp_in, transformer_layer, zero3
 from llmp.analytic.layout import Axis
 from llmp.analytic.params import tensors
 from llmp.dsl.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
@@ -53,9 +54,9 @@ def embedding_ops(ctx: Context) -> list[Op]:
     if ctx.st.dropout:
         blk.kernel("dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
     grad_accumulate(blk, shard.embedding(m, p, ctx.vocab))
-    gather = zero3(blk, shard.embedding(m, p, ctx.vocab), "embedding")
+    gathers, scatters = zero3(blk, shard.embedding(m, p, ctx.vocab), "embedding")
     ops = blk.ops()
-    return [*ops[:len(blk.fwd)], *gather[:1], *ops[len(blk.fwd):], *gather[1:]]
+    return [*ops[:len(blk.fwd)], *gathers, *ops[len(blk.fwd):], *scatters]
 
 
 def head_ops(ctx: Context) -> list[Op]:
@@ -72,9 +73,51 @@ def head_ops(ctx: Context) -> list[Op]:
         # Megatron-LM's loss_func averages the loss over dp after every microbatch (blocking).
         blk.comm("loss_all_reduce", CollectiveKind.ALL_REDUCE, 4, "dp", Axis.DP)
     grad_accumulate(blk, shard.head(m, p, ctx.st.pp, ctx.vocab))
-    gather = zero3(blk, shard.head(m, p, ctx.st.pp, ctx.vocab), "head")
+    gathers, scatters = zero3(blk, shard.head(m, p, ctx.st.pp, ctx.vocab), "head")
     ops = blk.ops()
-    return [*ops[:len(blk.fwd)], *gather[:1], *ops[len(blk.fwd):], *gather[1:]]
+    return [*ops[:len(blk.fwd)], *gathers, *ops[len(blk.fwd):], *scatters, *mtp_ops(ctx)]
+
+
+def mtp_ops(ctx: Context) -> list[Op]:
+    """Multi-token prediction on the last chunk, per microbatch (DeepSeek-V3 §2.2, Fig. 3;
+    Megatron-Core ``MultiTokenPredictionLayer``, megatron/core/transformer/multi_token_prediction.py).
+
+    Module ``k`` predicts the token ``k + 1`` ahead: it looks up the embedding of the tokens
+    shifted by ``k`` (the shared table), normalises it and the previous depth's hidden state
+    (``enorm``, ``hnorm``), projects their concatenation 2 hidden -> hidden (``eh_proj``,
+    column-parallel), runs one transformer layer, its final norm and the shared output head with
+    the cross-entropy of its own loss. Megatron places the modules on the last pipeline stage.
+    """
+    m, p = ctx.spec.model, ctx.spec.parallel
+    kind = ctx.st.mtp_kind
+    if kind is None:
+        return []
+    ops: list[Op] = []
+    for depth in range(ctx.st.mtp_layers):
+        blk = Block(ctx, Scope.LAST, f"mtp{depth}")
+        blk.kernel("embedding", Family.EMBEDDING, bwd_phase=Phase.BWD_W, tokens=ctx.tokens, hidden=m.hidden,
+                   vocab=ctx.vocab / p.tp)
+        if ctx.st.active("tp"):
+            kind_ = CollectiveKind.REDUCE_SCATTER if p.sequence_parallel else CollectiveKind.ALL_REDUCE
+            blk.comm("embedding_tp_combine", kind_, ctx.tokens * m.hidden * ctx.e, "tp", Axis.TP)
+        norm(blk, "enorm")
+        norm(blk, "hnorm")
+        bwd = tp_in(blk, "eh_proj", "eh_proj", width=2 * m.hidden)
+        blk.gemm("eh_proj", ctx.tokens, m.hidden / p.tp, 2 * m.hidden, bwd_comm=bwd)
+        if ctx.st.active("tp"):  # back to the sequence shard: gather the output columns
+            blk.comm("eh_proj.tp_all_gather", CollectiveKind.ALL_GATHER, ctx.tokens * m.hidden * ctx.e, "tp",
+                     Axis.TP, overlap=Overlap.TP, partner="eh_proj")
+        ops += blk.ops()
+        ops += transformer_layer(ctx, kind, Block(ctx, Scope.LAST, f"mtp{depth}.layer"))
+        out = Block(ctx, Scope.LAST, f"mtp{depth}.head")
+        norm(out, "norm")
+        out.gemm("logits", ctx.tokens, ctx.vocab / p.tp, m.hidden, bwd_comm=tp_in(out, "logits", "logits"))
+        variant = Fusion.FUSED if ctx.spec.train.fused_cross_entropy else Fusion.UNFUSED
+        out.kernel("cross_entropy", Family.CROSS_ENTROPY, variant=variant, tokens=ctx.tokens, vocab=ctx.vocab / p.tp)
+        if ctx.st.active("tp"):
+            out.comm("ce_all_reduce", CollectiveKind.ALL_REDUCE, 4 * ctx.tokens, "tp", Axis.TP, count=3)
+        ops += out.ops()
+    return ops
 
 
 def boundary_ops(ctx: Context) -> list[Op]:
@@ -136,7 +179,7 @@ _SGD_STEPS: tuple[tuple[str, Family], ...] = (
     ("momentum_scale", Family.COPY), ("momentum", Family.ELEMENTWISE), ("update", Family.ELEMENTWISE))
 
 
-def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: Any, layers: Any,
+def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: Any, layers: tuple[Any, ...],
                    first: bool, last: bool) -> list[Op]:
     """The update over ``local`` parameters as the stack launches it: one fused multi-tensor
     kernel, or torch's elementwise steps (``foreach``: one multi-tensor launch each;
@@ -151,8 +194,9 @@ def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: 
         steps = steps[1:]  # Adam adds L2 decay to the gradient inside exp_avg: no decay pass
     count: Any = 1
     if t.optimizer_kernel is OptimizerKernel.PER_TENSOR:
-        per_layer, outside = tensors(ctx.spec.model)
-        count = layers * per_layer + (outside if (first or last) else 0)
+        per_kind = [tensors(ctx.spec.model, kind, ctx.st.q_compressed) for kind in ctx.st.kinds]
+        count = sum(n * per_layer for n, (per_layer, _) in zip(layers, per_kind)) + (
+            per_kind[0][1] if (first or last) else 0)
     ops = []
     for name, family in steps:
         dims = {"elements": local / count}
@@ -163,8 +207,8 @@ def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: 
     return ops
 
 
-def _update(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams, layers: Any,
-            first: bool, last: bool) -> list[Op]:
+def _update(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams,
+            layers: tuple[Any, ...], first: bool, last: bool) -> list[Op]:
     """The optimizer over this GPU's shard; ZeRO-1/2 then all-gather the updated parameters
     (hidden behind the next step's first forward with ``param_gather_overlap``)."""
     p = ctx.spec.parallel
@@ -258,9 +302,15 @@ def _step_work(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: sha
     return ops
 
 
-def rank_ops(ctx: Context, chunk_layers: tuple[Any, ...]) -> list[Op]:
-    """Once-per-step work of every class of pipeline rank (scope ``rank``); ``chunk_layers`` are
-    the layers of each chunk (a rank holds chunks ``r, r + pp, ...``)."""
+def _rank_layers(chunk_kinds: tuple[tuple[Any, ...], ...], rank: int, pp: int) -> tuple[Any, ...]:
+    """Layers of each kind held by pipeline rank ``rank`` (its chunks ``rank, rank + pp, ...``)."""
+    mine = chunk_kinds[rank::pp]
+    return tuple(sum(c[k] for c in mine) for k in range(len(mine[0])))
+
+
+def rank_ops(ctx: Context, chunk_kinds: tuple[tuple[Any, ...], ...]) -> list[Op]:
+    """Once-per-step work of every class of pipeline rank (scope ``rank``); ``chunk_kinds`` are
+    the layers of each kind in each chunk (a rank holds chunks ``r, r + pp, ...``)."""
     pp = ctx.st.pp
     classes = rank_classes(ctx.st)
     split_kinds = {k for k in RankKind if sum(kind is k for kind, _ in classes) > 1}
@@ -268,9 +318,10 @@ def rank_ops(ctx: Context, chunk_layers: tuple[Any, ...]) -> list[Op]:
     for kind, ranks in classes:
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
-        layers = sum(chunk_layers[ranks[0]::pp])
+        layers = _rank_layers(chunk_kinds, ranks[0], pp)
         params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=layers, first=first, last=last,
-                            vocab=ctx.vocab)
+                            vocab=ctx.vocab, kinds_present=ctx.st.kinds, mtp_kind=ctx.st.mtp_kind,
+                            q_compressed=ctx.st.q_compressed)
         mine = [*_tied_sync(ctx, kind, ranks), *_grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")]
         if ctx.spec.model.moe is not None:
             mine += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")

@@ -4,7 +4,8 @@ Numeric fields enter the cost formulas as values or symbols; a few numeric facts
 which operators exist and how the step is scheduled: the pipeline depth and chunks, the layers
 of each chunk (:mod:`~llmp.analytic.split`), the number of microbatches, which axes have degree
 > 1 (a degree-1 axis has no collective), the link tier and NVLink-domain footprint of each group
-(:mod:`~llmp.analytic.layout`) and whether dropout or shared experts exist. :class:`Structure`
+(:mod:`~llmp.analytic.layout`), the kinds of layer and how many of each every chunk holds
+(:mod:`~llmp.analytic.kinds`) and whether dropout or shared experts exist. :class:`Structure`
 holds them, so the graph can be built from symbols or arrays while its shape stays fixed; sweeps
 group their configurations by it.
 
@@ -16,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.analytic import layout, split
+from llmp.analytic import kinds as layer_kinds
+from llmp.analytic import layout, routing, split
 from llmp.analytic.kernels import Tier
+from llmp.analytic.kinds import LayerKind
 from llmp.dsl.spec import Schedule, Spec
 from llmp.errors import InfeasibleError, SpecError
 
@@ -42,8 +45,22 @@ class Structure:
     """Group name → members per NVLink domain (the fewest, for a group that crosses domains)."""
     chunk_layers: tuple[int, ...]
     """Transformer layers of each pipeline chunk, in model order (chunk g on rank g % pp)."""
+    kinds: tuple[LayerKind, ...]
+    """The distinct kinds of layer (dense or MoE MLP, full or windowed attention)."""
+    chunk_kinds: tuple[tuple[int, ...], ...]
+    """Layers of each kind (in ``kinds`` order) in each chunk."""
     dropout: bool
     shared_experts: bool
+    mtp_layers: int = 0
+    """Multi-token prediction modules on the last chunk."""
+    mtp_kind: LayerKind | None = None
+    """The kind of each multi-token prediction module's layer (the kind the next layer would have)."""
+    q_compressed: bool = False
+    """Multi-head latent attention with a query compression (``mla.q_lora_rank > 0``)."""
+    local_experts: int = 0
+    """Routed experts on each expert-parallel rank (0 for a dense model)."""
+    dispatch_copies: float = 0.0
+    """Rows of a MoE token on the wire (:func:`~llmp.analytic.routing.dispatch_copies`)."""
 
     def degree(self, axis: str) -> int:
         return dict(self.degrees)[axis]
@@ -64,8 +81,8 @@ class Structure:
 
     @property
     def even(self) -> bool:
-        """Every chunk holds the same number of layers."""
-        return len(set(self.chunk_layers)) == 1
+        """Every chunk holds the same number of layers of each kind."""
+        return len(set(self.chunk_kinds)) == 1
 
     def stage_layers(self, rank: int) -> int:
         """Layers held by pipeline rank ``rank`` (all its chunks)."""
@@ -130,19 +147,39 @@ def structure_of(spec: Spec) -> Structure:
     if moe is not None and (_int(moe.experts, "model.moe.experts") % deg["ep"]
                             or (deg["dp"] * deg["cp"]) % deg["ep"]):
         raise InfeasibleError(f"ep({deg['ep']}) must divide experts and dp * cp")
+    etp = _int(p.expert_tp, "parallel.etp")
+    if deg["tp"] % etp:
+        raise InfeasibleError(f"etp({etp}) does not divide tp({deg['tp']})",
+                              hint="llmp splits an expert over a divisor of the tensor-parallel ranks")
+    for name in ("window", "full_attention_every", "mtp_layers"):
+        _int(getattr(m, name), f"model.{name}")
+    if moe is not None:
+        _int(moe.first_dense_layers, "model.moe.first_dense_layers")
+        _int(moe.every, "model.moe.every")
+        if m.parallel_residual:
+            raise InfeasibleError("a parallel residual with a MoE MLP: llmp models MoE layers with the sequential "
+                                  "residual (every MoE model it knows uses one)")
+        _int(moe.top_k, "model.moe.top_k")
     if deg["dp"] % deg["ep"]:
         raise InfeasibleError(f"ep({deg['ep']}) does not divide dp({deg['dp']}): llmp places the expert-parallel "
                               "ranks as a slice of data parallelism (mesh order tp, cp, ep, pp, dp)")
     _int(spec.cluster.node.domain, "node.nvlink_domain")
     placed = layout.groups_of(spec)
     chunks = split.split(spec).chunks
+    present = layer_kinds.kinds(m)
+    mtp = _int(m.mtp_layers, "model.mtp_layers")
+    per_chunk = ((n,) for n in chunks) if len(present) == 1 else layer_kinds.counts(m, chunks)
     dropout = _number(m.dropout, "model.dropout") > 0
     shared = moe is not None and _int(moe.shared_experts, "model.moe.shared_experts") > 0
     return Structure(pp=deg["pp"], vp=deg["vp"], microbatches=micro, microbatch_group=group, degrees=tuple(deg.items()),
                      groups=tuple((n, g[0]) for n, g in placed.items()),
                      tiers=tuple((n, g[2]) for n, g in placed.items()),
                      footprints=tuple((n, g[1]) for n, g in placed.items()), chunk_layers=chunks,
-                     dropout=dropout, shared_experts=shared)
+                     kinds=present, chunk_kinds=tuple(per_chunk), dropout=dropout, shared_experts=shared,
+                     mtp_layers=mtp, mtp_kind=layer_kinds.of_layer(m, int(m.layers)) if mtp else None,
+                     q_compressed=m.mla is not None and _int(m.mla.q_lora_rank, "model.mla.q_lora_rank") > 0,
+                     local_experts=_int(moe.experts, "model.moe.experts") // deg["ep"] if moe is not None else 0,
+                     dispatch_copies=routing.dispatch_copies(spec) if moe is not None else 0.0)
 
 
 def _interleaving(pp: int, micro: int, group: int) -> None:
@@ -165,8 +202,23 @@ def _interleaving(pp: int, micro: int, group: int) -> None:
 
 def chunk_layers(spec: Spec, st: Structure) -> tuple[Any, ...]:
     """Layers of each chunk as the cost formulas see them: ``layers / (pp * vp)`` from the spec
-    when the split is even (a symbol stays a symbol), else the structure's counts."""
-    if st.even:
+    when the split is even and the layers alike (a symbol stays a symbol), else the structure's
+    counts."""
+    if st.even and len(st.kinds) == 1:
         p = spec.parallel
         return (spec.model.layers / (p.pp * p.vp),) * st.chunks
     return st.chunk_layers
+
+
+def chunk_kind_layers(spec: Spec, st: Structure) -> tuple[tuple[Any, ...], ...]:
+    """Layers of each kind in each chunk, as the cost formulas see them: symbolic like
+    :func:`chunk_layers` when every layer is alike; with several kinds, the structure's counts,
+    scaled by ``layers`` over their total when ``layers`` is a symbol (a derivative with respect to
+    the layers grows every kind in proportion)."""
+    if len(st.kinds) == 1:
+        return tuple((n,) for n in chunk_layers(spec, st))
+    layers = spec.model.layers
+    if isinstance(layers, int):
+        return st.chunk_kinds
+    scale = layers / sum(st.chunk_layers)
+    return tuple(tuple(n * scale for n in counts) for counts in st.chunk_kinds)

@@ -170,6 +170,8 @@ def render(spec: Spec) -> str:
     out += _rows(f"model {m.name}", m, schema.MODEL, "model")
     if m.moe is not None:
         out += _rows("  moe", m.moe, schema.MOE, "model.moe")
+    if m.mla is not None:
+        out += _rows("  mla", m.mla, schema.MLA, "model.mla")
     out += ["", *_rows("train", spec.train, schema.TRAIN, "train")]
     out += ["", *_rows("parallel", spec.parallel, schema.PARALLEL, "parallel")]
     domain = "" if cl.node.domain == cl.node.gpus_per_node else f", NVLink domains of {cl.node.domain}"

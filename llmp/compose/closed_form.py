@@ -86,17 +86,17 @@ def step_time_expr(spec: Spec) -> sp.Expr:
     if st.even:  # three kinds of chunk; pp and vp may stay symbols
         flags = {1: ((True, True),), 2: ((True, False), (False, True))}.get(
             n, ((True, False), (False, False), (False, True)))
-        kinds = [chunk_work(graph, times, rules, first=f, last=lst, layers=graph.chunk_layers[0]) for f, lst in flags]
+        kinds = [chunk_work(graph, times, rules, first=f, last=lst, layers=graph.chunk_kinds[0]) for f, lst in flags]
         of_chunk = [kinds[0]] + [kinds[min(1, len(kinds) - 1)]] * (n - 2) + [kinds[-1]] if n > 1 else kinds
         pipe = pipeline_time(spec.parallel.schedule, [k.fwd.total for k in kinds], [k.bwd.total for k in kinds],
                              m, pp, vp)
     else:
         kinds_of: dict[tuple[bool, bool, Any], Any] = {}
         for g in range(n):
-            key = (g == 0, g == n - 1, graph.chunk_layers[g])
+            key = (g == 0, g == n - 1, graph.chunk_kinds[g])
             if key not in kinds_of:
                 kinds_of[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2])
-        of_chunk = [kinds_of[(g == 0, g == n - 1, graph.chunk_layers[g])] for g in range(n)]
+        of_chunk = [kinds_of[(g == 0, g == n - 1, graph.chunk_kinds[g])] for g in range(n)]
         pipe = pipeline_time(spec.parallel.schedule, [w.fwd.total for w in of_chunk],
                              [w.bwd.total for w in of_chunk], m, st.pp, st.vp)
     syncs, updates = [], []

@@ -18,8 +18,10 @@ parallelism (else ``T``), per-GPU widths ``q = heads d / tp``, ``kv = max(kv_hea
 * ``e T (q + 2 kv)``: Q, K, V (the attention core's inputs);
 * ``e T q``: the attention output (proj's input);
 * MLP: ``e T 2 f / tp`` (GELU: fc1 output and activation output) or ``e T 3 f / tp`` (SwiGLU:
-  gate, up and the product); MoE experts the same on ``T top_k capacity`` rows, plus the
-  permuted expert inputs ``e T top_k capacity h``;
+  gate, up and the product); a MoE layer's experts the same on the rows its experts compute
+  (``Tsp top_k load etp``, :mod:`~llmp.analytic.layer` ``_moe``) at ``f / etp``, plus those
+  permuted expert inputs ``e rows h``, and its shared experts as a dense MLP; multi-head latent
+  attention also keeps its compressed q and kv before and after their norms;
 * dropout masks, 1 byte per element: ``2 Tsp h`` (after attention and after the MLP);
 * unfused attention (`attention = unfused*`) without selective recompute: the scores ``e b heads/tp (s/cp) s`` for
   softmax's output, and with dropout its mask and output ``(1 + e)`` as much again (the
@@ -46,9 +48,11 @@ torchtitan (``stack = torchtitan``) runs two things its own way. Its ``selective
 op-level selective activation checkpointing (SAC, the stack profile's ``selective_recompute``): per
 layer it keeps the layer's input, the output of every *other* matmul (the 1st, 3rd, 5th, ... in
 execution order, the same list the recompute is built from), the attention kernel's output and
-log-sum-exp, and recomputes everything else. Its loss upcasts the logits to FP32 and calls
-``F.cross_entropy``: log_softmax keeps an FP32 copy, and at the start of the backward the gradient
-of nll_loss and that of log_softmax (FP32 each) are alive with it, 12 bytes per logit.
+log-sum-exp, and recomputes everything else (llmp models it for dense-MLP layers; a MoE layer
+keeps what the attention-core selective mode keeps: :func:`~llmp.analytic.layer.recomputed_forward`).
+Its loss upcasts the logits to FP32 and calls ``F.cross_entropy``: log_softmax keeps an FP32 copy,
+and at the start of the backward the gradient of nll_loss and that of log_softmax (FP32 each) are
+alive with it, 12 bytes per logit.
 """
 
 from __future__ import annotations
@@ -59,10 +63,12 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import shard
+from llmp.analytic.algebra import vmax
 from llmp.analytic.graph import RankKind, rank_kind_of
+from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layer import Context, grad_bytes, op_sac_matmuls
-from llmp.analytic.structure import Structure, chunk_layers
-from llmp.compose.schedule import Plan, layers_in_flight
+from llmp.analytic.structure import Structure, chunk_kind_layers
+from llmp.compose.schedule import Plan, in_flight
 from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, Stack, ZeroStage
 from llmp.stacks import SelectiveRecompute
 
@@ -98,19 +104,25 @@ class Memory:
         return self.total > self.capacity
 
 
-def layer_activation_bytes(ctx: Context) -> Any:
-    """Bytes one layer keeps for the backward of one microbatch (see the module docstring)."""
+def layer_activation_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
+    """Bytes one layer of ``kind`` (default: the first kind) keeps for the backward of one
+    microbatch (see the module docstring)."""
     spec = ctx.spec
     m, p, t = spec.model, spec.parallel, spec.train
+    kind = kind if kind is not None else ctx.st.kinds[0]
     e, tokens, tsp, h = ctx.e, ctx.tokens, ctx.sp_tokens, m.hidden
     inner = 3 if m.activation is Activation.SWIGLU else 2
-    attention = e * (4 * tsp * h + tokens * (2 * ctx.q_width + 2 * ctx.kv_width))
-    if m.moe is None:
+    attention = e * (4 * tsp * h + tokens * (ctx.q_width + ctx.kv_width + ctx.v_width + ctx.o_width))
+    if m.mla is not None:  # the compressed q and kv before and after their norms
+        a = m.mla
+        attention += 2 * e * tsp * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim)
+    if not kind.moe:
         mlp = e * tokens * inner * m.ffn_hidden / p.tp
     else:
         mo = m.moe
-        rows = tokens * mo.top_k * mo.capacity_factor
-        mlp = e * (rows * inner * mo.expert_ffn_hidden / p.tp + rows * h
+        assert mo is not None
+        rows = tsp * mo.top_k * mo.load * p.expert_tp
+        mlp = e * (rows * inner * mo.expert_ffn_hidden / p.expert_tp + rows * h
                    + tokens * inner * mo.shared_experts * mo.expert_ffn_hidden / p.tp)
     masks = 2 * tsp * h if ctx.st.dropout else 0
     heads, seq_q = m.heads / p.tp, m.seq_len / p.cp
@@ -124,20 +136,22 @@ def layer_activation_bytes(ctx: Context) -> Any:
     return attention + mlp + masks + scores
 
 
-def op_sac_bytes(ctx: Context) -> Any:
-    """Bytes one layer keeps under op-level selective activation checkpointing (torchtitan's
-    ``selective_ac_option = 'op'``): the layer's input, the outputs of the matmuls the policy saves
-    (:func:`~llmp.analytic.layer.op_sac_matmuls`, the list the recompute is built from: wq, wv, w1,
-    w2 for a SwiGLU Llama), the SDPA output and its log-sum-exp, and with tp the reduce-scatter
-    outputs (pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py, ``_save_list``).
-    With tp the row-parallel outputs (wo, w2) are full-width partial sums."""
+def op_sac_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
+    """Bytes one dense-MLP layer of ``kind`` (default: the first kind) keeps under op-level
+    selective activation checkpointing (torchtitan's ``selective_ac_option = 'op'``): the layer's
+    input, the outputs of the matmuls the policy saves (:func:`~llmp.analytic.layer.op_sac_matmuls`,
+    the list the recompute is built from: wq, wv, w1, w2 for a SwiGLU Llama), the SDPA output and
+    its log-sum-exp, and with tp the reduce-scatter outputs (pytorch/torchtitan@v0.1.0:torchtitan/
+    parallelisms/parallelize_llama.py, ``_save_list``). With tp the row-parallel outputs (wo, w2)
+    are full-width partial sums. A MoE layer under op-level SAC keeps what the attention-core
+    selective mode keeps (:func:`~llmp.analytic.layer.recomputed_forward`)."""
     spec = ctx.spec
     m, p = spec.model, spec.parallel
     e, h = ctx.e, m.hidden
-    kept = sum(mm.rows * mm.width for mm in op_sac_matmuls(ctx) if mm.saved)
+    kept = sum(mm.rows * mm.width for mm in op_sac_matmuls(ctx, kind) if mm.saved)
     scattered = 2 * h / p.tp if p.tp > 1 else 0
     lse = 4 * spec.train.micro_batch * (m.heads / p.tp) * (m.seq_len / p.cp)
-    return e * (ctx.sp_tokens * h + kept + ctx.tokens * ctx.q_width + ctx.sp_tokens * scattered) + lse
+    return e * (ctx.sp_tokens * h + kept + ctx.tokens * ctx.o_width + ctx.sp_tokens * scattered) + lse
 
 
 def logits_bytes(ctx: Context) -> Any:
@@ -180,34 +194,50 @@ def _overhead(st: Structure) -> int:
     return CUDA_CONTEXT_BYTES + NCCL_BYTES_PER_GROUP * groups
 
 
+def _kept(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:
+    """(bytes a layer of ``kind`` keeps per microbatch in flight, bytes it holds while its own
+    backward runs) under the spec's recomputation."""
+    spec = ctx.spec
+    per_layer = layer_activation_bytes(ctx, kind)
+    if spec.train.recompute is Recompute.FULL:
+        return ctx.e * ctx.sp_tokens * spec.model.hidden, per_layer
+    if (spec.train.recompute is Recompute.SELECTIVE and not kind.moe
+            and ctx.profile.selective_recompute.value is SelectiveRecompute.OP_SAC):
+        return op_sac_bytes(ctx, kind), per_layer
+    return per_layer, 0
+
+
 def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     """Memory of the fullest GPU, over the pipeline ranks."""
     ctx = Context.of(spec, st)
     m, par, zero = spec.model, spec.parallel, spec.parallel.zero
     dp, edp = ctx.groups["dp"].size, ctx.groups["expert_dp"].size
     e = ctx.e
-    chunks = chunk_layers(spec, st)
-    held = None if st.even else layers_in_flight(p, st.chunk_layers)
-    per_layer = layer_activation_bytes(ctx)
-    if spec.train.recompute is Recompute.FULL:
-        kept, working = e * ctx.sp_tokens * m.hidden, per_layer
-    elif spec.train.recompute is Recompute.SELECTIVE and ctx.profile.selective_recompute.value is SelectiveRecompute.OP_SAC:
-        kept, working = op_sac_bytes(ctx), per_layer
-    else:
-        kept, working = per_layer, 0
+    per_kind = chunk_kind_layers(spec, st)
+    kept_working = [_kept(ctx, kind) for kind in st.kinds]
+    working = vmax(*(w for _, w in kept_working)) if len(kept_working) > 1 else kept_working[0][1]
+    chunk_bytes = tuple(sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind)
+    held = None if st.even else in_flight(p, chunk_bytes)
+    mtp = st.mtp_layers
+    if st.mtp_kind is not None:
+        mtp_kept, mtp_working = _kept(ctx, st.mtp_kind)
+        working = vmax(working, mtp_working)
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
+    layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
+    layer = vmax(*layers) if len(layers) > 1 else layers[0]
     best: Memory | None = None
     for r in range(st.pp):
         kind = rank_kind_of(r, st.pp)
         first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(m, par, pp=st.pp, layers=sum(chunks[r::st.pp]), first=first, last=last,
-                            vocab=ctx.vocab)
+        mine = per_kind[r::st.pp]
+        counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
+        params = shard.rank(m, par, pp=st.pp, layers=counts, first=first, last=last, vocab=ctx.vocab,
+                            kinds_present=st.kinds, mtp_kind=st.mtp_kind, q_compressed=st.q_compressed)
 
         def split(level: int, bytes_per: Any) -> Any:
             return bytes_per * (params.dense / (dp if sharded >= level else 1)
                                 + params.expert / (edp if sharded >= level else 1))
 
-        layer = shard.layer(m, par).total
         gathered = 2 * layer * e if sharded == 3 else 0
         if _fsdp(spec):
             # The root module's own parameters (embedding, final norm, head) are gathered from the
@@ -216,12 +246,18 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             # _post_forward_reshard: "Do not free the root's parameters in the post-forward"), and
             # torchtitan's FSDP2 root re-gathers them for the head's backward
             # (pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py, apply_fsdp).
-            gathered += e * (params.total - m.layers / st.pp * layer)
+            root = ((shard.embedding(m, par, ctx.vocab) if first else 0)
+                    + (shard.head(m, par, st.pp, ctx.vocab) if last else 0))
+            gathered += e * root
+        acts = p.peak_in_flight[r] * chunk_bytes[0] if held is None else held[r]
+        logits = logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0
+        if last and mtp:
+            # Each prediction module keeps its layer and its own logits for its loss's backward.
+            acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
+            logits = logits * (1 + mtp)
         cand = Memory(
             weights=split(3, _weight_bytes(spec, e)) + gathered, grads=split(2, grad_bytes(ctx)),
-            optimizer=split(1, _state_bytes(spec)),
-            activations=(p.peak_in_flight[r] * chunks[0] if held is None else held[r]) * kept + working,
-            logits=logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0,
+            optimizer=split(1, _state_bytes(spec)), activations=acts + working, logits=logits,
             overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)
     assert best is not None

@@ -123,23 +123,25 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
 def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool,
                layers: Any) -> ChunkWork:
     """Forward and backward work of one microbatch on one chunk of ``layers`` transformer layers
-    (``first``/``last``: it holds the embedding / the head; the sends to the next and previous
-    chunk follow from that)."""
+    (a count, or a tuple of counts per layer kind, ``OpGraph.chunk_kinds``; ``first``/``last``: it
+    holds the embedding / the head; the sends to the next and previous chunk follow from that)."""
+    counts = layers if isinstance(layers, tuple) else (layers,)
     passes = {}
     for part in (Part.FORWARD, Part.BACKWARD):
         by_cat: dict[str, Any] = defaultdict(int)
         compute: Any = 0
-        # A chunk may hold no layers (Megatron's embedding-only first chunk): then no layer ops
-        # run, not even a ZeRO-3 prefetch.
-        groups: list[tuple[Scope, Any]] = [(Scope.LAYER, layers)] if layers != 0 else []
+        # A chunk may hold no layers (Megatron's embedding-only first chunk), or none of a kind:
+        # then those layer ops do not run, not even a ZeRO-3 prefetch.
+        groups: list[tuple[tuple[int, ...], Any]] = [
+            (graph.layer_indices(part, k), n) for k, n in enumerate(counts) if n != 0]
         if first:
-            groups.append((Scope.FIRST, 1))
+            groups.append((graph.indices(Scope.FIRST, part), 1))
         if last:
-            groups.append((Scope.LAST, 1))
+            groups.append((graph.indices(Scope.LAST, part), 1))
         if (part is Part.FORWARD and not last) or (part is Part.BACKWARD and not first):
-            groups.append((Scope.BOUNDARY, 1))
-        for scope, repeat in groups:
-            ops = [(graph.ops[i], times[i]) for i in graph.indices(scope, part)]
+            groups.append((graph.indices(Scope.BOUNDARY, part), 1))
+        for indices, repeat in groups:
+            ops = [(graph.ops[i], times[i]) for i in indices]
             cats, comp = _pass(ops, rules, repeat)
             for k, v in cats.items():
                 by_cat[k] += v

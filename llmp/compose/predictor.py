@@ -47,10 +47,12 @@ def spec_hash(spec: Spec) -> str:
 
 def model_flops_per_token(spec: Spec) -> Any:
     """6 N + 12 L (heads head_dim) s: N = parameters in the layers' and the head's matmuls
-    (PaLM app. B; for MoE the active parameters)."""
+    (PaLM app. B; for MoE the active parameters; with multi-head latent attention the head dim is
+    the mean of the query/key and value head dims, QK^T and PV each counted at their own)."""
     m = spec.model
     matmul_params = params.active(m) - params.embedding_params(m) + m.vocab * m.hidden
-    return 6 * matmul_params + 12 * m.layers * m.heads * m.head_dim * m.seq_len
+    head_dim = m.head_dim if m.mla is None else (m.mla.qk_head_dim + m.mla.v_head_dim) / 2
+    return 6 * matmul_params + 12 * m.layers * m.heads * head_dim * m.seq_len
 
 
 def gpu_flops(graph: OpGraph, flops: Sequence[Any], keep: Callable[[Op], bool] = lambda op: True) -> float:
@@ -64,7 +66,11 @@ def gpu_flops(graph: OpGraph, flops: Sequence[Any], keep: Callable[[Op], bool] =
     def total(scope: Scope, part: Any) -> float:
         return sum(float(flops[i] * graph.ops[i].count) for i in graph.indices(scope, part) if keep(graph.ops[i]))
 
-    layer = sum(total(Scope.LAYER, p) for p in (Part.FORWARD, Part.BACKWARD)) * float(graph.layers_per_chunk)
+    def kind_total(k: int) -> float:
+        return sum(float(flops[i] * graph.ops[i].count) for p in (Part.FORWARD, Part.BACKWARD)
+                   for i in graph.layer_indices(p, k) if keep(graph.ops[i]))
+
+    layer = sum(kind_total(k) * float(n) for k, n in enumerate(graph.kind_layers)) / st.chunks
     first = sum(total(Scope.FIRST, p) for p in (Part.FORWARD, Part.BACKWARD))
     last = sum(total(Scope.LAST, p) for p in (Part.FORWARD, Part.BACKWARD))
     chunks = st.microbatches * (st.chunks * layer + first + last)

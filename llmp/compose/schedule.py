@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic.algebra import vmax
 from llmp.dsl.spec import Schedule
 
 
@@ -182,12 +183,13 @@ def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
     return Timeline(plan=p, start=tuple(start), end=tuple(end), rank_end=tuple(free))
 
 
-@functools.cache
-def layers_in_flight(p: Plan, layers: tuple[int, ...]) -> tuple[int, ...]:
-    """Per rank: the most transformer layers whose forward activations it holds at once (chunk
-    ``g`` has ``layers[g]``): ``peak_in_flight`` weighted by each pass's layers, for uneven chunks."""
-    live, peak = [0] * p.pp, [0] * p.pp
+def in_flight(p: Plan, chunk_bytes: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Per rank: the most activation bytes it holds at once when chunk ``g``'s forward keeps
+    ``chunk_bytes[g]`` until its backward (numbers, arrays or expressions): ``peak_in_flight``
+    weighted by what each pass keeps, for chunks that differ."""
+    live: list[Any] = [0] * p.pp
+    peak: list[Any] = [0] * p.pp
     for r, g, forward in zip(p.rank, p.chunk, p.forward):
-        live[r] += layers[g] if forward else -layers[g]
-        peak[r] = max(peak[r], live[r])
+        live[r] = live[r] + (chunk_bytes[g] if forward else -chunk_bytes[g])
+        peak[r] = vmax(peak[r], live[r])
     return tuple(peak)

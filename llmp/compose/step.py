@@ -80,7 +80,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     kinds: dict[tuple[bool, bool, Any], ChunkWork] = {}
     works = []
     for g in range(chunks):
-        key = (g == 0, g == chunks - 1, graph.chunk_layers[g])
+        key = (g == 0, g == chunks - 1, graph.chunk_kinds[g])
         if key not in kinds:
             kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2])
         works.append(kinds[key])

@@ -34,6 +34,8 @@ STRUCTURAL: frozenset[str] = frozenset({
     "parallel.microbatch_group", "parallel.first_stage_layers", "parallel.last_stage_layers",
     "train.global_batch", "train.micro_batch", "model.layers", "model.heads", "model.kv_heads",
     "model.seq_len", "model.dropout", "model.moe.experts", "model.moe.shared_experts",
+    "model.moe.top_k", "model.moe.first_dense_layers", "model.moe.every", "parallel.etp", "model.window",
+    "model.full_attention_every", "model.mtp_layers", "model.mla.q_lora_rank",
     "node.gpus_per_node", "node.nvlink_domain", "cluster.nodes"})
 """Numeric paths that change the graph's shape or the schedule; grouped on, not vectorised."""
 

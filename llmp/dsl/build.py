@@ -11,7 +11,7 @@ from typing import Any
 from llmp.dsl import schema
 from llmp.dsl.checks import check
 from llmp.dsl.resolve import Frame, Resolver
-from llmp.dsl.spec import ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
+from llmp.dsl.spec import MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
 from llmp.errors import SpecError
 from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
 
@@ -89,4 +89,7 @@ def _model(resolver: Resolver) -> ModelSpec:
     moe = None
     if resolver.has_frame("model.moe"):
         moe = MoeSpec(**_values(resolver, resolver.frame("model.moe")))
-    return ModelSpec(name=frame.block_id, moe=moe, **values)
+    mla = None
+    if resolver.has_frame("model.mla"):
+        mla = MlaSpec(**_values(resolver, resolver.frame("model.mla")))
+    return ModelSpec(name=frame.block_id, moe=moe, mla=mla, **values)

@@ -118,10 +118,10 @@ def _widths(c: _Checker) -> None:
     c.need_divides(p.tp, m.ffn_hidden, f"model.ffn_hidden({m.ffn_hidden}) % tp({p.tp}){{rem}}: "
                    "tp must divide the MLP width", ("parallel.tp", "model.ffn_hidden"))
     if m.moe is not None:
-        c.need_divides(p.tp, m.moe.expert_ffn_hidden,
-                       f"model.moe.expert_ffn_hidden({m.moe.expert_ffn_hidden}) % tp({p.tp})"
-                       "{rem}: tp must divide the expert MLP width",
-                       ("parallel.tp", "model.moe.expert_ffn_hidden"))
+        c.need_divides(p.expert_tp, m.moe.expert_ffn_hidden,
+                       f"model.moe.expert_ffn_hidden({m.moe.expert_ffn_hidden}) % etp({p.expert_tp})"
+                       "{rem}: the expert tensor-parallel degree must divide the expert MLP width",
+                       ("parallel.etp", "parallel.tp", "model.moe.expert_ffn_hidden"))
     if p.sequence_parallel:
         c.need_divides(p.tp, m.seq_len, f"model.seq_len({m.seq_len}) % tp({p.tp}){{rem}}: "
                        "sequence parallelism splits the sequence over tp",
@@ -183,6 +183,24 @@ def _experts(c: _Checker) -> None:
     c.need_divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}"
                    ": every expert-parallel rank needs the same number of experts",
                    ("parallel.ep", "model.moe.experts"))
+    if p.etp is not None:
+        c.need_divides(p.etp, p.tp, f"tp({p.tp}) % etp({p.etp}){{rem}}: llmp splits an expert over a "
+                       "divisor of the tensor-parallel ranks (the rest hold copies)", ("parallel.etp",),
+                       "give etp a divisor of tp, or leave it out (etp = tp)")
+    if _compare(p.tp, 1) == 1 and not p.sequence_parallel:
+        c.fail(f"tp({p.tp}) > 1 with a moe block needs sequence_parallel = true: Megatron-Core refuses MoE "
+               "with tensor parallelism otherwise (megatron/training/arguments.py, validate_args: \"When "
+               "using MoE and tensor parallelism, sequence parallelism must be used.\")",
+               ("parallel.sequence_parallel", "parallel.tp"), "contradictory fields",
+               "set sequence_parallel = true, or tp = 1")
+    if _compare(m.moe.imbalance, 1) == -1:
+        c.fail(f"model.moe.imbalance({m.moe.imbalance}) < 1: the busiest rank carries at least a balanced "
+               "share of the routed tokens", ("model.moe.imbalance",), "bad value", "use 1 for a balanced load")
+    last_dense = _compare(m.moe.first_dense_layers, m.layers)
+    if last_dense in (0, 1):
+        c.fail(f"model.moe.first_dense_layers({m.moe.first_dense_layers}) >= layers({m.layers}): no layer "
+               "would be a MoE layer", ("model.moe.first_dense_layers",), "bad value",
+               "remove the moe block for a dense model")
 
 
 def _ceilings(c: _Checker) -> None:
@@ -229,6 +247,14 @@ def _model_shape(c: _Checker) -> None:
         c.fail(f"model.rotary_pct({m.rotary_pct}) < 1 but position = {m.position.value}: only rotary "
                "embedding rotates a part of each head", ("model.rotary_pct",), "contradictory fields",
                "set position = rotary, or remove rotary_pct")
+    if _compare(m.full_attention_every, 0) == 1 and _compare(m.window, 0) == 0:
+        c.fail(f"model.full_attention_every({m.full_attention_every}) is set but window = 0: without a window "
+               "every layer attends to the whole sequence", ("model.full_attention_every",),
+               "contradictory fields", "give the sliding window, e.g. window = 128")
+    if m.mla is not None and m.position is not Position.ROTARY:
+        c.fail(f"a mla block with position = {m.position.value}: multi-head latent attention rotates its "
+               "qk_rope_head_dim dims (decoupled RoPE, DeepSeek-V2 §2.1.3)", ("model.position",),
+               "contradictory fields", "set position = rotary")
     if m.shared_norm and not m.parallel_residual:
         c.fail("model.shared_norm = true needs parallel_residual = true (one norm feeding both parallel branches)",
                ("model.shared_norm",), "contradictory fields", "set parallel_residual = true, or remove shared_norm")

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Attention, Norm, Optimizer, OptimizerKernel, PipeModule, Position,
-                           Precision, Recompute, Schedule, Stack, ZeroStage)
+from llmp.dsl.spec import (Activation, Arch, Attention, Dispatcher, Norm, Optimizer, OptimizerKernel, PipeModule,
+                           Position, Precision, Recompute, Router, Schedule, Stack, ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
@@ -209,15 +209,40 @@ MODEL = _section("model", "A decoder-only transformer.", [
           "residual add (GPT-J, GPT-NeoX, PaLM).", "false"),
     _bool("shared_norm", "With parallel_residual: one norm feeds both branches (GPT-J, PaLM); "
           "false keeps two (GPT-NeoX-20B).", "false"),
-], subs={"moe": "moe"})
-MOE = _section("moe", "Mixture-of-experts MLP in every layer (absent: dense).", [
+    _count("window", "Sliding-window attention: keys each query attends to (itself included); "
+           "0 = full causal attention.", default="0", bound=Bound.NONNEGATIVE),
+    _count("full_attention_every", "With a window: every n-th layer attends to the whole "
+           "sequence (gpt-oss: 2); 0 = every layer windowed.", default="0", bound=Bound.NONNEGATIVE),
+    _count("mtp_layers", "Multi-token prediction modules after the last layer (DeepSeek-V3: 1).",
+           default="0", bound=Bound.NONNEGATIVE),
+], subs={"moe": "moe", "mla": "mla"})
+MOE = _section("moe", "Mixture-of-experts MLP (absent: dense).", [
     _count("experts", "Routed experts per MoE layer.", required=True),
     _count("top_k", "Experts each token is routed to.", required=True),
     _count("expert_ffn_hidden", "Inner width of one expert's MLP.", default="model.ffn_hidden"),
     _count("shared_experts", "Always-on experts, each of width expert_ffn_hidden.",
            default="0", bound=Bound.NONNEGATIVE),
-    _real("capacity_factor", COUNT, "Token slots per expert relative to a balanced load.",
-          default="1"),
+    _real("capacity_factor", COUNT, "Token slots per expert relative to a balanced load, tokens "
+          "beyond them dropped; absent: dropless."),
+    _real("imbalance", COUNT, "Routed tokens on the busiest expert-parallel rank relative to a "
+          "balanced load (1 = balanced).", default="1"),
+    _enum("router", Router, "Expert scores: softmax, sigmoid, or balanced (round-robin, no gate).",
+          default="softmax"),
+    _bool("expert_bias", "Per-expert score bias before top-k (DeepSeek-V3 auxiliary-loss-free "
+          "balancing).", "false"),
+    _bool("aux_loss", "A load-balancing loss over the router's scores.", "false"),
+    _count("first_dense_layers", "Leading layers with a dense MLP of model.ffn_hidden "
+           "(DeepSeek-V3: 3).", default="0", bound=Bound.NONNEGATIVE),
+    _count("every", "Every n-th layer is a MoE layer, the others dense (Llama 4 Maverick: 2).",
+           default="1"),
+])
+MLA = _section("mla", "Multi-head latent attention (DeepSeek-V2/V3; absent: standard attention).", [
+    _count("q_lora_rank", "Compressed query width (0 = queries projected directly).", default="0",
+           bound=Bound.NONNEGATIVE),
+    _count("kv_lora_rank", "Compressed key/value latent width.", required=True),
+    _count("qk_nope_head_dim", "Per-head query/key dims without rotary embedding.", required=True),
+    _count("qk_rope_head_dim", "Per-head query/key dims with rotary embedding.", required=True),
+    _count("v_head_dim", "Per-head value dims.", required=True),
 ])
 
 TRAIN = _section("train", "One optimizer step of training.", [
@@ -254,6 +279,10 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("pp", "Pipeline-parallel degree.", default="1"),
     _count("cp", "Context-parallel degree.", default="1"),
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
+    _count("etp", "Expert tensor-parallel degree, a divisor of tp (Megatron "
+           "--expert-tensor-parallel-size); absent: tp."),
+    _enum("dispatcher", Dispatcher, "MoE token dispatch: alltoall, allgather or deepep.",
+          default="alltoall"),
     _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule).",
            default="1"),
     _count("microbatch_group", "Interleaved schedule: microbatches each model chunk runs in a row "
@@ -287,7 +316,7 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (
-    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, TRAIN, PARALLEL)})
+    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, MLA, TRAIN, PARALLEL)})
 
 TOP_LEVEL = ("gpu", "link", "node", "cluster", "model", "train", "parallel")
 """Section names a ``section.field`` reference may start with (the active ones)."""

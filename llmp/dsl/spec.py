@@ -168,6 +168,36 @@ class Precision(StrEnum):
         return {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2}[self.value]
 
 
+class Router(StrEnum):
+    """How a MoE layer scores experts for each token (Megatron-Core ``--moe-router-score-function``)."""
+
+    SOFTMAX = "softmax"
+    """Softmax over the experts' logits, then top-k (Mixtral, Qwen3-MoE, gpt-oss: softmax of the
+    top-k logits; Megatron ``topk_softmax_with_capacity``)."""
+    SIGMOID = "sigmoid"
+    """Sigmoid of each logit, top-k on the scores (DeepSeek-V3 §2.1.2, eq. 15), the chosen scores
+    normalised to sum to one."""
+    BALANCED = "balanced"
+    """No learned gate: tokens dealt round-robin to the experts (NeMo AutoModel's
+    ``FakeBalancedGate``, a benchmark setting: no gating GEMM, a perfectly even load)."""
+
+
+class Dispatcher(StrEnum):
+    """How tokens reach their experts across the expert-parallel ranks (Megatron-Core
+    ``--moe-token-dispatcher-type``)."""
+
+    ALLTOALL = "alltoall"
+    """Permute, all-to-all over ep, all-gather over etp, sort by local expert; the reverse to
+    combine (``MoEAlltoAllTokenDispatcher``): one row per (token, expert) pair on the wire."""
+    ALLGATHER = "allgather"
+    """All-gather every token over tp x ep, each rank keeps the rows of its experts, reduce-scatter
+    the outputs back (``MoEAllGatherTokenDispatcher``)."""
+    DEEPEP = "deepep"
+    """DeepEP's fused dispatch/combine kernels (Megatron-Core ``flex`` dispatcher, NeMo AutoModel
+    ``dispatcher: deepep | hybridep``): a token travels once to each rank holding one of its
+    experts, then is permuted to the experts there."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MoeSpec:
     """Mixture-of-experts MLP; ``None`` on the model means dense."""
@@ -180,8 +210,55 @@ class MoeSpec:
     """Inner width of one expert's MLP."""
     shared_experts: Count = 0
     """Always-on experts (DeepSeek style), each of width ``expert_ffn_hidden``."""
-    capacity_factor: Real = 1.0
-    """Token slots per expert relative to a perfectly balanced load."""
+    capacity_factor: Real | None = None
+    """Token slots per expert relative to a balanced load, tokens beyond it dropped; None:
+    dropless (Megatron's default ``--moe-expert-capacity-factor None``)."""
+    imbalance: Real = 1.0
+    """Routed tokens on the busiest expert-parallel rank relative to a balanced load: that rank
+    sets the pace of the expert GEMMs and of the all-to-all (1: perfectly balanced)."""
+    router: Router = Router.SOFTMAX
+    expert_bias: bool = False
+    """A per-expert bias added to the scores before top-k (DeepSeek-V3's auxiliary-loss-free
+    balancing, Megatron ``--moe-router-enable-expert-bias``)."""
+    aux_loss: bool = False
+    """A load-balancing loss over the router's scores (Megatron ``--moe-aux-loss-coeff`` > 0)."""
+    first_dense_layers: Count = 0
+    """Leading layers with a dense MLP of ``model.ffn_hidden`` (DeepSeek-V3
+    ``first_k_dense_replace`` = 3)."""
+    every: Count = 1
+    """Every n-th layer is a MoE layer, the others dense (Llama 4 ``interleave_moe_layer_step``:
+    layers n-1, 2n-1, ...)."""
+
+    @property
+    def load(self) -> Any:
+        """Rows the busiest rank's experts compute, relative to a balanced load: the imbalance,
+        capped by the capacity when tokens beyond it are dropped."""
+        if self.capacity_factor is None:
+            return self.imbalance
+        from llmp.analytic.algebra import vmin  # the analytic package imports this module
+
+        return vmin(self.imbalance, self.capacity_factor)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MlaSpec:
+    """Multi-head latent attention (DeepSeek-V2 §2.1, DeepSeek-V3): queries and keys/values pass
+    through low-rank compressions; ``None`` on the model means standard (GQA) attention."""
+
+    q_lora_rank: Count = 0
+    """Width of the compressed query (0: queries projected directly, DeepSeek-V2-Lite)."""
+    kv_lora_rank: Count
+    """Width of the compressed key/value latent."""
+    qk_nope_head_dim: Count
+    """Per-head query/key dims without rotary embedding."""
+    qk_rope_head_dim: Count
+    """Per-head query/key dims with rotary embedding (the key's are shared by all heads)."""
+    v_head_dim: Count
+    """Per-head value dims."""
+
+    @property
+    def qk_head_dim(self) -> Any:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -215,7 +292,17 @@ class ModelSpec:
     shared_norm: bool = False
     """With parallel_residual: one input norm feeds both branches (GPT-J, PaLM); false keeps two
     (GPT-NeoX's untied pair, ``gpt_j_tied = false``)."""
+    window: Count = 0
+    """Sliding-window attention: each query attends to the ``window`` most recent tokens (itself
+    included); 0: full causal attention."""
+    full_attention_every: Count = 0
+    """With a window: every n-th layer (layers n-1, 2n-1, ...) attends to the whole sequence, the
+    others to the window (gpt-oss: 2); 0: every layer is windowed (Mistral 7B)."""
+    mtp_layers: Count = 0
+    """Multi-token prediction modules after the last layer (DeepSeek-V3 §2.2: depth 1), each a
+    projection, one transformer layer and the shared output head."""
     moe: MoeSpec | None = None
+    mla: MlaSpec | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -233,6 +320,11 @@ class ParallelSpec:
     """Context (sequence) parallel degree for attention."""
     ep: Count = 1
     """Expert parallel degree (carved out of dp x cp)."""
+    etp: Count | None = None
+    """Expert tensor-parallel degree: the tp ranks that split one expert's matrices (Megatron
+    ``--expert-tensor-parallel-size``; a divisor of tp). None: tp."""
+    dispatcher: Dispatcher = Dispatcher.ALLTOALL
+    """How MoE tokens reach their experts."""
     vp: Count = 1
     """Virtual pipeline chunks per pipeline rank (interleaved schedule)."""
     microbatch_group: Count | None = None
@@ -270,6 +362,11 @@ class ParallelSpec:
     """DeepSpeed ``partition_method``: ``uniform``, ``parameters`` or ``type:REGEX``; "" = none."""
     pipe_module: PipeModule = PipeModule.GPT_NEOX
     """Whose pipeline layer list a DeepSpeed ``partition`` splits."""
+
+    @property
+    def expert_tp(self) -> Count:
+        """The tensor-parallel degree that splits one expert: ``etp``, or ``tp`` when not given."""
+        return self.tp if self.etp is None else self.etp
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -55,11 +55,13 @@ def _gemm(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, int]:
 
 
 def _attention(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, int]:
-    b, h, hkv, sq, skv, d, causal = (c.dim(n) for n in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
-                                                         "head_dim", "causal"))
+    b, h, hkv, sq, skv, d, dv, causal = (c.dim(n) for n in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
+                                                             "head_dim", "head_dim_v", "causal"))
+    if c.dim("window") != skv:
+        raise ValueError("SDPA has no sliding window: the sampler times full attention (window = seq_kv) only")
     bwd = c.pass_ == "bwd"
     q = _randn((b, h, sq, d), dt, dev, bwd)
-    k, v = _randn((b, hkv, skv, d), dt, dev, bwd), _randn((b, hkv, skv, d), dt, dev, bwd)
+    k, v = _randn((b, hkv, skv, d), dt, dev, bwd), _randn((b, hkv, skv, dv), dt, dev, bwd)
     if not bwd:
         return (lambda: torch_ops.attention(q, k, v, bool(causal))), _nbytes(q, k, v)
     o = torch_ops.attention(q, k, v, bool(causal))

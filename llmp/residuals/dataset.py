@@ -124,6 +124,10 @@ def kernel_of(row: dict[str, str]) -> Kernel:
     plain fwd/bwd GEMM as the analytic graph has them.
     """
     family = _choice(Family, row.get("family", ""), "family")
+    if family is Family.ATTENTION:
+        # Sample files written before llmp's attention kernel had a value head dim and a window
+        # timed full attention with one head dim.
+        row = {"head_dim_v": row.get("head_dim", ""), "window": row.get("seq_kv", ""), **row}
     dims = {name: _count(row, name, 0 if name in ("causal", "flash", "rms") else 1) for name in DIMS[family.value]}
     variant = "" if family in _ROLE_FAMILIES else row.get("variant", "")
     variant = "" if variant == "-" else variant

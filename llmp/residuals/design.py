@@ -28,7 +28,8 @@ FAMILIES: tuple[str, ...] = ("gemm", "attention", "norm", "elementwise", "softma
 
 DIMS: dict[str, tuple[str, ...]] = {
     "gemm": ("m", "n", "k", "batch"),
-    "attention": ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "flash"),
+    "attention": ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "head_dim_v", "window", "causal",
+                  "flash"),
     "norm": ("tokens", "hidden", "rms"),
     "elementwise": ("elements",),
     "softmax": ("rows", "cols"),
@@ -224,7 +225,8 @@ def _attention(u: np.ndarray, r: Ranges, dtypes: tuple[str, ...]) -> Case | None
         return None
     return Case(family="attention", pass_=pass_, variant="", dtype=dtype,
                 dims=(("batch", batch), ("heads", heads), ("kv_heads", kv), ("seq_q", seq), ("seq_kv", seq),
-                      ("head_dim", lay.head_dim), ("causal", causal), ("flash", 1)))
+                      ("head_dim", lay.head_dim), ("head_dim_v", lay.head_dim), ("window", seq), ("causal", causal),
+                      ("flash", 1)))
 
 
 def _norm(u: np.ndarray, r: Ranges, dtypes: tuple[str, ...]) -> Case | None:

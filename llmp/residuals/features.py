@@ -37,7 +37,7 @@ from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Family, Kernel, Pass, Tier
 from llmp.hardware.spec import Device, Dtype
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TILE = 128
 """Output tile edge of the wave model (cuBLAS/CUTLASS and FlashAttention tiles are 64-256)."""
 
@@ -55,8 +55,8 @@ def _variant_names(family: Family) -> tuple[str, ...]:
 _SPECIFIC: dict[str, tuple[str, ...]] = {
     Family.GEMM: ("log_m", "log_n", "log_k", "log_batch", "align_m", "align_n", "align_k", "log_waves",
                   "wave_util"),
-    Family.ATTENTION: ("log_batch", "log_heads", "log_group", "log_seq_q", "log_seq_kv", "log_head_dim", "causal",
-                       "flash", "log_waves", "wave_util"),
+    Family.ATTENTION: ("log_batch", "log_heads", "log_group", "log_seq_q", "log_seq_kv", "log_head_dim",
+                       "log_head_dim_v", "log_window_frac", "causal", "flash", "log_waves", "wave_util"),
     Family.NORM: ("log_tokens", "log_hidden", "rms", "align_hidden"),
     Family.ELEMENTWISE: ("log_elements",),
     Family.SOFTMAX: ("log_rows", "log_cols", "align_cols"),
@@ -159,8 +159,8 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     elif f is Family.ATTENTION:
         tiles = d["batch"] * d["heads"] * math.ceil(d["seq_q"] / TILE)
         specific = [_log(d["batch"]), _log(d["heads"]), _log(d["heads"] / d["kv_heads"]), _log(d["seq_q"]),
-                    _log(d["seq_kv"]), _log(d["head_dim"]), float(d["causal"]), float(d["flash"]),
-                    *_waves(tiles, sms)]
+                    _log(d["seq_kv"]), _log(d["head_dim"]), _log(d["head_dim_v"]), _log(d["window"] / d["seq_kv"]),
+                    float(d["causal"]), float(d["flash"]), *_waves(tiles, sms)]
     elif f is Family.NORM:
         specific = [_log(d["tokens"]), _log(d["hidden"]), float(d["rms"]), _align(d["hidden"])]
     elif f is Family.ELEMENTWISE:

@@ -44,6 +44,10 @@ def _check(spec: Spec, nproc: int) -> None:
                         hint=f"run with --nproc {dp}, or --set parallel.dp={nproc}")
     if m.moe is not None:
         raise SpecError("the reference model has no MoE layers; llmp measure supports dense models only")
+    if m.mla is not None or m.window != 0 or m.mtp_layers != 0:
+        raise SpecError("the reference model has standard full attention and no multi-token prediction; "
+                        "llmp measure does not run mla, window or mtp_layers",
+                        hint="remove the mla block and set window = 0, mtp_layers = 0")
     if spec.train.precision is Precision.FP8:
         raise SpecError("precision = fp8 is not supported by the reference model", hint="use bf16, fp16 or fp32")
     if m.position is Position.ALIBI:

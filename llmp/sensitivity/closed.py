@@ -35,7 +35,8 @@ def op_weight(op: Op, sc: SymbolicCost) -> Any:
     spec = sc.spec
     m, pp, vp, layers = spec.microbatches, spec.parallel.pp, spec.parallel.vp, spec.model.layers
     if op.scope is Scope.LAYER:
-        reps = m * layers / pp
+        kinds = sc.graph.kind_layers
+        reps = m * (layers if len(kinds) == 1 else kinds[op.kind]) / pp
     elif op.scope in (Scope.FIRST, Scope.LAST):
         reps = m / pp
     elif op.scope is Scope.BOUNDARY:

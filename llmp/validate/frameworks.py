@@ -318,11 +318,20 @@ def _sequence_parallel(row: Row, stack: Stack, tp: int, noted: Notes, notes: lis
     return on
 
 
+def _automodel_split(layers: int, chunks: int) -> list[int]:
+    """NeMo AutoModel's pipeline split: ``layers // chunks`` per stage, the first ``layers % chunks``
+    stages one more (NVIDIA-NeMo/Automodel@00f4041:nemo_automodel/components/distributed/pipelining/
+    functional.py, ``generate_hf_model_fqn_per_model_part``)."""
+    base, extra = divmod(layers, chunks)
+    return [base + (1 if g < extra else 0) for g in range(chunks)]
+
+
 def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[str]) -> dict[str, Any]:
     """The ``parallel`` fields that split the layers over the pipeline chunks, beyond what the notes
-    state: the source's own partition method, or the recipe that ran a model whose layers do not
-    divide the chunks. Layers that do not divide with nothing saying how are refused here, naming
-    the options, rather than guessed."""
+    state: the source's own partition method, the stack's own rule (DeepSpeed's partition, NeMo
+    AutoModel's split), or the recipe that ran a model whose layers do not divide the chunks. Layers
+    that do not divide with nothing saying how are refused here, naming the options, rather than
+    guessed."""
     stated = {f: fact for f, fact in noted.section("parallel").items() if f in SPLIT_FIELDS}
     if stated:
         return {}
@@ -338,6 +347,13 @@ def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[s
         notes.append(f"layers({layers}) over pp({pp}): the stack's DeepSpeed partition splits them "
                      f"({_default(stack, 'partition')})")
         return {}
+    if stack is Stack.NEMO_AUTOMODEL:
+        split = _automodel_split(layers, pp * vp)
+        notes.append(f"stage_layers = {split} per chunk: {layers} layers over pp {pp} x vp {vp} stages as NeMo "
+                     f"AutoModel splits them (the first {layers % (pp * vp)} stages one layer more; "
+                     "NVIDIA-NeMo/Automodel@00f4041:nemo_automodel/components/distributed/pipelining/functional.py, "
+                     "generate_hf_model_fqn_per_model_part)")
+        return {"stage_layers": split}
     for recipe in RECIPE_SPLITS:
         if stack in recipe.stacks and (layers, row.integer("hidden")) == (recipe.layers, recipe.hidden):
             fields = dict(recipe.fields)

@@ -8,14 +8,21 @@ follows); for names no family claims, the columns: grouped-query attention or an
 than 4 means a Llama-style (SwiGLU) model, otherwise GPT-style, unless the notes name the MLP.
 Every decision is written down as an assumption on the row, and what the spec language cannot
 express is named, not hidden.
+
+Mixture-of-experts rows: the schema has ``moe_experts`` and ``moe_topk`` but no expert width,
+shared experts, dense layers, attention variant or windows. :data:`MOE_FAMILIES` holds the public
+configs of the MoE models met in published tables (each cited); a MoE row takes them from its
+family, after checking that the row's own architecture columns agree with that config. A MoE row
+of no known family is skipped, naming what is missing.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from llmp.dsl.spec import Activation, Arch, Norm, Position
+from llmp.dsl.spec import Activation, Arch, Norm, Position, Router
 from llmp.validate.notes import Notes
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable
@@ -106,7 +113,105 @@ class ModelPlan:
     tied_embeddings: bool | None = None
     rotary_pct: float | None = None
     parallel_residual: bool | None = None
+    head_dim: int | None = None
+    """None: the arch default (hidden / heads)."""
+    window: int | None = None
+    full_attention_every: int | None = None
+    moe: tuple[tuple[str, Any], ...] = ()
+    """The ``moe { }`` fields; empty for a dense model."""
+    mla: tuple[tuple[str, Any], ...] = ()
+    """The ``mla { }`` fields; empty for standard attention."""
     assumptions: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MoeFamily:
+    """A mixture-of-experts model's public config: what the schema's columns leave out."""
+
+    name: str
+    pattern: str
+    """Regular expression matched (case-insensitively) at the start of ``model_name``."""
+    citation: str
+    columns: tuple[tuple[str, int], ...]
+    """Architecture columns the config fixes (``layers``, ``hidden``, ...): a row must agree."""
+    kv_heads: int
+    head_dim: int | None = None
+    """None: hidden / heads."""
+    ffn_hidden: int
+    """The dense MLP width (dense layers; unused when every layer is MoE)."""
+    moe: tuple[tuple[str, Any], ...]
+    """The model's ``moe { }`` fields beyond experts and top_k."""
+    mla: tuple[tuple[str, int], ...] = ()
+    """The ``mla { }`` fields, for multi-head latent attention."""
+    model: tuple[tuple[str, Any], ...] = ()
+    """Further ``model`` fields (bias, window, full_attention_every)."""
+    unmodelled: tuple[str, ...] = ()
+
+
+_DSV3_MLA = (("q_lora_rank", 1536), ("kv_lora_rank", 512), ("qk_nope_head_dim", 128), ("qk_rope_head_dim", 64),
+             ("v_head_dim", 128))
+
+MOE_FAMILIES: tuple[MoeFamily, ...] = (
+    MoeFamily(name="DeepSeek-V3", pattern=r"deepseek[-_ ]?v3",
+              citation="deepseek-ai/DeepSeek-V3 config.json (DeepSeek-V3 technical report, arXiv:2412.19437 §4.2): "
+                       "MLA, 3 dense layers of 18432, 256 routed experts of 2048 + 1 shared, top-8, sigmoid scores "
+                       "with the expert bias (noaux_tc)",
+              columns=(("layers", 61), ("hidden", 7168), ("heads", 128), ("moe_experts", 256), ("moe_topk", 8)),
+              kv_heads=128, ffn_hidden=18432,
+              moe=(("expert_ffn_hidden", 2048), ("shared_experts", 1), ("first_dense_layers", 3),
+                   ("router", Router.SIGMOID), ("expert_bias", True)),
+              mla=_DSV3_MLA),
+    MoeFamily(name="Kimi K2", pattern=r"kimi[-_ ]?k2",
+              citation="moonshotai/Kimi-K2-Base config.json (DeepSeek-V3 architecture): MLA, 1 dense layer of "
+                       "18432, 384 routed experts of 2048 + 1 shared, top-8, sigmoid scores with the expert bias",
+              columns=(("layers", 61), ("hidden", 7168), ("heads", 64), ("moe_experts", 384), ("moe_topk", 8)),
+              kv_heads=64, ffn_hidden=18432,
+              moe=(("expert_ffn_hidden", 2048), ("shared_experts", 1), ("first_dense_layers", 1),
+                   ("router", Router.SIGMOID), ("expert_bias", True)),
+              mla=_DSV3_MLA),
+    MoeFamily(name="Qwen3-30B-A3B", pattern=r"qwen[-_ ]?3[-_ ]?(?:moe[-_ ]?)?30b",
+              citation="Qwen/Qwen3-30B-A3B config.json (Qwen3 technical report, arXiv:2505.09388 Table 2): head_dim "
+                       "128, 128 experts of 768, top-8, no shared expert, every layer MoE",
+              columns=(("layers", 48), ("hidden", 2048), ("heads", 32), ("moe_experts", 128), ("moe_topk", 8)),
+              kv_heads=4, head_dim=128, ffn_hidden=6144, moe=(("expert_ffn_hidden", 768),),
+              unmodelled=("per-head QK RMSNorm",)),
+    MoeFamily(name="Qwen3-235B-A22B", pattern=r"qwen[-_ ]?3[-_ ]?(?:moe[-_ ]?)?235b",
+              citation="Qwen/Qwen3-235B-A22B config.json (Qwen3 technical report Table 2): head_dim 128, 128 experts "
+                       "of 1536, top-8, no shared expert, every layer MoE",
+              columns=(("layers", 94), ("hidden", 4096), ("heads", 64), ("moe_experts", 128), ("moe_topk", 8)),
+              kv_heads=4, head_dim=128, ffn_hidden=12288, moe=(("expert_ffn_hidden", 1536),),
+              unmodelled=("per-head QK RMSNorm",)),
+    MoeFamily(name="gpt-oss-20b", pattern=r"gpt[-_ ]?oss[-_ ]?20b",
+              citation="openai/gpt-oss-20b config.json (gpt-oss model card, arXiv:2508.10925 Table 1): head_dim 64, "
+                       "32 experts of 2880, top-4, attention and expert biases, a 128-token window in every other "
+                       "layer (layer_types)",
+              columns=(("layers", 24), ("hidden", 2880), ("heads", 64), ("moe_experts", 32), ("moe_topk", 4)),
+              kv_heads=8, head_dim=64, ffn_hidden=2880, moe=(("expert_ffn_hidden", 2880),),
+              model=(("bias", True), ("window", 128), ("full_attention_every", 2)),
+              unmodelled=("attention sinks (one learned logit per head)", "clamped SwiGLU")),
+    MoeFamily(name="gpt-oss-120b", pattern=r"gpt[-_ ]?oss[-_ ]?120b",
+              citation="openai/gpt-oss-120b config.json (gpt-oss model card Table 1): head_dim 64, 128 experts of "
+                       "2880, top-4, attention and expert biases, a 128-token window in every other layer",
+              columns=(("layers", 36), ("hidden", 2880), ("heads", 64), ("moe_experts", 128), ("moe_topk", 4)),
+              kv_heads=8, head_dim=64, ffn_hidden=2880, moe=(("expert_ffn_hidden", 2880),),
+              model=(("bias", True), ("window", 128), ("full_attention_every", 2)),
+              unmodelled=("attention sinks (one learned logit per head)", "clamped SwiGLU")),
+    MoeFamily(name="Mixtral 8x7B", pattern=r"mixtral[-_ ]?8x7b",
+              citation="mistralai/Mixtral-8x7B-v0.1 config.json (Jiang et al. 2024 Table 1): 8 experts of 14336, "
+                       "top-2",
+              columns=(("layers", 32), ("hidden", 4096), ("heads", 32), ("moe_experts", 8), ("moe_topk", 2)),
+              kv_heads=8, ffn_hidden=14336, moe=(("expert_ffn_hidden", 14336),)),
+    MoeFamily(name="Mixtral 8x22B", pattern=r"mixtral[-_ ]?8x22b",
+              citation="mistralai/Mixtral-8x22B-v0.1 config.json: 8 experts of 16384, top-2",
+              columns=(("layers", 56), ("hidden", 6144), ("heads", 48), ("moe_experts", 8), ("moe_topk", 2)),
+              kv_heads=8, ffn_hidden=16384, moe=(("expert_ffn_hidden", 16384),)),
+)
+"""MoE models met in published tables, first match wins."""
+
+
+def moe_family_of(model_name: str) -> MoeFamily | None:
+    """The first MoE family whose pattern matches the start of ``model_name`` (case-insensitive)."""
+    return next((f for f in MOE_FAMILIES if re.match(f.pattern, model_name.strip(), re.IGNORECASE)), None)
 
 
 def family_of(model_name: str) -> Family | None:
@@ -137,6 +242,9 @@ def plan_model(row: Row, notes: Notes | None = None) -> ModelPlan:
     the columns do not define one."""
     notes = notes if notes is not None else Notes()
     name = row.text("model_name")
+    experts = row.integer("moe_experts")
+    if experts is not None and experts > 1:
+        return _plan_moe(row, name)
     missing = [c for c in ("layers", "hidden", "heads", "seq_len") if row.integer(c) is None]
     if missing:
         raise Unmodellable(SkipReason.MISSING_ARCHITECTURE,
@@ -185,6 +293,43 @@ def plan_model(row: Row, notes: Notes | None = None) -> ModelPlan:
         said.append(f"vocab blank: {vocab} ({fam.vocab_reason})")
     return ModelPlan(name=name, arch=arch, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                      ffn_hidden=ffn, vocab=vocab, seq_len=seq_len, assumptions=tuple(said), **chosen)
+
+
+def _plan_moe(row: Row, name: str) -> ModelPlan:
+    """A MoE row's model from its family's public config (see the module docstring)."""
+    fam = moe_family_of(name)
+    if fam is None:
+        known = ", ".join(f.name for f in MOE_FAMILIES)
+        raise Unmodellable(SkipReason.MOE, f"{row.text('moe_experts')} experts, top-{row.text('moe_topk') or '?'}: "
+                           f"no known MoE family for {name!r} (known: {known}); the schema gives no expert width, "
+                           "shared experts or dense layers")
+    fixed = dict(fam.columns)
+    clash = [f"{c} {row.integer(c)} (config {v})" for c, v in fam.columns
+             if row.integer(c) is not None and row.integer(c) != v]
+    if clash:
+        raise Unmodellable(SkipReason.MOE, f"{name!r} matches the {fam.name} family but the row disagrees with its "
+                           f"config: {', '.join(clash)}")
+    missing = [c for c in ("vocab", "seq_len") if row.integer(c) is None]
+    if missing:
+        raise Unmodellable(SkipReason.MISSING_ARCHITECTURE, f"{', '.join(missing)} blank")
+    said = [f"architecture: {fam.name} MoE family → arch = llama ({fam.citation})"]
+    said.extend(f"not modelled: {what}" for what in fam.unmodelled)
+    for column, value in (("kv_heads", fam.kv_heads), ("ffn_hidden", fam.ffn_hidden)):
+        if row.integer(column) is None:
+            said.append(f"{column} blank: {value} ({fam.name} config)")
+        elif row.integer(column) != value:
+            raise Unmodellable(SkipReason.MOE, f"{name!r}: {column} {row.integer(column)} differs from the "
+                               f"{fam.name} config's {value}")
+    moe = (("experts", fixed["moe_experts"]), ("top_k", fixed["moe_topk"]), *fam.moe)
+    said.append("moe: " + ", ".join(f"{k} = {_show(v)}" for k, v in moe) + f" ({fam.name} config)")
+    if fam.mla:
+        said.append("mla: " + ", ".join(f"{k} = {v}" for k, v in fam.mla) + f" ({fam.name} config)")
+    extra = dict(fam.model)
+    return ModelPlan(name=name, arch=Arch.LLAMA, layers=fixed["layers"], hidden=fixed["hidden"], heads=fixed["heads"],
+                     kv_heads=fam.kv_heads, ffn_hidden=fam.ffn_hidden, vocab=row.integer("vocab") or 0,
+                     seq_len=row.integer("seq_len") or 0, head_dim=fam.head_dim, bias=extra.get("bias"),
+                     window=extra.get("window"), full_attention_every=extra.get("full_attention_every"),
+                     moe=moe, mla=fam.mla, assumptions=tuple(said))
 
 
 def _show(value: object) -> str:

@@ -11,7 +11,7 @@ class SkipReason(StrEnum):
     FINE_TUNING = "fine-tuning (LoRA/SFT), not a pre-training step"
     NO_TIME_METRIC = "no time-like metric"
     MISSING_ARCHITECTURE = "missing architecture columns"
-    MOE = "mixture of experts not modelled"
+    MOE = "mixture-of-experts family unknown"
     MISSING_LAYOUT = "parallel layout not given"
     MISSING_BATCH = "batch or sequence length not given"
     UNSTATED_SPLIT = "pipeline split not given"

@@ -16,6 +16,8 @@ from llmp.dsl.spec import (
     Activation,
     Arch,
     Attention,
+    Dispatcher,
+    MlaSpec,
     ModelSpec,
     MoeSpec,
     Norm,
@@ -23,6 +25,7 @@ from llmp.dsl.spec import (
     Position,
     Precision,
     Recompute,
+    Router,
     Schedule,
     Spec,
     TrainSpec,
@@ -113,17 +116,30 @@ def small_models(draw: st.DrawFn) -> ModelSpec:
     seq = draw(st.sampled_from([512, 1024, 2048, 4096]))
     vocab = draw(st.sampled_from([32000, 50304, 128256]))
     hidden = heads * head_dim
-    kind = draw(st.sampled_from(["llama", "gpt", "moe"]))
+    kind = draw(st.sampled_from(["llama", "gpt", "moe", "deepseek"]))
     if kind == "gpt":
         return gpt(layers=layers, hidden=hidden, heads=heads, vocab=vocab, seq_len=seq,
                    dropout=draw(st.sampled_from([0.0, 0.1])))
     ffn = draw(st.sampled_from([2, 3, 4])) * hidden
-    moe = None
-    if kind == "moe":
+    over: dict[str, Any] = {}
+    if kind in ("moe", "deepseek"):
         experts = draw(st.sampled_from([4, 8]))
-        moe = MoeSpec(experts=experts, top_k=draw(st.sampled_from([1, 2])), expert_ffn_hidden=ffn,
-                      shared_experts=draw(st.sampled_from([0, 1])), capacity_factor=draw(st.sampled_from([1.0, 1.25])))
-    return llama(layers=layers, hidden=hidden, heads=heads, kv_heads=kv, ffn=ffn, vocab=vocab, seq_len=seq, moe=moe)
+        over["moe"] = MoeSpec(
+            experts=experts, top_k=draw(st.sampled_from([1, 2])), expert_ffn_hidden=ffn,
+            shared_experts=draw(st.sampled_from([0, 1])), capacity_factor=draw(st.sampled_from([None, 1.0, 1.25])),
+            imbalance=draw(st.sampled_from([1.0, 1.5])),
+            router=draw(st.sampled_from(list(Router))), expert_bias=draw(st.booleans()), aux_loss=draw(st.booleans()),
+            first_dense_layers=draw(st.sampled_from([0, 1])) if layers >= 4 else 0,
+            every=draw(st.sampled_from([1, 2])))
+        if draw(st.booleans()):  # alternating sliding-window attention (gpt-oss)
+            over.update(window=seq // 4, full_attention_every=draw(st.sampled_from([0, 2])))
+    if kind == "deepseek":  # multi-head latent attention and multi-token prediction
+        over["mla"] = MlaSpec(q_lora_rank=draw(st.sampled_from([0, hidden // 2])), kv_lora_rank=hidden // 4,
+                              qk_nope_head_dim=head_dim, qk_rope_head_dim=head_dim // 2, v_head_dim=head_dim)
+        over["kv_heads"] = heads
+        over["mtp_layers"] = draw(st.sampled_from([0, 1]))
+    return llama(**{"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv, "ffn": ffn, "vocab": vocab,
+                    "seq_len": seq, **over})
 
 
 @st.composite
@@ -141,9 +157,11 @@ def specs(draw: st.DrawFn, *, max_world: int = 64) -> Spec:
         world, dp = tp * pp * cp, 1
         gpn = min(8, world)
     nodes = world // gpn
-    ep = 1
+    ep, etp, dispatcher = 1, None, Dispatcher.ALLTOALL
     if model.moe is not None:
         ep = draw(st.sampled_from([e for e in (1, 2, 4) if dp % e == 0 and model.moe.experts % e == 0]))
+        etp = draw(st.sampled_from([None, *(e for e in (1, 2, 4, 8) if tp % e == 0)]))
+        dispatcher = draw(st.sampled_from(list(Dispatcher)))
     m = draw(st.sampled_from([1, 2, 4, 8]))
     micro = draw(st.sampled_from([1, 2]))
     vp = 1
@@ -152,7 +170,7 @@ def specs(draw: st.DrawFn, *, max_world: int = 64) -> Spec:
     schedule = Schedule.INTERLEAVED if vp > 1 else draw(st.sampled_from([Schedule.GPIPE, Schedule.ONE_F_ONE_B]))
     return make_spec(model, nodes=nodes, gpus_per_node=gpn, global_batch=m * micro * dp, micro_batch=micro,
                      recompute=draw(st.sampled_from(list(Recompute))), flash=draw(st.booleans()),
-                     tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, vp=vp, schedule=schedule,
+                     tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, dispatcher=dispatcher, vp=vp, schedule=schedule,
                      sequence_parallel=tp > 1 and draw(st.booleans()),
                      zero=draw(st.sampled_from(list(ZeroStage))),
                      tp_comm_overlap=draw(st.booleans()), dp_overlap=draw(st.booleans()))

@@ -99,7 +99,7 @@ def test_sweep_and_scalar_pricing_agree_on_a_calibrated_mesh():
 def _kernels() -> tuple[Kernel, Kernel, Kernel]:
     gemm = Kernel.make(Family.GEMM, Dtype.BF16, m=8192, n=8192, k=8192, batch=1)
     attn = Kernel.make(Family.ATTENTION, Dtype.BF16, Pass.BWD, batch=1, heads=32, kv_heads=8, seq_q=8192,
-                       seq_kv=8192, head_dim=128, causal=True, flash=True)
+                       seq_kv=8192, head_dim=128, head_dim_v=128, window=8192, causal=True, flash=True)
     norm = Kernel.make(Family.NORM, Dtype.BF16, tokens=8192, hidden=8192, rms=True)
     return gemm, attn, norm
 

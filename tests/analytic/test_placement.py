@@ -23,8 +23,8 @@ def _brute_force(sizes: tuple[int, ...], domain: int, name: str) -> tuple[int, i
     """Every group's members, one by one: (size, fewest members per domain, tier)."""
     dims = dict(zip(layout.MESH_ORDER, sizes))
     stride = dict(zip(layout.MESH_ORDER, itertools.accumulate((1, *sizes[:-1]), lambda a, b: a * b)))
-    mine = {"tp": ("tp",), "cp": ("cp",), "ep": ("ep",), "pp": ("pp",), "dp": ("cp", "ep", "dp_rest"),
-            "expert_dp": ("cp", "dp_rest")}[name]
+    mine = {"tp": ("etp", "tp_rest"), "cp": ("cp",), "ep": ("ep",), "pp": ("pp",), "dp": ("cp", "ep", "dp_rest"),
+            "expert_dp": ("tp_rest", "cp", "dp_rest"), "etp": ("etp",), "etp_ep": ("etp", "ep")}[name]
     others = [d for d in layout.MESH_ORDER if d not in mine]
     footprints, crossing = [], False
     for base in itertools.product(*(range(dims[d]) for d in others)):
@@ -66,7 +66,7 @@ def test_a_group_within_a_domain_is_intra_and_beyond_it_inter(gpn, tp, nodes_per
 
 def test_tp_16_on_72_gpu_domains_straddles_a_boundary_and_is_priced_by_its_thin_side():
     # ranks 64..79 sit 8 + 8 across the first two domains; ranks 0..63 stay inside
-    placed = layout.placement((16, 1, 1, 1, 9), 72)
+    placed = layout.placement((16, 1, 1, 1, 1, 9), 72)
     assert placed["tp"] == (16, 8, Tier.INTER)
 
 

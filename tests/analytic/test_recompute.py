@@ -8,12 +8,14 @@ from analytic.strategies_analytic import gpt, llama, make_spec, with_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, cost
 from llmp.analytic.layer import Context, layer_ops, op_sac_matmuls
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.compose.memory import op_sac_bytes
-from llmp.dsl.spec import Recompute, Stack
+from llmp.compose.memory import layer_activation_bytes, memory, op_sac_bytes
+from llmp.compose.step import schedule_plan
+from llmp.dsl.spec import MoeSpec, Recompute, Stack
 from llmp.stacks import PROFILES, SelectiveRecompute
 
 LLAMA = llama(layers=2, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, seq_len=8192)
@@ -105,3 +107,23 @@ def test_full_recompute_is_the_whole_forward_under_every_stack():
             for stack in (Stack.TORCHTITAN, Stack.MEGATRON_CORE)}
     assert full[Stack.TORCHTITAN] == full[Stack.MEGATRON_CORE]
     assert {"attn.core", "mlp.fc1", "mlp.fc2", "mlp.residual"} <= full[Stack.TORCHTITAN]
+
+
+def test_op_sac_runs_on_dense_layers_and_a_moe_layer_reruns_its_attention_core():
+    # a dense first layer, then a MoE layer (DeepSeek-V3's layout): op-level SAC applies to the
+    # dense one; the MoE layer re-runs the attention core only and keeps its activations
+    experts = MoeSpec(experts=8, top_k=2, expert_ffn_hidden=1408, first_dense_layers=1)
+    model = llama(layers=2, hidden=2048, heads=16, kv_heads=8, ffn=5632, vocab=32000, seq_len=1024, moe=experts)
+    spec = _titan(model)
+    ctx = _ctx(spec)
+    dense, moe = ctx.st.kinds
+    assert (dense.moe, moe.moe) == (False, True)
+    redo = [{op.name.removeprefix("recompute.").split(".", 1)[1] for op in layer_ops(ctx, i) if op.recompute}
+            for i in (0, 1)]
+    assert {"attn.qkv.wk", "attn.proj.wo", "mlp.fc1.w3"} <= redo[0]
+    assert redo[1] == {"attn.core"}
+    g = decompose(spec)
+    mem = memory(spec, g.structure, schedule_plan(g, spec.parallel.schedule))
+    kept = op_sac_bytes(ctx, dense) + layer_activation_bytes(ctx, moe)
+    working = max(layer_activation_bytes(ctx, dense), layer_activation_bytes(ctx, moe))
+    assert mem.activations == pytest.approx(kept + working)

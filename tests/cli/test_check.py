@@ -49,7 +49,9 @@ def test_json_has_spec_and_derived(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(out)
     assert code == 0
     assert data["model"]["moe"] == {"experts": 8, "top_k": 2, "expert_ffn_hidden": 3584,
-                                    "shared_experts": 0, "capacity_factor": 1.0}
+                                    "shared_experts": 0, "capacity_factor": None, "imbalance": 1.0,
+                                    "router": "softmax", "expert_bias": False, "aux_loss": False,
+                                    "first_dense_layers": 0, "every": 1}
     assert data["cluster"]["inter"] == {"id": "two.inter", "bandwidth": 200e9, "latency": 1e-05, "efficiency": 1.0,
                                         "peer_bandwidth": None}
     assert data["cluster"]["node"]["gpu"]["peak_flops"]["bf16"] == 989e12

@@ -15,7 +15,7 @@ from llmp.analytic import cost, specpath
 from llmp.compose import evaluate, step_time_expr
 from llmp.compose import predict as _predict
 from llmp.compose.closed_form import pipeline_time
-from llmp.compose.schedule import layers_in_flight, plan, simulate
+from llmp.compose.schedule import in_flight, plan, simulate
 from llmp.compose.trace import trace
 from llmp.dsl.spec import Schedule
 
@@ -70,13 +70,13 @@ def test_memory_follows_each_stages_own_layers():
 
 
 @given(st.sampled_from([2, 4]), st.sampled_from([2, 3]), st.data())
-def test_layers_in_flight_weigh_each_chunk_pass_by_its_layers(pp, vp, data):
+def test_in_flight_weighs_each_chunk_pass_by_what_it_keeps(pp, vp, data):
     m = 2 * pp
     p = plan(Schedule.INTERLEAVED, pp, vp, m)
     uniform = data.draw(st.integers(1, 4))
-    assert layers_in_flight(p, (uniform,) * (pp * vp)) == tuple(n * uniform for n in p.peak_in_flight)
+    assert in_flight(p, (uniform,) * (pp * vp)) == tuple(n * uniform for n in p.peak_in_flight)
     layers = tuple(data.draw(st.lists(st.integers(0, 4), min_size=pp * vp, max_size=pp * vp)))
-    held = layers_in_flight(p, layers)
+    held = in_flight(p, layers)
     assert all(0 <= h <= n * max(layers) for h, n in zip(held, p.peak_in_flight))
 
 

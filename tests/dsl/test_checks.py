@@ -100,6 +100,30 @@ VIOLATIONS = [
                  "number of experts", id="experts-ep"),
     pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 2  top_k = 3 }")],
                  "bad value", "model.moe.top_k(3) > experts(2)", id="top-k"),
+    pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2 }")],
+                 "contradictory fields", "tp(2) > 1 with a moe block needs sequence_parallel = true: "
+                 "Megatron-Core refuses MoE with tensor parallelism otherwise (megatron/training/arguments.py, "
+                 "validate_args: \"When using MoE and tensor parallelism, sequence parallelism must be used.\")",
+                 id="moe-tp-needs-sp"),
+    pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2  expert_ffn_hidden = 1536 }"),
+                  ("    pp = 2", "    pp = 2  etp = 3  sequence_parallel = true")], "not divisible",
+                 "tp(2) % etp(3) = 2: llmp splits an expert over a divisor of the tensor-parallel ranks "
+                 "(the rest hold copies)", id="etp"),
+    pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2  imbalance = 0.5 }"),
+                  ("    pp = 2", "    pp = 2  sequence_parallel = true")], "bad value",
+                 "model.moe.imbalance(0.5) < 1: the busiest rank carries at least a balanced share of the "
+                 "routed tokens", id="imbalance"),
+    pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2  first_dense_layers = 8 }"),
+                  ("    pp = 2", "    pp = 2  sequence_parallel = true")], "bad value",
+                 "model.moe.first_dense_layers(8) >= layers(8): no layer would be a MoE layer",
+                 id="all-dense"),
+    pytest.param([("seq_len = 1024", "seq_len = 1024  full_attention_every = 2")], "contradictory fields",
+                 "model.full_attention_every(2) is set but window = 0: without a window every layer attends "
+                 "to the whole sequence", id="full-without-window"),
+    pytest.param([("seq_len = 1024", "seq_len = 1024  mla { kv_lora_rank = 64  qk_nope_head_dim = 32  "
+                   "qk_rope_head_dim = 16  v_head_dim = 32 }  position = learned")], "contradictory fields",
+                 "a mla block with position = learned: multi-head latent attention rotates its "
+                 "qk_rope_head_dim dims (decoupled RoPE, DeepSeek-V2 §2.1.3)", id="mla-needs-rotary"),
     pytest.param([("seq_len = 1024", "seq_len = 1025"),
                   ("    pp = 2", "    pp = 2  sequence_parallel = true")], "not divisible",
                  "model.seq_len(1025) % tp(2) = 1: sequence parallelism splits the sequence "
@@ -124,7 +148,7 @@ def test_violation_is_reported_with_its_equation(replacements: list[tuple[str, s
      ("    tp = 2", "    tp = 4"), ("    pp = 2", "    pp = 1")],       # GQA: kv 2 < tp 4
     [("    pp = 2", "    pp = 2  vp = 2  schedule = interleaved")],
     [("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2 }"),
-     ("    pp = 2", "    pp = 2  ep = 2")],
+     ("    pp = 2", "    pp = 2  ep = 2  sequence_parallel = true")],
     [("    pp = 2", "    pp = 1  cp = 2  sequence_parallel = true")],
     [("    tp = 2", "    tp = 4"), ("    pp = 2", "    pp = 2  dp = 1")],
     [("    tp = 2", "    tp = 8"), ("    pp = 2", "    pp = 1")],                # tp across two nodes
@@ -135,6 +159,9 @@ def test_violation_is_reported_with_its_equation(replacements: list[tuple[str, s
     [("layers = 8", "layers = 6"),
      ("    pp = 2", "    pp = 2  account_for_embedding = true  account_for_loss = true")],
     [("layers = 8", "layers = 7"), ("    pp = 2", '    pp = 2  partition = "type:transformer|mlp"')],
+    [("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2  first_dense_layers = 1  every = 2 }"),
+     ("    pp = 2", "    pp = 2  ep = 2  etp = 1  sequence_parallel = true  dispatcher = deepep")],
+    [("seq_len = 1024", "seq_len = 1024  window = 128  full_attention_every = 2  mtp_layers = 1")],
 ])
 def test_valid_layouts_pass(replacements: list[tuple[str, str]]) -> None:
     spec = debug(*replacements)

@@ -31,7 +31,8 @@ def test_overrides_are_expressions_with_references() -> None:
 
 
 def test_an_override_may_add_a_field_the_file_omits() -> None:
-    spec = debug(overrides=("model.kv_heads=2", "model.moe.experts=4", "model.moe.top_k=1"))
+    spec = debug(overrides=("model.kv_heads=2", "model.moe.experts=4", "model.moe.top_k=1",
+                            "parallel.sequence_parallel=true"))
     assert spec.model.kv_heads == 2
     assert spec.model.moe is not None and spec.model.moe.experts == 4
 

@@ -119,9 +119,10 @@ def test_decimal_literals_are_exact() -> None:
 
 def test_sub_blocks_see_their_parent_fields() -> None:
     m = debug(("seq_len = 1024", "seq_len = 1024\n  moe { experts = 4  top_k = 1  "
-               "expert_ffn_hidden = ffn_hidden / 2 }")).model
+               "expert_ffn_hidden = ffn_hidden / 2 }"), overrides=("parallel.sequence_parallel=true",)).model
     assert m.moe is not None and m.moe.expert_ffn_hidden == 1024
-    assert (m.moe.shared_experts, m.moe.capacity_factor) == (0, 1.0)
+    assert (m.moe.shared_experts, m.moe.capacity_factor, m.moe.imbalance, m.moe.router.value) == (
+        0, None, 1.0, "softmax")
 
 
 @pytest.mark.parametrize("replacement,label,fragment", [

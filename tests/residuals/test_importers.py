@@ -148,7 +148,8 @@ KERNEL_ROWS = [
                 k="256", time_s="7.5e-06", time_derived="true", backend="xla",
                 notes="xla_dtype=bf16xbf16->bf16; table=2025-10"),
     # B200: SimuMax dgrad and a grouped wgrad, an XLA mixed-FP8 GEMM, cuDNN attention re-measured under two
-    # software versions, an mxfp8 row, a windowed row, an MLA row, a deterministic backward, torch_math
+    # software versions, an mxfp8 row, a windowed row, an MLA row, a deterministic backward, torch_math, a
+    # non-causal windowed row
     kernels_row(source="simumax", source_ref="MooreThreads/SimuMax@4dcaae513b:b200.json:20", gpu="b200_bf16_ceperm",
                 gpu_id="b200", dtype="bf16", op="gemm", **{"pass": "dgrad"}, layout="NN", batch="1", m="4096", n="8192",
                 k="10240", time_s="0.0005", time_derived="true", backend="te_general_gemm",
@@ -179,6 +180,10 @@ KERNEL_ROWS = [
                 gpu_id="b200", dtype="bf16", op="attention", **{"pass": "fwd"}, batch="2", seq_q="4096",
                 seq_kv="4096", heads_q="128", heads_kv="128", head_dim_qk="192", head_dim_v="128", causal="true",
                 time_s="0.003", backend="cudnn", notes="cudnn=9.22.0"),
+    kernels_row(source="cudnn_frontend", source_ref="NVIDIA/cudnn-frontend@3929da2ef4:g.csv:9", gpu="NVIDIA B200",
+                gpu_id="b200", dtype="bf16", op="attention", **{"pass": "fwd"}, batch="1", seq_q="2048",
+                seq_kv="2048", heads_q="64", heads_kv="8", head_dim_qk="64", head_dim_v="64", causal="false",
+                window="128", time_s="0.0009", backend="cudnn", notes="cudnn=9.22.0"),
     *(kernels_row(source="cudnn_frontend", source_ref=f"NVIDIA/cudnn-frontend@3929da2ef4:w.csv:{line}",
                   gpu="NVIDIA B200", gpu_id="b200", dtype="bf16", op="attention", **{"pass": "bwd"}, batch="1",
                   seq_q="4096", seq_kv="4096", heads_q="40", heads_kv="40", head_dim_qk="128", head_dim_v="128",
@@ -496,8 +501,12 @@ def test_kernels_b200_rows(tmp_path):
     assert len(bwd) == 1 and float(bwd[0]["time_s"]) == pytest.approx(0.0021)  # non-deterministic kept
     math_ = [r for r in att if r["flash"] == "0"]
     assert len(math_) == 1 and "backend=torch_math" in math_[0]["note"]
+    windowed = [r for r in att if r["window"] != r["seq_kv"]]
+    assert [(r["window"], r["seq_kv"], r["causal"]) for r in windowed] == [("128", "2048", "1")]
+    mla = [r for r in att if r["head_dim"] != r["head_dim_v"]]
+    assert [(r["head_dim"], r["head_dim_v"]) for r in mla] == [("192", "128")]
     skipped = report.manifest["skipped"]
-    assert skipped[kernels.WINDOW] == 1 and skipped[kernels.MLA] == 1 and skipped[kernels.DETERMINISTIC] == 1
+    assert skipped[kernels.NON_CAUSAL_WINDOW] == 1 and skipped[kernels.DETERMINISTIC] == 1
     assert skipped["dtype mxfp8 has no llmp dtype"] == 1
     assert report.manifest["duplicates_merged"] == 1
     loaded = dataset.load([out])

@@ -69,3 +69,6 @@ def test_specs_the_reference_cannot_run_are_refused(gpt_spec):
     tp = dataclasses.replace(gpt_spec, parallel=dataclasses.replace(gpt_spec.parallel, tp=2))
     with pytest.raises(SpecError, match="parallel.tp = 2"):
         measure.config_from_spec(tp)
+    windowed = dataclasses.replace(gpt_spec, model=dataclasses.replace(gpt_spec.model, window=16))
+    with pytest.raises(SpecError, match="does not run mla, window or mtp_layers"):
+        measure.config_from_spec(windowed)

@@ -237,7 +237,10 @@ def test_a_tunable_interleaved_schedule_keeps_its_microbatch_group(map_snippet):
 @pytest.mark.parametrize("snippet, reason, detail", [
     (P.NEMO_LORA, SkipReason.FINE_TUNING, "[LoRA]"),
     (P.AUTOMODEL_NEMOTRON_V3, SkipReason.MISSING_ARCHITECTURE, "layers, hidden, heads blank"),
-    (P.AUTOMODEL_DEEPSEEK, SkipReason.MOE, "256 experts, top-8"),
+    (P.edit(P.AUTOMODEL_DEEPSEEK, "model_name", "Mystery MoE 1T"), SkipReason.MOE,
+     "256 experts, top-8: no known MoE family for 'Mystery MoE 1T'"),
+    (P.edit(P.AUTOMODEL_DEEPSEEK, "layers", "60"), SkipReason.MOE,
+     "matches the DeepSeek-V3 family but the row disagrees with its config: layers 60 (config 61)"),
     (P.MISC_LLAMA65B, SkipReason.MISSING_LAYOUT, "tp, pp and dp are all blank"),
     (P.MISC_LLAMA31, SkipReason.NO_TIME_METRIC, "model_tflops_per_gpu"),
     (P.edit(P.AUTOMODEL_LLAMA3_70B, "zero_stage_or_fsdp", "HSDP (FSDP=8)"), SkipReason.UNEXPRESSIBLE,

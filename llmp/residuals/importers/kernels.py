@@ -10,8 +10,9 @@ columns, the GPUs, how every time was measured and the faults. Rows are selected
   every source here, README "kernels.csv columns") -> GEMM with ``batch = batch * groups`` (the same FLOPs
   and bytes as ``analytic.kernels``' GEMM, noted ``grouped:groups=G``);
 * ``attention`` -> ATTENTION, ``flash=1`` for the fused backends (cuDNN, flash-attn, TE) and ``flash=0`` for
-  ``torch_math`` (unfused PyTorch); sliding-window rows and rows with ``head_dim_qk != head_dim_v``
-  are skipped (no such llmp kernel yet);
+  ``torch_math`` (unfused PyTorch); ``head_dim = head_dim_qk``, ``head_dim_v`` as given (MLA rows: 192 and
+  128); ``window`` = the sliding window's keys (the data's tokens left of the diagonal, taken as the
+  span: one key apart), or ``seq_kv`` for full attention;
 * ``norm`` -> NORM ``Fusion.FUSED`` (``rms`` from ``notes: norm=``);
 * ``collective`` -> ``Collective`` all-reduce, ``bytes`` = nccl-tests ``size`` (the buffer per rank, as
   llmp counts it), ``group`` = ranks, ``ranks_per_node`` = ranks / nodes.
@@ -109,8 +110,7 @@ DTYPES = {"bf16": Dtype.BF16, "fp16": Dtype.FP16, "tf32": Dtype.TF32, "fp32": Dt
 OTHER_GPU = "rows of other GPUs (gpu_id not selected)"
 SUPERSEDED = "superseded XLA H100 table (2025-08; the same grid re-measured 2025-10 is kept; xla README)"
 DETERMINISTIC = "deterministic backward (training runs the non-deterministic default; cuDNN README)"
-WINDOW = "sliding-window attention (no windowed attention kernel in llmp yet)"
-MLA = "head_dim_qk != head_dim_v (one head_dim per llmp attention kernel; no such kernel yet)"
+NON_CAUSAL_WINDOW = "sliding window on non-causal attention (llmp's window is the causal band)"
 SINGLE_RANK = "1-rank all-reduce is a local copy, no communication (echo_nccl README)"
 NO_NODE = "collective rows without a catalog node for the device (pass --node-id)"
 
@@ -123,7 +123,8 @@ RULES = (
     "faster; the superseded XLA H100 grid and deterministic backward rows are skipped",
     "attention: cuDNN / flash-attn / TE -> flash=1 (kernel variant cudnn for the cuDNN backends and TE on "
     "Hopper/Blackwell, FlashAttention-2 for flash-attn 2.x and TE on Ampere), torch_math -> flash=0; "
-    "sliding-window and head_dim_qk != head_dim_v rows skipped",
+    "head_dim_qk -> head_dim, head_dim_v kept, window -> the causal band's width (seq_kv when blank); "
+    "non-causal windowed rows skipped",
     "SimuMax GEMM b folds into the rows (TN/NN) or the contraction (NT), as its generator does",
     "derived and wall-clock times are kept and noted (derived_time, wall_clock, cuda_events, median_kernel)",
     "collectives: Echo and vTrain all-reduce, bytes = nccl-tests size; 1-rank rows skipped; node dgx_a100_40gb "
@@ -254,19 +255,21 @@ class _Reader:
             kernel = Kernel.make(Family.GEMM, dtype, pass_, m=m, n=n, k=k, batch=batch)
             role = pass_name
         elif op == "attention":
-            if row["window"]:
-                return WINDOW
-            if row["head_dim_qk"] != row["head_dim_v"]:
-                return MLA
+            causal = _bool(row, "causal", where)
+            if row["window"] and not causal:
+                return NON_CAUSAL_WINDOW
             if notes.get("deterministic_bwd") == "true":
                 return DETERMINISTIC
             heads, kv = _int(row, "heads_q", where), _int(row, "heads_kv", where)
             if heads % kv:
                 raise InputError(f"{where}: heads_q {heads} is not a multiple of heads_kv {kv}")
+            seq_kv = _int(row, "seq_kv", where)
+            window = min(_int(row, "window", where), seq_kv) if row["window"] else seq_kv
             kernel = Kernel.make(Family.ATTENTION, dtype, pass_, batch=_int(row, "batch", where, 1), heads=heads,
-                                 kv_heads=kv, seq_q=_int(row, "seq_q", where), seq_kv=_int(row, "seq_kv", where),
-                                 head_dim=_int(row, "head_dim_qk", where), causal=_bool(row, "causal", where),
-                                 flash=int(backend != "torch_math"), variant=_attention_kernel(backend, self.device_id))
+                                 kv_heads=kv, seq_q=_int(row, "seq_q", where), seq_kv=seq_kv,
+                                 head_dim=_int(row, "head_dim_qk", where), head_dim_v=_int(row, "head_dim_v", where),
+                                 window=window, causal=causal, flash=int(backend != "torch_math"),
+                                 variant=_attention_kernel(backend, self.device_id))
             if row["source"] == "simumax":
                 tags.add("profiler_span")  # simumax README: SDPA timed first-to-last kernel in a trace
         else:

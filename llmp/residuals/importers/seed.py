@@ -189,7 +189,8 @@ def _flash(d, dt, where):
     # (README §8.9), so ATTENTION flash=1 causal=0; backward FlashAttnFuncBackward.
     hp, hd = _heads(d, where)
     return _both(lambda p: Kernel.make(Family.ATTENTION, dt, p, batch=d["b"], heads=hp, kv_heads=hp, seq_q=d["l"],
-                                       seq_kv=d["l"], head_dim=hd, causal=0, flash=1))
+                                       seq_kv=d["l"], head_dim=hd, head_dim_v=hd, window=d["l"], causal=0,
+                                       flash=1))
 
 
 def _rope(d, dt, where):
