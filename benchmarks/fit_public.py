@@ -128,8 +128,9 @@ def load_observations(out: Path, manifests: dict[str, dict]) -> dict[str, list[O
     return dict(per_device)
 
 
-def _errors(model, obs: list[Observation]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per family: (|llmp/measured - 1|, |roofline/measured - 1|) on ``obs`` (one device)."""
+def _errors(model, obs: list[Observation], *, by_pass: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per family (and pass, with ``by_pass``): (|llmp/measured - 1|, |roofline/measured - 1|) on
+    ``obs`` (one device)."""
     device = obs[0].device
     links = next((o.links for o in obs if o.links is not None), None)
     items = [o.item for o in obs]
@@ -138,9 +139,10 @@ def _errors(model, obs: list[Observation]) -> dict[str, tuple[np.ndarray, np.nda
     blocks, _ = features.blocks(items, device, links=links)
     for family, block in blocks.items():
         for j, i in enumerate(block.index):
+            key = f"{family} {items[i].pass_}" if by_pass and isinstance(items[i], Kernel) else family
             factor = math.exp(pred.log_factor[i]) if pred is not None else 1.0
-            out[family][0].append(abs(block.base_s[j] * factor / obs[i].seconds - 1))
-            out[family][1].append(abs(block.base_s[j] / obs[i].seconds - 1))
+            out[key][0].append(abs(block.base_s[j] * factor / obs[i].seconds - 1))
+            out[key][1].append(abs(block.base_s[j] / obs[i].seconds - 1))
     return {f: (np.asarray(a), np.asarray(b)) for f, (a, b) in out.items()}
 
 
@@ -157,9 +159,10 @@ def l0(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
         except Exception as err:  # a device whose groups are all below min_samples
             print(f"  {device}: no model ({err})")
             continue
-        for family, (err, roof) in sorted(_errors(model, test).items()):
+        for family, (err, roof) in sorted(_errors(model, test, by_pass=True).items()):
+            name = family.split()[0]
             rows.append({"device": device, "family": family, "n_test": len(err), "n_train": sum(
-                features.family_of(o.item) == family for o in train), "mape": float(err.mean()),
+                features.family_of(o.item) == name for o in train), "mape": float(err.mean()),
                 "p90": float(np.quantile(err, 0.9)), "roofline_mape": float(roof.mean())})
     return rows
 
@@ -176,7 +179,15 @@ def _sources(manifests: dict[str, dict], jobs: list[Job]) -> list[dict]:
 def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], seed: int) -> dict[str, int]:
     """Fit and write every store; returns bytes written per store."""
     sizes = {}
-    for device, obs in sorted(per_device.items()):
+    for device, every in sorted(per_device.items()):
+        # A device's store holds its kernels only: a collective's correction belongs to the network
+        # it was measured on (Vidur's two DGX A100s, the seed's Perlmutter node), not to every
+        # cluster built of that GPU. Collectives go to the cross-GPU store, where leave-one-machine-
+        # out decides whether they transfer at all.
+        obs = [o for o in every if isinstance(o.item, Kernel)]
+        if not obs:  # collectives only (the A100 40GB's NCCL logs): served by the cross-GPU store
+            shutil.rmtree(store.default_path(device), ignore_errors=True)
+            continue
         try:
             model = ResidualModel(xgb_params=SHIP_XGB, random_state=seed).fit(obs)
         except Exception as err:

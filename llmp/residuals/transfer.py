@@ -291,8 +291,9 @@ class CrossGpuModel:
         """Log factors for ``items`` on any ``device`` (families without a fit: 0, uncovered).
         ``spread`` is accepted for the store's interface; this model has no bootstrap members.
 
-        ``in_domain`` is False everywhere: a cross-GPU answer is by construction outside every
-        GPU's sampled domain, and the provenance says so.
+        ``in_domain`` is True where a unit answers: its band is already the error on GPUs it never
+        saw (held out one at a time), so widening it again as "out of domain" would count the
+        transfer twice. The provenance names the store as cross-GPU.
         """
         self._check_fitted()
         n = len(items)
@@ -313,6 +314,7 @@ class CrossGpuModel:
                 out.log_factor[where] = fit.predict(block.X[rows], block.names, ops)
                 out.q[where] = fit.q
                 out.has_model[where] = True
+                out.in_domain[where] = True
         return out
 
 
