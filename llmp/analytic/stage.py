@@ -122,6 +122,21 @@ def _tied_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...]) -> list[Op]
                scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.PP)]
 
 
+def _copy_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams) -> list[Op]:
+    """With two copies of the model (DualPipe), each rank's gradients are summed with those of the
+    rank holding the other copy of its stages (rank ``pp - 1 - r``): one all-reduce of the
+    gradients the GPU owns over that pair, after the data-parallel reduction (deepseek-ai/DualPipe
+    examples/example_dualpipe.py adds each copy's gradient to the other's; DeepSeek-V3 §3.2.1)."""
+    if not ctx.st.copied:
+        return []
+    tier = ctx.groups["pp"].tier
+    owned = _local(ctx, params) if _sharded(ctx) and ctx.st.active("dp") else params.total
+    work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=owned * grad_bytes(ctx), group=2,
+                      ranks_per_node=2 if tier is Tier.INTRA else 1, tier=tier)
+    return [Op(name="step.model_copy_grad_all_reduce", work=work, phase=Phase.COMM, part=Part.GRAD_SYNC,
+               scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.PP)]
+
+
 # The elementwise steps of torch's Adam(W) without fusion (pytorch/pytorch@v2.4.0
 # torch/optim/adamw.py, _multi_tensor_adamw and _single_tensor_adamw): decoupled weight decay
 # (param.mul_), exp_avg.lerp_(grad), exp_avg_sq.mul_, exp_avg_sq.addcmul_(grad, grad), sqrt,
@@ -268,12 +283,13 @@ def rank_ops(ctx: Context, chunk_layers: tuple[Any, ...]) -> list[Op]:
     for kind, ranks in classes:
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
-        layers = sum(chunk_layers[ranks[0]::pp])
+        layers = sum(chunk_layers[g] for g in ctx.st.placement[ranks[0]])
         params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=layers, first=first, last=last,
                             vocab=ctx.vocab)
         mine = [*_tied_sync(ctx, kind, ranks), *_grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")]
         if ctx.spec.model.moe is not None:
             mine += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")
+        mine += _copy_sync(ctx, kind, ranks, params)
         mine += _step_work(ctx, kind, ranks, params)
         mine += _update(ctx, kind, ranks, params, layers, first, last)
         if kind in split_kinds:  # middle ranks holding different layers: name each class's ops

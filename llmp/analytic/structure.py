@@ -18,7 +18,7 @@ from typing import Any
 
 from llmp.analytic import layout, split
 from llmp.analytic.kernels import Tier
-from llmp.dsl.spec import Schedule, Spec
+from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, SpecError
 
 
@@ -39,7 +39,11 @@ class Structure:
     footprints: tuple[tuple[str, int], ...]
     """Group name → members per NVLink domain (the fewest, for a group that crosses domains)."""
     chunk_layers: tuple[int, ...]
-    """Transformer layers of each pipeline chunk, in model order (chunk g on rank g % pp)."""
+    """Transformer layers of each pipeline chunk, in model order."""
+    placement: tuple[tuple[int, ...], ...]
+    """Per pipeline rank, the chunks it holds, as the schedule places them (Megatron: chunks
+    ``r, r + pp, ...``; ZB-V: ``r`` and ``2 pp - 1 - r``; DualPipe: stage ``r`` of one model
+    copy and stage ``pp - 1 - r`` of the other)."""
     dropout: bool
     shared_experts: bool
 
@@ -67,7 +71,17 @@ class Structure:
 
     def stage_layers(self, rank: int) -> int:
         """Layers held by pipeline rank ``rank`` (all its chunks)."""
-        return sum(self.chunk_layers[rank::self.pp])
+        return sum(self.chunk_layers[g] for g in self.placement[rank])
+
+    def holds(self, rank: int, chunk: int) -> bool:
+        """Pipeline rank ``rank`` holds chunk ``chunk`` (chunk 0 has the embedding, the last the head)."""
+        return chunk in self.placement[rank]
+
+    @property
+    def copied(self) -> bool:
+        """Some chunk is held by two ranks (DualPipe's two model copies): their gradients are summed."""
+        held = [g for chunks in self.placement for g in chunks]
+        return len(held) > len(set(held))
 
     def active(self, name: str) -> bool:
         """The group has more than one member, so its collectives exist."""
@@ -107,14 +121,16 @@ def structure_of(spec: Spec) -> Structure:
             f"!= GPUs in the cluster ({gpus})", hint="change a degree or cluster.nodes")
     if deg["vp"] > 1 and deg["pp"] == 1:
         raise InfeasibleError(f"vp = {deg['vp']} (virtual pipeline stages) needs pp > 1")
-    if deg["vp"] > 1 and p.schedule is not Schedule.INTERLEAVED:
-        raise InfeasibleError(f"vp = {deg['vp']} needs schedule = interleaved, not {p.schedule}")
     micro = _int(spec.microbatches, "microbatches = global_batch / (micro_batch * dp)")
     if micro < 1:
         raise InfeasibleError(f"global_batch({t.global_batch}) < micro_batch({t.micro_batch}) * dp({deg['dp']})")
-    if p.schedule is Schedule.INTERLEAVED and deg["pp"] > 1 and micro % deg["pp"]:
-        raise InfeasibleError(
-            f"the interleaved schedule needs microbatches({micro}) divisible by pp({deg['pp']})")
+    # The schedule table lives with the composition, which imports this module.
+    from llmp.compose.schedules import entry
+
+    schedule = entry(p.schedule)
+    unmet = schedule.requires(deg["pp"], deg["vp"], micro)
+    if unmet:
+        raise InfeasibleError(unmet, hint=schedule.hint)
     heads, kv = _int(m.heads, "model.heads"), _int(m.kv_heads, "model.kv_heads")
     if heads % deg["tp"] or (kv >= deg["tp"] and kv % deg["tp"]) or (kv < deg["tp"] and deg["tp"] % kv):
         raise InfeasibleError(f"tp({deg['tp']}) must divide heads({heads}) and kv_heads({kv}) "
@@ -140,7 +156,7 @@ def structure_of(spec: Spec) -> Structure:
                      groups=tuple((n, g[0]) for n, g in placed.items()),
                      tiers=tuple((n, g[2]) for n, g in placed.items()),
                      footprints=tuple((n, g[1]) for n, g in placed.items()), chunk_layers=chunks,
-                     dropout=dropout, shared_experts=shared)
+                     placement=schedule.placement(deg["pp"], deg["vp"]), dropout=dropout, shared_experts=shared)
 
 
 def chunk_layers(spec: Spec, st: Structure) -> tuple[Any, ...]:

@@ -30,9 +30,19 @@ three formulas. Full recompute keeps only each layer's input ``e Tsp h`` and, du
 backward, that one layer's activations. A pipeline rank holds the activations of every
 microbatch it has run forward but not yet backward: the schedule's in-flight peak (1F1B: ``pp -
 r`` on rank ``r``; GPipe: all ``m``; interleaved: ``(pp - r - 1) 2 + (vp - 1) pp + 1`` chunk
-passes), each pass holding its own chunk's layers (an uneven split weighs them). A rank's
-weights, gradients and optimizer states are those of its own layers. The last rank also holds one microbatch's logits (model dtype) and the FP32 softmax that
-vocab-parallel cross-entropy saves for its backward.
+passes), each pass holding its own chunk's layers (an uneven split weighs them). A schedule that
+runs the weight gradients apart (ZB-H1, ZB-V, DualPipe) frees a pass's activations in two steps:
+its B keeps what its W needs, the inputs and output gradients of the layer's weight GEMMs
+(:func:`weight_grad_bytes`; Qi et al. 2024 Table 1: ``32 s b h`` for GPT, against ``s b h (34 +
+5 a s / h)`` for the whole pass), and its W frees those; the rank's peak is the fullest of its
+states (:func:`llmp.compose.schedule.in_flight`). ZB-H1 holds ``pp - r`` whole passes and ``r``
+waiting for their W on rank ``r``: no more than 1F1B's rank 0 while a waiting W keeps less than
+a whole pass. ZB-V holds ``2 pp`` half-stage passes on rank 0 (1F1B's ``pp`` stages); DualPipe
+``pp + 1`` passes of a stage (its forward-backward pair holds one more: DeepSeek-V3 Table 2's
+``PP + 1``). A rank's weights, gradients and optimizer states are those of the chunks it holds:
+its stages, or both model copies' under DualPipe (DeepSeek-V3 Table 2: ``2x`` parameters). The
+rank holding the head (the last; rank 0 under ZB-V and DualPipe too) also holds one microbatch's
+logits (model dtype) and the FP32 softmax that vocab-parallel cross-entropy saves for its backward.
 
 PyTorch FSDP (``zero = fsdp``: FSDP1 FULL_SHARD, FSDP2 ``fully_shard``) differs from ZeRO-3 in what
 it stores: the sharded parameter stays in its FP32 dtype and *is* the master copy (mixed precision
@@ -57,10 +67,11 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import shard
+from llmp.analytic.algebra import vmax
 from llmp.analytic.graph import RankKind, rank_kind_of
 from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import Structure, chunk_layers
-from llmp.compose.schedule import Plan, layers_in_flight
+from llmp.compose.schedule import Plan, in_flight, layers_in_flight
 from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, Stack, ZeroStage
 
 GIB = 2**30
@@ -119,6 +130,33 @@ def layer_activation_bytes(ctx: Context) -> Any:
     else:
         scores = 0
     return attention + mlp + masks + scores
+
+
+def weight_grad_bytes(ctx: Context) -> Any:
+    """Bytes one layer keeps from a microbatch's B to its W, for schedules that run them apart:
+    the inputs of its weight GEMMs as the forward stored them (the two norm outputs, sharded with
+    SP; the attention output; fc2's input) and the gradients of their outputs (QKV, proj, fc1,
+    fc2; the row-parallel outputs' sharded with SP, before the backward re-gathers them). Qi et
+    al. 2024 Table 1: ``32 s b h`` for GPT (14 of inputs, 18 of gradients). MoE: the router's
+    output gradient and, on the routed rows, the permuted expert inputs and the experts' MLPs."""
+    m, p = ctx.spec.model, ctx.spec.parallel
+    t, tsp, h = ctx.tokens, ctx.sp_tokens, m.hidden
+    up = 2 if m.activation.gated else 1  # fc1 computes gate and up together for a gated MLP
+
+    def mlp(rows: Any, width: Any, out_rows: Any) -> Any:
+        """fc2's input, fc1's and fc2's output gradients of an MLP ``width / tp`` wide."""
+        return rows * width / p.tp + rows * up * width / p.tp + out_rows * h
+
+    attention = 2 * tsp * h + t * ctx.q_width + t * (ctx.q_width + 2 * ctx.kv_width) + tsp * h
+    if m.moe is None:
+        ffn = mlp(t, m.ffn_hidden, tsp)
+    else:
+        mo = m.moe
+        rows = t * mo.top_k * mo.capacity_factor
+        ffn = t * mo.experts + rows * h + mlp(rows, mo.expert_ffn_hidden, rows)
+        if ctx.st.shared_experts:
+            ffn = ffn + mlp(t, mo.shared_experts * mo.expert_ffn_hidden, tsp)
+    return ctx.e * (attention + ffn)
 
 
 def torchtitan_sac_bytes(ctx: Context) -> Any:
@@ -188,7 +226,9 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     dp, edp = ctx.groups["dp"].size, ctx.groups["expert_dp"].size
     e = ctx.e
     chunks = chunk_layers(spec, st)
-    held = None if st.even else layers_in_flight(p, st.chunk_layers)
+    held = None if st.even or p.splits_w else layers_in_flight(p, st.chunk_layers)
+    states = in_flight(p, st.chunk_layers) if p.splits_w else None
+    apart = weight_grad_bytes(ctx) if p.splits_w else 0
     per_layer = layer_activation_bytes(ctx)
     if spec.train.recompute is Recompute.FULL:
         kept, working = e * ctx.sp_tokens * m.hidden, per_layer
@@ -199,10 +239,14 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
     best: Memory | None = None
     for r in range(st.pp):
-        kind = rank_kind_of(r, st.pp)
+        kind = rank_kind_of(st, r)
         first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        params = shard.rank(m, par, pp=st.pp, layers=sum(chunks[r::st.pp]), first=first, last=last,
-                            vocab=ctx.vocab)
+        params = shard.rank(m, par, pp=st.pp, layers=sum(chunks[g] for g in st.placement[r]), first=first,
+                            last=last, vocab=ctx.vocab)
+        if states is None:
+            acts = (p.peak_in_flight[r] * chunks[0] if held is None else held[r]) * kept
+        else:
+            acts = vmax(*(whole * kept + waiting * apart for whole, waiting in states[r]))
 
         def split(level: int, bytes_per: Any) -> Any:
             return bytes_per * (params.dense / (dp if sharded >= level else 1)
@@ -221,7 +265,7 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         cand = Memory(
             weights=split(3, _weight_bytes(spec, e)) + gathered, grads=split(2, grad_bytes(ctx)),
             optimizer=split(1, _state_bytes(spec)),
-            activations=(p.peak_in_flight[r] * chunks[0] if held is None else held[r]) * kept + working,
+            activations=acts + working,
             logits=logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0,
             overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)

@@ -252,12 +252,13 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("pp", "Pipeline-parallel degree.", default="1"),
     _count("cp", "Context-parallel degree.", default="1"),
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
-    _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule).",
+    _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule; zb_v: 2).",
            default="1"),
     _bool("sequence_parallel", "Megatron sequence parallelism alongside tp.", "false"),
     _enum("zero", ZeroStage, "Optimizer/gradient/parameter sharding over dp: none, 0, 1, 2, 3 "
           "or fsdp.", default=STACK),
-    _enum("schedule", Schedule, "Pipeline schedule.", default="1f1b"),
+    _enum("schedule", Schedule, "Pipeline schedule: gpipe, 1f1b, interleaved (vp > 1), zb_h1, zb_v "
+          "(vp = 2) or dualpipe (even pp and microbatches).", default="1f1b"),
     _bool("tp_comm_overlap", "TP collectives overlapped with GEMMs.", STACK),
     _bool("dp_overlap", "DP gradient reduction overlapped with backward.", STACK),
     _real("dp_bucket_size", SIZE, "Gradient bucket size.", default=STACK),
