@@ -47,8 +47,9 @@ def fit_basis(rows: Sequence[Priced], measured_s: Sequence[float], keys: Sequenc
     return Basis(residuals=ids[0], posterior=post, rows=fitted)
 
 
-def calibrate(paths: Sequence[str | os.PathLike[str]], *, residuals: Residuals | str | os.PathLike[str] | None = "default",
-              sources: Sequence[str] = (), term: CompositionTerm | None = None) -> Calibration:
+def calibrate(paths: Sequence[str | os.PathLike[str]], *,
+              residuals: Residuals | str | os.PathLike[str] | None = "default", sources: Sequence[str] = (),
+              term: CompositionTerm | None = None) -> Calibration:
     """Fit a calibration on the measured steps in ``paths`` (the API of ``llmp calibrate``).
 
     ``residuals`` as for ``llmp.predict``: the calibration holds a basis for predictions made with

@@ -208,8 +208,9 @@ class Posterior:
             sd = math.sqrt(max(self.covariance[i][i], 0.0)) * (self.t_ref if name == "overhead" else 1.0)
             what = (f"posterior of the per-step overhead ({self.overhead_s:.4g} s, sd {sd:.3g} s)" if name == "overhead"
                     else f"posterior of the {name} factor (x{math.exp(self.mean[i]):.3f}, log sd {sd:.3f})")
+            runs = f"{self.rows} measured step{'s' if self.rows != 1 else ''}"
             terms.append(band.Term(name=name, kind="calibration", sigma_below=sd, sigma_above=sd, share=share[name],
-                                   source=f"{what}, fitted on {self.rows} measured step{'s' if self.rows != 1 else ''}"))
+                                   source=f"{what}, fitted on {runs}"))
         terms.append(band.Term(name="residual", kind="residual", sigma_below=self.noise, sigma_above=self.noise,
                                share=share["residual"], source=(
                                    "spread of one run around the calibrated model (the dev sources' within-stack "

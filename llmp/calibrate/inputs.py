@@ -80,6 +80,17 @@ def read(paths: Sequence[str], sources: Sequence[str] = ()) -> Measured:
 
 
 def _check_contradictions(rows: Sequence[Mapped]) -> None:
+    bad = contradictions(rows)
+    if bad:
+        raise InputError(f"{len(bad)} configuration{'s were' if len(bad) > 1 else ' was'} measured more than once "
+                         f"with step times over {math.floor((CONTRADICTION - 1) * 100)}% apart: " + _listing(bad),
+                         label="contradictory rows",
+                         hint="two such numbers cannot both be this configuration on this cluster: keep the one "
+                              "you trust, or check the stack and cluster columns (they may be different runs)")
+
+
+def contradictions(rows: Sequence[Mapped]) -> list[str]:
+    """Every configuration among ``rows`` measured twice with values over ``CONTRADICTION`` apart."""
     bad = []
     for r in rows:  # rows of one configuration that report the scored metric differently
         values = [row.number("metric_value") or 0.0 for row in r.measurement.metric_rows(r.reading.name)]
@@ -93,9 +104,4 @@ def _check_contradictions(rows: Sequence[Mapped]) -> None:
         times = [r.measured_s for r in group]
         if max(times) / min(times) > CONTRADICTION:
             bad.append(" vs ".join(f"{r.metric_row.key} ({r.measured_s:.4g} s)" for r in group))
-    if bad:
-        raise InputError(f"{len(bad)} configuration{'s were' if len(bad) > 1 else ' was'} measured more than once "
-                         f"with step times over {math.floor((CONTRADICTION - 1) * 100)}% apart: " + _listing(bad),
-                         label="contradictory rows",
-                         hint="two such numbers cannot both be this configuration on this cluster: keep the one "
-                              "you trust, or check the stack and cluster columns (they may be different runs)")
+    return bad

@@ -109,7 +109,8 @@ class Calibration:
         if gpu != self.gpu:
             raise InputError(f"{where} was fitted on {self.gpu}, this spec runs on {gpu}",
                              label="calibration does not apply",
-                             hint=f"calibrate {gpu} with its own measured steps: llmp calibrate MEASURED.csv -o STACK.json")
+                             hint=f"calibrate {gpu} with its own measured steps: "
+                                  "llmp calibrate MEASURED.csv -o STACK.json")
         if stack != self.stack:
             raise InputError(f"{where} was fitted on the {self.stack} stack, this spec runs {stack}",
                              label="calibration does not apply",
@@ -187,9 +188,10 @@ def _posterior(r: _Reader, d: Mapping[str, Any], where: str) -> Posterior:
     sigma = r.get(p, "sigma", dict, f"{where}prior.")
     if sorted(sigma) != sorted(g.value for g in GROUPS):
         raise r.fail(f"{where}prior.sigma must name the groups {[g.value for g in GROUPS]}")
-    prior = Prior(sigma=tuple(r.get(sigma, g.value, float, f"{where}prior.sigma.") for g in GROUPS),
-                  shift=r.get(p, "shift", float, f"{where}prior."), overhead=r.get(p, "overhead", float, f"{where}prior."),
-                  noise=r.get(p, "noise", float, f"{where}prior."))
+    at = f"{where}prior."
+    prior = Prior(sigma=tuple(r.get(sigma, g.value, float, f"{at}sigma.") for g in GROUPS),
+                  shift=r.get(p, "shift", float, at), overhead=r.get(p, "overhead", float, at),
+                  noise=r.get(p, "noise", float, at))
     t_ref, noise = r.get(d, "t_ref_s", float, where), r.get(d, "noise", float, where)
     rows = r.get(d, "rows", int, where)
     if t_ref <= 0 or noise <= 0 or rows < 1 or mean[-1] < 0:

@@ -384,7 +384,8 @@ class Observed:
 
     def bounds(self, below: float, above: float, level: float) -> tuple[float, float]:
         """The log band for a composition term of these widths."""
-        lo, hi = np.quantile(self.log_draws + two_piece(self.term_draws, below, above), [(1 - level) / 2, (1 + level) / 2])
+        log_y = self.log_draws + two_piece(self.term_draws, below, above)
+        lo, hi = np.quantile(log_y, [(1 - level) / 2, (1 + level) / 2])
         return float(lo), float(hi)
 
     def inside(self, term: CompositionTerm, level: float) -> bool:

@@ -187,10 +187,10 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     post = cal.basis(model_id).posterior
     step = p.compose(scaled(graph, times, np.asarray(post.mean[:-1])))
     t = float(step.step_time) + post.overhead_s
-    return _prediction(p, step, t, post.band(p, level), hw, model_id, overhead=post.overhead_s,
-                       calibrated=f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} "
-                                  f"on {cal.gpu}; factors " + ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
-                                  + f"; per-step overhead {post.overhead_s:.4g} s")
+    factors = ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
+    what = (f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} on {cal.gpu}; "
+            f"factors {factors}; per-step overhead {post.overhead_s:.4g} s")
+    return _prediction(p, step, t, post.band(p, level), hw, model_id, overhead=post.overhead_s, calibrated=what)
 
 
 def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Hardware, model_id: str, *,

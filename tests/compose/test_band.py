@@ -163,8 +163,8 @@ def test_the_shipped_term_is_read_strictly():
     assert term.above >= 0 and term.below >= 0 and "leave-one-source-out" in term.source
     good = term.to_dict()
     assert CompositionTerm.from_dict(good, "x") == term
-    for bad in ({**good, "above": -1}, {**good, "below": float("nan")}, {k: v for k, v in good.items() if k != "within"},
-                {**good, "format": "other"}, {**good, "above": True}):
+    for bad in ({**good, "above": -1}, {**good, "below": float("nan")}, {**good, "format": "other"},
+                {k: v for k, v in good.items() if k != "within"}, {**good, "above": True}):
         with pytest.raises(ResidualSchemaError):
             CompositionTerm.from_dict(bad, "x")
 
