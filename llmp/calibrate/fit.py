@@ -64,9 +64,9 @@ scale (J. Am. Stat. Assoc. 90, 1995, sec. 3.2: 2 ln B > 2), so a near tie keeps 
 NOISE_ITERATIONS = 6
 """Rounds of (factors at the noise, noise at the factors); they settle in two to four."""
 STEP = 1e-3
+"""Finite-difference step of the factors (log space) for the Jacobian."""
 TOLERANCE = 1e-5
 """The fit stops when no parameter moves by more than this (log factors: a 0.001% change)."""
-"""Finite-difference step of the factors (log space) for the Jacobian."""
 
 
 class Group(StrEnum):
@@ -85,6 +85,7 @@ TENSOR_FAMILIES = frozenset({Family.GEMM, Family.ATTENTION})
 
 
 def group_of(work: Any) -> Group:
+    """The group of a kernel or collective (module docstring)."""
     if isinstance(work, Collective):
         return Group.INTER if work.tier is Tier.INTER else Group.INTRA
     return Group.TENSOR if work.family in TENSOR_FAMILIES else Group.MEMORY
