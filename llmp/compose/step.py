@@ -66,8 +66,9 @@ def _argmax(values: Sequence[Any]) -> Any:
 
 
 def _pick(values: Sequence[Any], idx: Any) -> Any:
-    if isinstance(idx, np.ndarray):
-        return np.choose(idx, np.broadcast_arrays(*[np.asarray(v, float) for v in values], idx)[:-1])
+    if isinstance(idx, np.ndarray):  # not np.choose: it takes at most 64 choices (pp = 64 has 64 ranks)
+        stacked = np.stack(np.broadcast_arrays(*[np.asarray(v, float) for v in values], idx)[:-1])
+        return np.take_along_axis(stacked, idx[None], axis=0)[0]
     return values[idx]
 
 
