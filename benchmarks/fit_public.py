@@ -13,7 +13,9 @@
 3. Ship (unless ``--no-ship``): per device with measurements, a store fitted on all of its rows
    in ``llmp/hardware/defaults/<device>/``; and the cross-GPU store in
    ``llmp/hardware/defaults/cross_gpu/`` (``llmp.residuals.transfer``), which serves every other
-   device. Each manifest names every source (``owner/repo@commit:path``), licence and rows used.
+   device. Each manifest names every source (``owner/repo@commit:path``), licence and rows used,
+   and records ``roofline_error``: per family, how far the bare analytic time is from the measured
+   rows (the width a prediction's band gives a family no store serves).
    Everything is seeded and single-threaded, so a rerun writes byte-identical stores.
 
 Measurements are training data here; published end-to-end step times are never read.
@@ -40,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from llmp.analytic.kernels import Kernel
 from llmp.residuals import dataset, features, importers, store
 from llmp.residuals.model import Observation, ResidualModel
-from llmp.residuals.transfer import CrossGpuModel
+from llmp.residuals.transfer import CrossGpuModel, machine_of
 from recording import commit, machine, record
 
 
@@ -80,6 +82,8 @@ CAP = 4000
 """At most this many rows per (device, source, family): the seed's 40k GEMM rows would otherwise
 outweigh every other shape and slow the fit without adding information."""
 TEST_SHARE = 0.2
+ROOFLINE_LEVEL = 0.9
+"""Level of the roofline error recorded in each manifest: the stores' own bands are at 1 - alpha = 0.9."""
 
 
 def shape_key(obs: Observation) -> str:
@@ -167,6 +171,41 @@ def l0(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
     return rows
 
 
+def roofline_error(obs: list[Observation]) -> dict[str, dict]:
+    """Per family, how far the bare analytic time (roofline; alpha-beta for collectives) is from the
+    measured time on ``obs``: the ``ROOFLINE_LEVEL`` quantile of |log(measured / analytic)| with equal
+    weight per machine (the GPU; for collectives the GPU and its links, ``transfer.machine_of``), the
+    MAPE of analytic / measured - 1 (machines weighted equally too), the rows and the machines.
+
+    Recorded in each manifest as ``roofline_error``: where no store serves a family, a prediction's
+    band is as wide as the roofline's measured error for it (``llmp/compose/band.py``). Nothing is
+    fitted to these numbers, so every row counts as held out.
+    """
+    per: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for o in obs:
+        if isinstance(o.item, Kernel):
+            _, base = features.kernel_row(o.item, o.device)
+        elif o.links is not None:
+            _, base = features.collective_row(o.item, o.links)
+        else:
+            continue
+        per[features.family_of(o.item)].append((machine_of(o), math.log(o.seconds / base)))
+    out = {}
+    for family, rows in sorted(per.items()):
+        machines = np.asarray([m for m, _ in rows])
+        log_err = np.asarray([e for _, e in rows])
+        names, inverse, counts = np.unique(machines, return_inverse=True, return_counts=True)
+        weight = 1.0 / counts[inverse]
+        err = np.abs(log_err)
+        order = np.argsort(err)
+        cum = np.cumsum(weight[order]) / weight.sum()
+        q = float(err[order][min(int(np.searchsorted(cum, ROOFLINE_LEVEL)), len(err) - 1)])
+        ape = np.abs(np.exp(-log_err) - 1.0)  # |analytic / measured - 1|
+        out[family] = {"level": ROOFLINE_LEVEL, "q": q, "mape": float(np.sum(weight * ape) / weight.sum()),
+                       "n": len(rows), "machines": [str(n) for n in names]}
+    return out
+
+
 def _sources(manifests: dict[str, dict], jobs: list[Job]) -> list[dict]:
     out = []
     for job in jobs:
@@ -198,7 +237,8 @@ def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], s
         jobs = [j for j in JOBS if j.device == device]
         store.save(model, target, devices=[obs[0].device], serves=[device],
                    samples=[j.name for j in jobs if j.name in manifests],
-                   extra={"produced_by": "benchmarks/fit_public.py", "sources": _sources(manifests, jobs)})
+                   extra={"produced_by": "benchmarks/fit_public.py", "sources": _sources(manifests, jobs),
+                          "roofline_error": roofline_error(obs)})
         sizes[device] = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     everything = [o for obs in per_device.values() for o in obs]
     cross = CrossGpuModel(random_state=seed).fit(everything)
@@ -207,7 +247,8 @@ def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], s
     devices = {o.device.id: o.device for o in everything}
     store.save_cross_gpu(cross, target, devices=[devices[k] for k in sorted(devices)],
                          samples=[j.name for j in JOBS if j.name in manifests],
-                         extra={"produced_by": "benchmarks/fit_public.py", "sources": _sources(manifests, list(JOBS))})
+                         extra={"produced_by": "benchmarks/fit_public.py", "sources": _sources(manifests, list(JOBS)),
+                                "roofline_error": roofline_error(everything)})
     sizes["cross_gpu"] = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     return sizes
 

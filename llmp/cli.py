@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("search", "search", "sweep and rank configurations"),
     ("plan", "plan", "how long and how much a whole training run costs, or how many GPUs meet a deadline"),
     ("validate", "validate", "score predictions against measured runs (CSV)"),
+    ("calibrate", "calibrate", "fit a stack's factors on a few of your own measured steps"),
     ("sample", "sample", "micro-benchmark operators on this machine's device"),
     ("fit", "fit", "fit residual models from sample files, or adapt a store to a new device"),
     ("score", "score", "score a residual store on measured samples, per family, operator and pass"),

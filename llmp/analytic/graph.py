@@ -15,6 +15,9 @@ says where it repeats:
 * ``rank``: once per step on the pipeline ranks ``ranks`` (ranks of one kind, only, first,
   middle or last, that hold the same number of layers, so the same parameters).
 
+Each per-microbatch op also belongs to a pipeline :class:`Task`: ``F`` (forward), ``B`` (input
+gradient) or ``W`` (weight gradient), which the schedules order (:mod:`llmp.compose.schedules`).
+
 ``count`` is the multiplicity inside the scope (``cp - 1`` ring steps, gradient buckets, ...).
 Dims are whatever the spec holds: numbers (one prediction), numpy arrays (a sweep) or SymPy
 symbols (closed forms); the shape of the graph is fixed by the spec's :class:`Structure`.
@@ -40,6 +43,20 @@ class Phase(StrEnum):
     """Gradient with respect to weights (wgrad)."""
     OPTIM = "optim"
     COMM = "comm"
+
+
+class Task(StrEnum):
+    """The pipeline task a per-microbatch op belongs to (Qi et al. 2024, "Zero Bubble Pipeline
+    Parallelism", arXiv 2401.10241, §2.1): a schedule orders these per chunk and microbatch."""
+
+    F = "F"
+    """Forward (with its collectives)."""
+    B = "B"
+    """Input gradient: the dgrad GEMMs, the backward of the non-GEMM kernels, the recomputed
+    forward and the backward collectives on the input gradient's path."""
+    W = "W"
+    """Weight gradient: the wgrad GEMMs, the embedding's backward, gradient accumulation and the
+    collectives of weight gradients (ZeRO-3's per-layer reduce-scatter)."""
 
 
 class Stream(StrEnum):
@@ -71,7 +88,8 @@ class RankKind(StrEnum):
     """Pipeline ranks that differ in their once-per-step work."""
 
     ONLY = "only"
-    """pp = 1: the one rank holds everything."""
+    """Holds the embedding and the head: the one rank of pp = 1, or rank 0 of a schedule that
+    places the first and the last chunk together (ZB-V's V shape, DualPipe's two copies)."""
     FIRST = "first"
     MIDDLE = "middle"
     LAST = "last"
@@ -122,6 +140,19 @@ class Op:
     recompute: bool = False
     kind: int = 0
     """For ``layer``-scope ops: the index of their layer kind in ``Structure.kinds``."""
+    weight_grads: bool = False
+    """A collective of weight gradients (ZeRO-3/FSDP's reduce-scatter): it runs in the W task."""
+
+    @property
+    def task(self) -> Task | None:
+        """The pipeline task of a per-microbatch op: ``F`` for the forward part; in the backward
+        ``W`` for weight-gradient work (phase ``bwd_w``, or a collective of weight gradients) and
+        ``B`` for the rest; None for the once-per-step work of a rank."""
+        if self.part is Part.FORWARD:
+            return Task.F
+        if self.part is Part.BACKWARD:
+            return Task.W if self.phase is Phase.BWD_W or self.weight_grads else Task.B
+        return None
 
     @property
     def stream(self) -> Stream:
@@ -150,20 +181,25 @@ class OpGraph:
     ops: tuple[Op, ...]
     structure: Structure
     chunk_layers: tuple[Any, ...]
-    """Transformer layers of each pipeline chunk in model order (chunk g on rank g % pp):
-    ``layers / (pp * vp)`` each for an even split (symbolic if ``layers`` is), else the split's
-    counts."""
-    groups: dict[tuple[Scope, Part | int], tuple[int, ...]]
-    """Indices of the ops of each (scope, part), and of each (rank scope, pipeline rank)."""
+    """Transformer layers of each pipeline chunk in model order (on the ranks of
+    ``structure.placement``): ``layers / (pp * vp)`` each for an even split (symbolic if
+    ``layers`` is), else the split's counts."""
+    groups: dict[tuple[Scope, Part | Task | int], tuple[int, ...]]
+    """Indices of the ops of each (scope, part) and (scope, task), and of each (rank scope,
+    pipeline rank)."""
     chunk_kinds: tuple[tuple[Any, ...], ...] = ()
     """Layers of each kind (``structure.kinds`` order) in each chunk; one kind: ``chunk_layers``."""
 
     @classmethod
     def of(cls, ops: tuple[Op, ...], structure: Structure, chunk_layers: tuple[Any, ...],
            chunk_kinds: tuple[tuple[Any, ...], ...] | None = None) -> OpGraph:
-        groups: dict[tuple[Scope, Part | int], list[int]] = {}
+        groups: dict[tuple[Scope, Part | Task | int], list[int]] = {}
         for i, op in enumerate(ops):
-            for key in ([(op.scope, r) for r in op.ranks] if op.scope is Scope.RANK else [(op.scope, op.part)]):
+            if op.scope is Scope.RANK:
+                keys: list[tuple[Scope, Part | Task | int]] = [(op.scope, r) for r in op.ranks]
+            else:
+                keys = [(op.scope, op.part), (op.scope, op.task)]
+            for key in keys:
                 groups.setdefault(key, []).append(i)
         return cls(ops=ops, structure=structure, chunk_layers=chunk_layers,
                    groups={k: tuple(v) for k, v in groups.items()},
@@ -179,12 +215,13 @@ class OpGraph:
         """Layers of each kind in the whole model."""
         return tuple(sum(c[k] for c in self.chunk_kinds) for k in range(len(self.chunk_kinds[0])))
 
-    def indices(self, scope: Scope, part: Part | int) -> tuple[int, ...]:
-        """Positions in ``ops`` of one scope's ops for one part (or, for ``rank``, one pipeline rank)."""
+    def indices(self, scope: Scope, part: Part | Task | int) -> tuple[int, ...]:
+        """Positions in ``ops`` of one scope's ops for one part or task (or, for ``rank``, one
+        pipeline rank), in the order they run."""
         return self.groups.get((scope, part), ())
 
-    def layer_indices(self, part: Part, kind: int) -> tuple[int, ...]:
-        """Positions of the ``layer``-scope ops of one part and one layer kind."""
+    def layer_indices(self, part: Part | Task, kind: int) -> tuple[int, ...]:
+        """Positions of the ``layer``-scope ops of one part (or task) and one layer kind."""
         return tuple(i for i in self.indices(Scope.LAYER, part) if self.ops[i].kind == kind)
 
     def __iter__(self):  # noqa: ANN204 - a plain iterator over ops
@@ -194,22 +231,24 @@ class OpGraph:
         return len(self.ops)
 
 
-def rank_kind_of(rank: int, pp: int) -> RankKind:
-    """The kind of pipeline rank ``rank`` (0-based) among ``pp``."""
-    if pp == 1:
+def rank_kind_of(st: Structure, rank: int) -> RankKind:
+    """The kind of pipeline rank ``rank``: whether it holds the first chunk (the embedding), the
+    last (the head), both or neither, as the schedule places the chunks."""
+    first, last = st.holds(rank, 0), st.holds(rank, st.chunks - 1)
+    if first and last:
         return RankKind.ONLY
-    if rank == 0:
+    if first:
         return RankKind.FIRST
-    return RankKind.LAST if rank == pp - 1 else RankKind.MIDDLE
+    return RankKind.LAST if last else RankKind.MIDDLE
 
 
 def rank_classes(st: Structure) -> tuple[tuple[RankKind, tuple[int, ...]], ...]:
     """Pipeline ranks grouped by what their once-per-step work depends on: their kind (the first
-    holds the embedding, the last the head) and their layer count. An even split gives only;
-    first, last; or first, middle (ranks 1 .. pp - 2), last."""
+    holds the embedding, the last the head) and their layer count. An even split under Megatron's
+    placement gives only; first, last; or first, middle (ranks 1 .. pp - 2), last."""
     classes: dict[tuple[RankKind, int], list[int]] = {}
     for r in range(st.pp):
-        classes.setdefault((rank_kind_of(r, st.pp), st.stage_layers(r)), []).append(r)
+        classes.setdefault((rank_kind_of(st, r), st.stage_layers(r)), []).append(r)
     return tuple((kind, tuple(ranks)) for (kind, _), ranks in classes.items())
 
 

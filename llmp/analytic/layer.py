@@ -128,7 +128,9 @@ class Block:
 
     def gemm(self, name: str, m: Any, n: Any, k: Any, *, batch: Any = 1, weights: bool = True,
              dtype: Dtype | None = None, bwd_comm: tuple[Op, ...] = ()) -> None:
-        """Y[m,n] = X[m,k] W[k,n]; backward dgrad (m,k,n) then ``bwd_comm``, then wgrad (k,n,m)."""
+        """Y[m,n] = X[m,k] W[k,n]; backward dgrad (m,k,n) then ``bwd_comm``, then wgrad (k,n,m).
+        The dgrad is task B's, the wgrad task W's (phase ``bwd_w``), or B's when the second
+        operand is an activation (``weights = false``: its "weight gradient" is an input gradient)."""
         dt = dtype or self.ctx.gemm
         fwd = Kernel.make(Family.GEMM, dt, m=m, n=n, k=k, batch=batch)
         self.fwd.append(self._op(name, fwd, Phase.FWD, Part.FORWARD))
@@ -149,10 +151,12 @@ class Block:
 
     def collective(self, name: str, kind: CollectiveKind, nbytes: Any, group: str, axis: Axis, *,
                    part: Part = Part.FORWARD, overlap: Overlap = Overlap.NONE, partner: str = "",
-                   count: Any = 1) -> Op:
-        """A collective op of this block (not yet placed)."""
+                   count: Any = 1, weight_grads: bool = False) -> Op:
+        """A collective op of this block (not yet placed); ``weight_grads``: it moves weight
+        gradients (task W)."""
         return self._op(name, self.ctx.collective(kind, nbytes, group), Phase.COMM, part, axis=axis,
-                        overlap=overlap, partner=f"{self.prefix}.{partner}" if partner else "", count=count)
+                        overlap=overlap, partner=f"{self.prefix}.{partner}" if partner else "", count=count,
+                        weight_grads=weight_grads)
 
     def comm(self, name: str, kind: CollectiveKind, nbytes: Any, group: str, axis: Axis, *,
              part: Part = Part.FORWARD, overlap: Overlap = Overlap.NONE, partner: str = "",
@@ -611,7 +615,8 @@ def zero3(blk: Block, params: Any | shard.LocalParams, name: str) -> tuple[list[
         gathers.insert(0, blk.collective(f"{name}.{label}zero_grad_all_gather", CollectiveKind.ALL_GATHER, full,
                                          group, Axis.DP, part=Part.BACKWARD, overlap=overlap))
         scatters.insert(0, blk.collective(f"{name}.{label}zero_grad_reduce_scatter", CollectiveKind.REDUCE_SCATTER,
-                                          n * grad_bytes(ctx), group, Axis.DP, part=Part.BACKWARD, overlap=overlap))
+                                          n * grad_bytes(ctx), group, Axis.DP, part=Part.BACKWARD, overlap=overlap,
+                                          weight_grads=True))
     return gathers, scatters
 
 

@@ -1,7 +1,8 @@
 """How many transformer layers each pipeline chunk holds, split the way the training stack splits them.
 
 Chunks are numbered in model order: chunk ``g`` holds the ``g``-th slice of the layers and lives
-on pipeline rank ``g % pp`` (Megatron's interleaving; with ``vp = 1`` a chunk is a stage). The
+on the pipeline rank its schedule places it on (Megatron's interleaving: ``g % pp``, with ``vp =
+1`` a chunk is a stage; ZB-V's V: ``g`` and ``2 pp - 1 - g``; :mod:`llmp.compose.schedules`). The
 first chunk also holds the embedding, the last one the final norm, the output layer and the loss,
 whatever the split. One rule applies per spec, chosen by the ``parallel`` fields:
 
@@ -113,9 +114,9 @@ def split(spec: Spec) -> Split:
                          f"{', '.join([*megatron, *accounts])} are Megatron-LM's", "parallel.partition",
                          hint="keep the options of the stack the run used")
     if p.stage_layers is not None:
-        chunks = _explicit(p.stage_layers, layers, pp, vp)
+        chunks = _explicit(p.stage_layers, layers, pp, vp, _chunk_ranks(spec, pp, vp))
     elif megatron:
-        chunks = _megatron_edges(p, layers, pp, vp)
+        chunks = _megatron_edges(p, layers, pp, vp, _chunk_ranks(spec, pp, vp))
     elif accounts:
         chunks = _megatron_accounting(p, layers, pp, vp)
     elif p.partition:
@@ -129,13 +130,22 @@ def split(spec: Spec) -> Split:
     return Split(chunks=chunks)
 
 
-def _per_stage(stages: tuple[int, ...], vp: int) -> tuple[int, ...]:
-    """Chunk counts in model order from per-stage counts, each stage split equally over its chunks."""
-    pp = len(stages)
-    return tuple(stages[g % pp] // vp for g in range(pp * vp))
+def _chunk_ranks(spec: Spec, pp: int, vp: int) -> tuple[int, ...]:
+    """The pipeline rank of each chunk under the spec's schedule (of the first model copy)."""
+    # The schedule table lives with the composition, which imports this module.
+    from llmp.compose.schedules import entry
+
+    return entry(spec.parallel.schedule).chunk_ranks(pp, vp)[:pp * vp]
 
 
-def _explicit(stage_layers: tuple[int, ...], layers: int, pp: int, vp: int) -> tuple[int, ...]:
+def _per_stage(stages: tuple[int, ...], vp: int, ranks: tuple[int, ...]) -> tuple[int, ...]:
+    """Chunk counts in model order from per-stage counts, each stage split equally over its
+    chunks (``ranks``: the stage of each chunk)."""
+    return tuple(stages[r] // vp for r in ranks)
+
+
+def _explicit(stage_layers: tuple[int, ...], layers: int, pp: int, vp: int,
+              ranks: tuple[int, ...]) -> tuple[int, ...]:
     path = "parallel.stage_layers"
     if len(stage_layers) not in (pp, pp * vp):
         want = f"pp({pp})" if vp == 1 else f"pp({pp}) or pp * vp({pp * vp})"
@@ -150,10 +160,10 @@ def _explicit(stage_layers: tuple[int, ...], layers: int, pp: int, vp: int) -> t
         raise SplitError(f"stage_layers entry {odd[0]} % vp({vp}) = {odd[0] % vp}: each stage's layers are "
                          "split equally over its vp chunks", path,
                          hint=f"give {pp * vp} per-chunk counts instead")
-    return _per_stage(stage_layers, vp)
+    return _per_stage(stage_layers, vp, ranks)
 
 
-def _megatron_edges(p: ParallelSpec, layers: int, pp: int, vp: int) -> tuple[int, ...]:
+def _megatron_edges(p: ParallelSpec, layers: int, pp: int, vp: int, ranks: tuple[int, ...]) -> tuple[int, ...]:
     """Megatron-Core ``--decoder-first/last-pipeline-num-layers``."""
     first = None if p.first_stage_layers is None else _int(p.first_stage_layers, "parallel.first_stage_layers")
     last = None if p.last_stage_layers is None else _int(p.last_stage_layers, "parallel.last_stage_layers")
@@ -175,7 +185,7 @@ def _megatron_edges(p: ParallelSpec, layers: int, pp: int, vp: int) -> tuple[int
     middle = rest // middle_stages if middle_stages else 0
     stages = tuple(first if (r == 0 and first is not None) else last if (r == pp - 1 and last is not None)
                    else middle for r in range(pp))
-    return _per_stage(stages, vp)
+    return _per_stage(stages, vp, ranks)
 
 
 def _megatron_accounting(p: ParallelSpec, layers: int, pp: int, vp: int) -> tuple[int, ...]:

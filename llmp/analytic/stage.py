@@ -32,6 +32,7 @@ from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_
 from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, Tier
 from llmp.analytic.layer import Block, Context, grad_accumulate, grad_bytes, norm, tp_in, transformer_layer, zero3
 from llmp.analytic.layout import Axis
+from llmp.analytic.structure import Structure
 from llmp.analytic.params import tensors
 from llmp.dsl.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
 from llmp.hardware.spec import Dtype
@@ -162,6 +163,21 @@ def _tied_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...]) -> list[Op]
     work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=ctx.vocab * m.hidden / p.tp * grad_bytes(ctx),
                       group=2, ranks_per_node=2 if tier is Tier.INTRA else 1, tier=tier)
     return [Op(name="step.tied_embedding_all_reduce", work=work, phase=Phase.COMM, part=Part.GRAD_SYNC,
+               scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.PP)]
+
+
+def _copy_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.LocalParams) -> list[Op]:
+    """With two copies of the model (DualPipe), each rank's gradients are summed with those of the
+    rank holding the other copy of its stages (rank ``pp - 1 - r``): one all-reduce of the
+    gradients the GPU owns over that pair, after the data-parallel reduction (deepseek-ai/DualPipe
+    examples/example_dualpipe.py adds each copy's gradient to the other's; DeepSeek-V3 §3.2.1)."""
+    if not ctx.st.copied:
+        return []
+    tier = ctx.groups["pp"].tier
+    owned = _local(ctx, params) if _sharded(ctx) and ctx.st.active("dp") else params.total
+    work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=owned * grad_bytes(ctx), group=2,
+                      ranks_per_node=2 if tier is Tier.INTRA else 1, tier=tier)
+    return [Op(name="step.model_copy_grad_all_reduce", work=work, phase=Phase.COMM, part=Part.GRAD_SYNC,
                scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.PP)]
 
 
@@ -302,15 +318,16 @@ def _step_work(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: sha
     return ops
 
 
-def _rank_layers(chunk_kinds: tuple[tuple[Any, ...], ...], rank: int, pp: int) -> tuple[Any, ...]:
-    """Layers of each kind held by pipeline rank ``rank`` (its chunks ``rank, rank + pp, ...``)."""
-    mine = chunk_kinds[rank::pp]
+def _rank_layers(st: Structure, chunk_kinds: tuple[tuple[Any, ...], ...], rank: int) -> tuple[Any, ...]:
+    """Layers of each kind held by pipeline rank ``rank`` (the chunks its schedule places on it:
+    ``rank, rank + pp, ...`` under Megatron's loop; both model copies' under DualPipe)."""
+    mine = [chunk_kinds[g] for g in st.placement[rank]]
     return tuple(sum(c[k] for c in mine) for k in range(len(mine[0])))
 
 
 def rank_ops(ctx: Context, chunk_kinds: tuple[tuple[Any, ...], ...]) -> list[Op]:
     """Once-per-step work of every class of pipeline rank (scope ``rank``); ``chunk_kinds`` are
-    the layers of each kind in each chunk (a rank holds chunks ``r, r + pp, ...``)."""
+    the layers of each kind in each chunk (a rank holds the chunks of ``structure.placement``)."""
     pp = ctx.st.pp
     classes = rank_classes(ctx.st)
     split_kinds = {k for k in RankKind if sum(kind is k for kind, _ in classes) > 1}
@@ -318,13 +335,14 @@ def rank_ops(ctx: Context, chunk_kinds: tuple[tuple[Any, ...], ...]) -> list[Op]
     for kind, ranks in classes:
         first = kind in (RankKind.ONLY, RankKind.FIRST)
         last = kind in (RankKind.ONLY, RankKind.LAST)
-        layers = _rank_layers(chunk_kinds, ranks[0], pp)
+        layers = _rank_layers(ctx.st, chunk_kinds, ranks[0])
         params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=layers, first=first, last=last,
                             vocab=ctx.vocab, kinds_present=ctx.st.kinds, mtp_kind=ctx.st.mtp_kind,
                             q_compressed=ctx.st.q_compressed)
         mine = [*_tied_sync(ctx, kind, ranks), *_grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")]
         if ctx.spec.model.moe is not None:
             mine += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")
+        mine += _copy_sync(ctx, kind, ranks, params)
         mine += _step_work(ctx, kind, ranks, params)
         mine += _update(ctx, kind, ranks, params, layers, first, last)
         if kind in split_kinds:  # middle ranks holding different layers: name each class's ops

@@ -21,7 +21,7 @@ from llmp.analytic import kinds as layer_kinds
 from llmp.analytic import layout, routing, split
 from llmp.analytic.kernels import Tier
 from llmp.analytic.kinds import LayerKind
-from llmp.dsl.spec import Schedule, Spec
+from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, SpecError
 
 
@@ -44,11 +44,15 @@ class Structure:
     footprints: tuple[tuple[str, int], ...]
     """Group name → members per NVLink domain (the fewest, for a group that crosses domains)."""
     chunk_layers: tuple[int, ...]
-    """Transformer layers of each pipeline chunk, in model order (chunk g on rank g % pp)."""
+    """Transformer layers of each pipeline chunk, in model order."""
     kinds: tuple[LayerKind, ...]
     """The distinct kinds of layer (dense or MoE MLP, full or windowed attention)."""
     chunk_kinds: tuple[tuple[int, ...], ...]
     """Layers of each kind (in ``kinds`` order) in each chunk."""
+    placement: tuple[tuple[int, ...], ...]
+    """Per pipeline rank, the chunks it holds, as the schedule places them (Megatron: chunks
+    ``r, r + pp, ...``; ZB-V: ``r`` and ``2 pp - 1 - r``; DualPipe: stage ``r`` of one model
+    copy and stage ``pp - 1 - r`` of the other)."""
     dropout: bool
     shared_experts: bool
     mtp_layers: int = 0
@@ -86,7 +90,17 @@ class Structure:
 
     def stage_layers(self, rank: int) -> int:
         """Layers held by pipeline rank ``rank`` (all its chunks)."""
-        return sum(self.chunk_layers[rank::self.pp])
+        return sum(self.chunk_layers[g] for g in self.placement[rank])
+
+    def holds(self, rank: int, chunk: int) -> bool:
+        """Pipeline rank ``rank`` holds chunk ``chunk`` (chunk 0 has the embedding, the last the head)."""
+        return chunk in self.placement[rank]
+
+    @property
+    def copied(self) -> bool:
+        """Some chunk is held by two ranks (DualPipe's two model copies): their gradients are summed."""
+        held = [g for chunks in self.placement for g in chunks]
+        return len(held) > len(set(held))
 
     def active(self, name: str) -> bool:
         """The group has more than one member, so its collectives exist."""
@@ -126,14 +140,17 @@ def structure_of(spec: Spec) -> Structure:
             f"!= GPUs in the cluster ({gpus})", hint="change a degree or cluster.nodes")
     if deg["vp"] > 1 and deg["pp"] == 1:
         raise InfeasibleError(f"vp = {deg['vp']} (virtual pipeline stages) needs pp > 1")
-    if deg["vp"] > 1 and p.schedule is not Schedule.INTERLEAVED:
-        raise InfeasibleError(f"vp = {deg['vp']} needs schedule = interleaved, not {p.schedule}")
     micro = _int(spec.microbatches, "microbatches = global_batch / (micro_batch * dp)")
     if micro < 1:
         raise InfeasibleError(f"global_batch({t.global_batch}) < micro_batch({t.micro_batch}) * dp({deg['dp']})")
     group = deg["pp"] if p.microbatch_group is None else _int(p.microbatch_group, "parallel.microbatch_group")
-    if p.schedule is Schedule.INTERLEAVED and deg["vp"] > 1:
-        _interleaving(deg["pp"], micro, group)
+    # The schedule table lives with the composition, which imports this module.
+    from llmp.compose.schedules import entry
+
+    schedule = entry(p.schedule)
+    unmet = schedule.requires(deg["pp"], deg["vp"], micro, group)
+    if unmet:
+        raise InfeasibleError(unmet, hint=schedule.hint)
     heads, kv = _int(m.heads, "model.heads"), _int(m.kv_heads, "model.kv_heads")
     if heads % deg["tp"] or (kv >= deg["tp"] and kv % deg["tp"]) or (kv < deg["tp"] and deg["tp"] % kv):
         raise InfeasibleError(f"tp({deg['tp']}) must divide heads({heads}) and kv_heads({kv}) "
@@ -175,29 +192,12 @@ def structure_of(spec: Spec) -> Structure:
                      groups=tuple((n, g[0]) for n, g in placed.items()),
                      tiers=tuple((n, g[2]) for n, g in placed.items()),
                      footprints=tuple((n, g[1]) for n, g in placed.items()), chunk_layers=chunks,
-                     kinds=present, chunk_kinds=tuple(per_chunk), dropout=dropout, shared_experts=shared,
+                     kinds=present, chunk_kinds=tuple(per_chunk), placement=schedule.placement(deg["pp"], deg["vp"]),
+                     dropout=dropout, shared_experts=shared,
                      mtp_layers=mtp, mtp_kind=layer_kinds.of_layer(m, int(m.layers)) if mtp else None,
                      q_compressed=m.mla is not None and _int(m.mla.q_lora_rank, "model.mla.q_lora_rank") > 0,
                      local_experts=_int(moe.experts, "model.moe.experts") // deg["ep"] if moe is not None else 0,
                      dispatch_copies=routing.dispatch_copies(spec) if moe is not None else 0.0)
-
-
-def _interleaving(pp: int, micro: int, group: int) -> None:
-    """Megatron-Core's rules for the interleaved schedule (NVIDIA/Megatron-LM@00611e6:megatron/core/
-    pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving): each chunk runs
-    ``group`` microbatches in a row (``--microbatch-group-size-per-virtual-pipeline-stage``, default
-    pp), with ``pp <= group <= microbatches``; a last, shorter group must still hold at least pp
-    microbatches ("Otherwise, it introduces dependency bubbles"). With the default group this is
-    the familiar "microbatches divisible by pp"."""
-    if not pp <= group <= micro:
-        raise InfeasibleError(
-            f"the interleaved schedule needs pp({pp}) <= microbatch_group({group}) <= microbatches({micro})",
-            hint="Megatron-LM refuses it too; change global_batch, micro_batch or microbatch_group (default pp)")
-    if 0 < micro % group < pp:
-        raise InfeasibleError(
-            f"the interleaved schedule's last group of microbatches({micro}) % microbatch_group({group}) = "
-            f"{micro % group} is shorter than pp({pp})",
-            hint="Megatron-LM refuses it too: make microbatches a multiple of microbatch_group (default pp)")
 
 
 def chunk_layers(spec: Spec, st: Structure) -> tuple[Any, ...]:

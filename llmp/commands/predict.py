@@ -1,4 +1,5 @@
-"""``llmp predict SPEC [--set ...] [--residuals DIR | --no-residuals] [--json] [--trace OUT.json]``.
+"""``llmp predict SPEC [--set ...] [--residuals DIR | --no-residuals] [--level P] [--calibration STACK.json]
+[--json] [--trace OUT.json]``.
 
 Residual models: ``--residuals DIR`` applies a store written by ``llmp fit`` (refused when it was
 not fitted for the spec's device); without it, the default of ``llmp.predict`` applies: the store
@@ -8,8 +9,12 @@ analytic composition. The provenance says which store, why, what it covered and 
 outside the shapes it was fitted on.
 
 Prints the step time, throughput, MFU, where the time goes, memory per GPU (with the OOM flag),
-the band and the provenance; ``--json`` prints :meth:`Prediction.to_dict` (keys per the CLI
-contract: step_time_s, tokens_per_s, mfu, memory_per_gpu_bytes, breakdown, band, provenance);
+the band (``band [a, b] (80%)``: ``--level`` sets how often it should hold the real step; where
+its width comes from follows the provenance) and the provenance; ``--calibration`` applies a
+calibration written by ``llmp calibrate`` (its factors, overhead and posterior band);
+``--json`` prints :meth:`Prediction.to_dict` (keys per the CLI contract: step_time_s,
+tokens_per_s, mfu, memory_per_gpu_bytes, breakdown, band, provenance; plus band_level and
+band_detail);
 ``--trace`` writes the predicted step as a Chrome-trace / Perfetto JSON.
 """
 
@@ -34,13 +39,18 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                             "spec's device, else the shipped cross-GPU store)")
     which.add_argument("--no-residuals", action="store_true",
                        help="roofline composition only, even where shipped residual models exist")
+    parser.add_argument("--level", type=float, default=0.8, metavar="P",
+                        help="how often the band should hold the real step (default 0.8)")
+    parser.add_argument("--calibration", metavar="STACK.json",
+                        help="apply a calibration written by llmp calibrate (same GPU, stack and residual store)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--trace", metavar="OUT.json", help="write the step timeline as Chrome-trace JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     spec = load_args(args)
-    pred = predict(spec, "none" if args.no_residuals else (args.residuals or "default"))
+    pred = predict(spec, "none" if args.no_residuals else (args.residuals or "default"), level=args.level,
+                   calibration=args.calibration)
     if args.trace:
         try:
             write_trace(pred, args.trace)

@@ -1,5 +1,6 @@
 """``llmp search SPEC [--vary PATH=V1,V2,...] [--gpus N[,N...]] [--layouts] [--objective O]
-[--max-memory auto|SIZE] [--gpu-hour-price P] [--top K] [--pareto] [--json] [--set ...]``.
+[--max-memory auto|SIZE] [--gpu-hour-price P] [--top K] [--pareto] [--json] [--calibration STACK.json]
+[--set ...]``.
 
 Sweeps the spec's declared sweep lists and every ``--vary`` axis (their product), and with
 ``--gpus`` (or ``--layouts``: the spec's own GPU count) every layout (dp, tp, pp, vp, micro-batch,
@@ -39,6 +40,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=int, default=10, metavar="K", help="configurations to show (default 10)")
     parser.add_argument("--pareto", action="store_true", help="also show the Pareto front")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--calibration", metavar="STACK.json",
+                        help="apply a calibration written by llmp calibrate (same GPU and stack)")
     add_set_argument(parser)
 
 
@@ -84,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     with bar:
         result = search(args.spec, sets=args.set, vary=args.vary, gpus=_gpus(args.gpus), layouts=args.layouts,
                         objective=args.objective, max_memory=_memory(args.max_memory),
-                        gpu_hour_price=args.gpu_hour_price, top=args.top, progress=advance)
+                        gpu_hour_price=args.gpu_hour_price, top=args.top, progress=advance,
+                        calibration=args.calibration)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -1,4 +1,5 @@
-"""``llmp validate CSV... [--json] [--plot OUT] [--residuals DIR] [--source NAME ...] [--specs DIR]``.
+"""``llmp validate CSV... [--json] [--plot OUT] [--residuals DIR] [--source NAME ...] [--specs DIR]
+[--calibration STACK.json]``.
 
 Scores llmp against measured runs in the published-measurement schema (``validation/*.csv``,
 or rows ``llmp measure`` appended): per row the predicted and measured step time and the error
@@ -30,6 +31,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="only rows whose source column is NAME (repeatable)")
     parser.add_argument("--specs", metavar="DIR", help="also write each mapped row's generated .llmp spec to DIR")
     parser.add_argument("--summary", action="store_true", help="aggregates only, no per-row table")
+    parser.add_argument("--calibration", metavar="STACK.json",
+                        help="apply a calibration written by llmp calibrate (rows of other GPUs or stacks are skipped)")
 
 
 def _write_specs(report, directory: str) -> None:
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from llmp.validate import plot, score, text
 
     residuals = _residuals(args.residuals)
-    report = score.validate(args.csv, residuals=residuals, sources=args.source)
+    report = score.validate(args.csv, residuals=residuals, sources=args.source, calibration=args.calibration)
     if args.specs:
         _write_specs(report, args.specs)
     if args.plot:

@@ -1,10 +1,11 @@
 """The step time as one SymPy expression of the spec's symbols (for sensitivity analysis).
 
 The simulated timeline (:mod:`~llmp.compose.schedule`) is exact for any stage times; this closed
-form replaces it by the textbook makespans, in terms of the per-chunk forward and backward
-times ``F_g``, ``B_g``, ``m`` microbatches, ``pp`` ranks and ``vp`` chunks per rank. With an
-even split chunks come in three kinds (the first, with the embedding; middle ones; the last, with
-the head) and ``pp`` may stay a symbol; with an uneven split every chunk is its own:
+form replaces it by each schedule's makespan formula (its table entry's ``makespan``,
+:mod:`~llmp.compose.schedules`), in terms of the per-chunk task times (``F``, ``B``, ``W``, the
+whole backward, DualPipe's pair), ``m`` microbatches, ``pp`` ranks and ``vp`` chunks per rank.
+With an even split chunks come in three kinds (the first, with the embedding; middle ones; the
+last, with the head) and ``pp`` may stay a symbol; with an uneven split every chunk is its own:
 
 * GPipe (a flow shop of identical jobs, exact for any stage times):
   ``sum F + sum B + (m - 1) (max F + max B)``;
@@ -12,15 +13,21 @@ the head) and ``pp`` may stay a symbol; with an uneven split every chunk is its 
   (Narayanan et al. 2021, eq. 1: bubble fraction ``(pp - 1) / m``): the slowest stage sets the
   pace;
 * interleaved 1F1B: ``m max_r W_r + (pp - 1) max (F + B)`` with ``W_r`` a rank's work per
-  microbatch, i.e. ``(m + (pp - 1) / vp) W`` for uniform stages (ibid., §2.2).
+  microbatch, i.e. ``(m + (pp - 1) / vp) W`` for uniform stages (ibid., §2.2);
+* ZB-H1: ``m (F + B + W) + (pp - 1)(F + B - W)`` for uniform stages (Qi et al. 2024 §2.1);
+* ZB-V: a rank's two chunks ``m`` times plus ``(pp - 1) max(B, 2 (B - W))``;
+* DualPipe: ``m / 2`` times a rank's two stages plus ``(pp / 2 - 1)(F&B + B - 3 W)``
+  (DeepSeek-V3 Table 2); each entry says where its formula is exact.
 
-The last microbatch's backward runs down the chunks, so rank ``r`` ends its last backward
-``B_0 + ... + B_{r-1}`` before rank 0; each rank then adds its exposed gradient sync, the slowest
-sync starts the optimizer, the slowest update ends the step, as in :mod:`~llmp.compose.step`. So
-the expression equals the simulated step time whenever stages are uniform (always for ``pp = 1``),
-and for GPipe whenever rank 0 is the last to finish its sync. For uneven 1F1B and interleaved
-stages it is an estimate: on 20,000 random 1F1B stage times (pp 2-8, m 1-16) it was above the
-simulation in 66% of draws, equal in 33% and below in 1% (by at most 13%).
+Under 1F1B-like drains the last microbatch's backward runs down the chunks, so rank ``r`` ends
+its last backward ``B_0 + ... + B_{r-1}`` before rank 0; under the zero-bubble schedules and
+DualPipe the ranks end together. Each rank then adds its exposed gradient sync (hidden behind its
+last weight-gradient work), the slowest sync starts the optimizer, the slowest update ends the
+step, as in :mod:`~llmp.compose.step`. So the expression equals the simulated step time whenever
+stages are uniform (always for ``pp = 1``) and the entry's formula is exact, and for GPipe
+whenever rank 0 is the last to finish its sync. For uneven 1F1B and interleaved stages it is an
+estimate: on 20,000 random 1F1B stage times (pp 2-8, m 1-16) it was above the simulation in 66%
+of draws, equal in 33% and below in 1% (by at most 13%).
 """
 
 from __future__ import annotations
@@ -34,45 +41,47 @@ import sympy as sp
 from llmp.analytic.algebra import vmax
 from llmp.analytic.graph import rank_classes
 from llmp.analytic.symbolic import cost
-from llmp.compose.overlap import OverlapRules, chunk_work, rank_tail
+from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired, rank_tail
+from llmp.compose.schedules import Shape, Times, entry
 from llmp.dsl.spec import Schedule, Spec
 
 
-def pipeline_time(schedule: Schedule, fwd: Sequence[Any], bwd: Sequence[Any], m: Any, pp: Any, vp: Any) -> Any:
+def pipeline_time(schedule: Schedule, fwd: Sequence[Any], bwd: Sequence[Any], m: Any, pp: Any, vp: Any,
+                  weight: Sequence[Any] | None = None) -> Any:
     """Makespan of the pipeline from per-chunk times.
 
     ``fwd``/``bwd`` list (only,) for one chunk, (first, last) for two, (first, middle, last) for
     more, a middle entry standing for every chunk between the first and the last; or one entry
     per chunk in model order (numbers ``pp`` and ``vp``; for three chunks or fewer both readings
-    agree).
+    agree). ``bwd`` is the whole backward; ``weight`` its weight-gradient part, which the
+    schedules that run W apart need (their B is then ``bwd - weight``). A DualPipe pair is taken
+    to overlap nothing here.
     """
-    if len(fwd) == 1:
-        return m * (fwd[0] + bwd[0])
-    work = [f + b for f, b in zip(fwd, bwd)]
-    explicit = len(work) > 3
-
-    def total(xs: Sequence[Any]) -> Any:
-        if explicit:
-            return _sum(xs)
-        return xs[0] + xs[-1] + ((pp * vp - 2) * xs[1] if len(xs) == 3 else 0)
-
-    def most(xs: Sequence[Any]) -> Any:
-        return vmax(*dict.fromkeys(xs))
-
-    if schedule is Schedule.GPIPE:
-        return total(fwd) + total(bwd) + (m - 1) * (most(fwd) + most(bwd))
-    if schedule is Schedule.INTERLEAVED and vp != 1:
-        if explicit:
-            ranks = [_sum(work[r::pp]) for r in range(pp)]
-        else:  # the first holds the first chunk, the last the last one, all others middle chunks
-            ranks = [work[0] + (vp - 1) * work[1], vp * work[1], work[2] + (vp - 1) * work[1]]
-        return m * most(ranks) + (pp - 1) * most(work)
-    return total(work) + (m - 1) * most(work)
+    w = tuple(weight) if weight is not None else (0,) * len(bwd)
+    b = tuple(x - y for x, y in zip(bwd, w))
+    mirror = tuple(reversed(bwd)) if len(bwd) > 3 else (bwd[-1], *bwd[1:-1], bwd[0])
+    return makespan(schedule, Times(f=tuple(fwd), b=b, w=w, bw=tuple(bwd),
+                                    fb=tuple(f + x for f, x in zip(fwd, mirror)),
+                                    m=m, pp=pp, vp=vp, explicit=len(fwd) > 3))
 
 
-def _sum(xs: Sequence[Any]) -> Any:
-    """``sum(xs)`` with equal terms counted once and multiplied (cheap on long SymPy lists)."""
-    return sum(n * x for x, n in Counter(xs).items())
+def makespan(schedule: Schedule, t: Times) -> Any:
+    """The schedule's closed-form makespan (one chunk: its tasks ``m`` times in a row)."""
+    e = entry(schedule)
+    if len(t.f) == 1:
+        return t.m * (t.f[0] + (t.b[0] + t.w[0] if e.splits_w else t.bw[0]))
+    return e.makespan(t)
+
+
+def _times(works: Sequence[ChunkWork], m: Any, pp: Any, vp: Any) -> Times:
+    """The task times of ``works`` (grouped chunks, or one per chunk in model order)."""
+    mirror = list(reversed(works)) if len(works) > 3 else [works[-1], *works[1:-1], works[0]]
+    return Times(f=tuple(w.fwd.total for w in works),
+                 b=tuple((w.b if w.b is not None else w.bwd).total for w in works),
+                 w=tuple((w.w.total if w.w is not None else 0) for w in works),
+                 bw=tuple(w.bwd.total for w in works),
+                 fb=tuple(paired(w.fwd, x.bwd).total for w, x in zip(works, mirror)),
+                 m=m, pp=pp, vp=vp, explicit=len(works) > 3)
 
 
 def step_time_expr(spec: Spec) -> sp.Expr:
@@ -81,37 +90,43 @@ def step_time_expr(spec: Spec) -> sp.Expr:
     graph, times = sc.graph, [c.time for c in sc.ops]
     st, sym = graph.structure, sc.spec
     rules = OverlapRules.of(spec)
+    e = entry(spec.parallel.schedule)
     m, pp, vp = sym.microbatches, sym.parallel.pp, sym.parallel.vp
     n = st.chunks
     if st.even:  # three kinds of chunk; pp and vp may stay symbols
         flags = {1: ((True, True),), 2: ((True, False), (False, True))}.get(
             n, ((True, False), (False, False), (False, True)))
-        kinds = [chunk_work(graph, times, rules, first=f, last=lst, layers=graph.chunk_kinds[0]) for f, lst in flags]
+        kinds = [chunk_work(graph, times, rules, first=f, last=lst, layers=graph.chunk_kinds[0], split=e.splits_w)
+                 for f, lst in flags]
         of_chunk = [kinds[0]] + [kinds[min(1, len(kinds) - 1)]] * (n - 2) + [kinds[-1]] if n > 1 else kinds
-        pipe = pipeline_time(spec.parallel.schedule, [k.fwd.total for k in kinds], [k.bwd.total for k in kinds],
-                             m, pp, vp)
+        pipe = makespan(spec.parallel.schedule, _times(kinds, m, pp, vp))
     else:
         kinds_of: dict[tuple[bool, bool, Any], Any] = {}
         for g in range(n):
             key = (g == 0, g == n - 1, graph.chunk_kinds[g])
             if key not in kinds_of:
-                kinds_of[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2])
+                kinds_of[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2],
+                                           split=e.splits_w)
         of_chunk = [kinds_of[(g == 0, g == n - 1, graph.chunk_kinds[g])] for g in range(n)]
-        pipe = pipeline_time(spec.parallel.schedule, [w.fwd.total for w in of_chunk],
-                             [w.bwd.total for w in of_chunk], m, st.pp, st.vp)
+        pipe = makespan(spec.parallel.schedule, _times(of_chunk, m, st.pp, st.vp))
     syncs, updates = [], []
     for _, ranks in rank_classes(st):
         r = ranks[0]  # the earliest rank of a class ends its backward last
-        if st.even:  # in kinds, pp and vp symbolic
-            mid = of_chunk[1].bwd if n > 2 else None
+        if st.even and e.shape is Shape.LOOP:  # in kinds, pp and vp symbolic
+            mid = of_chunk[1] if n > 2 else None
             between = (pp - 2) if r == st.pp - 1 else r - 1  # middle chunks before rank r's own
-            back = 0 if r == 0 else of_chunk[0].bwd.total + (between * mid.total if mid else 0)
+            back = 0 if r == 0 else of_chunk[0].bwd.total + (between * mid.bwd.total if mid else 0)
             own = of_chunk[0] if r == 0 else of_chunk[-1] if r == st.pp - 1 else of_chunk[1]
-            window = own.bwd.compute + ((vp - 1) * mid.compute if mid else 0)
+            window = own.weight_pass.compute + ((vp - 1) * mid.weight_pass.compute if mid else 0)
         else:
             back = _sum([w.bwd.total for w in of_chunk[:r]])
-            window = _sum([w.bwd.compute for w in of_chunk[r::st.pp]])
+            window = _sum([of_chunk[g].weight_pass.compute for g in st.placement[r]])
         tail = rank_tail(graph, times, rules, r, window)
-        syncs.append(pipe - back + sum(tail.sync.values()))
+        syncs.append(pipe - (back if e.staggered else 0) + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))
     return sp.sympify(vmax(*syncs) + vmax(*updates))
+
+
+def _sum(xs: Sequence[Any]) -> Any:
+    """``sum(xs)`` with equal terms counted once and multiplied (cheap on long SymPy lists)."""
+    return sum(n * x for x, n in Counter(xs).items())

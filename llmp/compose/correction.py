@@ -35,6 +35,10 @@ class Correction:
     out_of_domain: np.ndarray | None = None
     """bool: the item lies outside the shapes its model was fitted on (its band is widened and the
     prediction's provenance names it); None: nothing flagged."""
+    level: float = 0.9
+    """How often the measured factor of a covered item falls inside [low, high] (1 - alpha of the
+    store's conformal bands; every shipped store is fitted at alpha 0.1). The step-time band
+    converts each item's interval to a log-normal error through it (``compose.band``)."""
 
     @classmethod
     def identity(cls, n: int) -> Correction:
@@ -52,6 +56,8 @@ class Correction:
         f, lo, hi = arrays["factor"], arrays["low"], arrays["high"]
         if not (np.all(lo > 0) and np.all(lo <= f) and np.all(f <= hi) and np.all(np.isfinite(hi))):
             raise ResidualSchemaError("residual correction needs 0 < low <= factor <= high, all finite")
+        if not 0 < self.level < 1:
+            raise ResidualSchemaError(f"residual correction level {self.level} must lie in (0, 1)")
         return self
 
 

@@ -33,9 +33,19 @@ three formulas. Full recompute keeps only each layer's input ``e Tsp h`` and, du
 backward, that one layer's activations. A pipeline rank holds the activations of every
 microbatch it has run forward but not yet backward: the schedule's in-flight peak (1F1B: ``pp -
 r`` on rank ``r``; GPipe: all ``m``; interleaved: ``(pp - r - 1) 2 + (vp - 1) pp + 1`` chunk
-passes), each pass holding its own chunk's layers (an uneven split weighs them). A rank's
-weights, gradients and optimizer states are those of its own layers. The last rank also holds one microbatch's logits (model dtype) and the FP32 softmax that
-vocab-parallel cross-entropy saves for its backward.
+passes), each pass holding its own chunk's layers (an uneven split weighs them). A schedule that
+runs the weight gradients apart (ZB-H1, ZB-V, DualPipe) frees a pass's activations in two steps:
+its B keeps what its W needs, the inputs and output gradients of the layer's weight GEMMs
+(:func:`weight_grad_bytes`; Qi et al. 2024 Table 1: ``32 s b h`` for GPT, against ``s b h (34 +
+5 a s / h)`` for the whole pass), and its W frees those; the rank's peak is the fullest of its
+states (:func:`llmp.compose.schedule.in_flight`). ZB-H1 holds ``pp - r`` whole passes and ``r``
+waiting for their W on rank ``r``: no more than 1F1B's rank 0 while a waiting W keeps less than
+a whole pass. ZB-V holds ``2 pp`` half-stage passes on rank 0 (1F1B's ``pp`` stages); DualPipe
+``pp + 1`` passes of a stage (its forward-backward pair holds one more: DeepSeek-V3 Table 2's
+``PP + 1``). A rank's weights, gradients and optimizer states are those of the chunks it holds:
+its stages, or both model copies' under DualPipe (DeepSeek-V3 Table 2: ``2x`` parameters). The
+rank holding the head (the last; rank 0 under ZB-V and DualPipe too) also holds one microbatch's
+logits (model dtype) and the FP32 softmax that vocab-parallel cross-entropy saves for its backward.
 
 PyTorch FSDP (``zero = fsdp``: FSDP1 FULL_SHARD, FSDP2 ``fully_shard``) differs from ZeRO-3 in what
 it stores: the sharded parameter stays in its FP32 dtype and *is* the master copy (mixed precision
@@ -69,7 +79,7 @@ from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layer import Context, grad_bytes, op_sac_matmuls
 from llmp.analytic.structure import Structure, chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
-from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Spec, Stack, ZeroStage
+from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Router, Spec, Stack, ZeroStage
 from llmp.stacks import SelectiveRecompute
 
 GIB = 2**30
@@ -134,6 +144,42 @@ def layer_activation_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
     else:
         scores = 0
     return attention + mlp + masks + scores
+
+
+def weight_grad_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
+    """Bytes one layer of ``kind`` (default: the first kind) keeps from a microbatch's B to its W,
+    for schedules that run them apart: the inputs of its weight GEMMs as the forward stored them
+    (the two norm outputs, sharded with SP; the attention output; fc2's input) and the gradients
+    of their outputs (QKV, proj, fc1, fc2; the row-parallel outputs' sharded with SP, before the
+    backward re-gathers them). Qi et al. 2024 Table 1: ``32 s b h`` for GPT (14 of inputs, 18 of
+    gradients). MLA adds its compressed q and kv (the up projections' inputs, the down
+    projections' output gradients); a MoE layer the router's output gradient and, on the busiest
+    rank's routed rows, the permuted expert inputs and the experts' MLPs split over etp, as
+    :func:`layer_activation_bytes` counts them."""
+    m, p = ctx.spec.model, ctx.spec.parallel
+    kind = kind if kind is not None else ctx.st.kinds[0]
+    t, tsp, h = ctx.tokens, ctx.sp_tokens, m.hidden
+    up = 2 if m.activation.gated else 1  # fc1 computes gate and up together for a gated MLP
+
+    def mlp(rows: Any, width: Any, out_rows: Any, tp: Any) -> Any:
+        """fc2's input, fc1's and fc2's output gradients of an MLP ``width / tp`` wide."""
+        return rows * width / tp + rows * up * width / tp + out_rows * h
+
+    attention = 2 * tsp * h + t * ctx.o_width + t * (ctx.q_width + ctx.kv_width + ctx.v_width) + tsp * h
+    if m.mla is not None:
+        a = m.mla
+        attention += 2 * tsp * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim)
+    if not kind.moe:
+        ffn = mlp(t, m.ffn_hidden, tsp, p.tp)
+    else:
+        mo = m.moe
+        assert mo is not None
+        rows = tsp * mo.top_k * mo.load * p.expert_tp
+        router = tsp * mo.experts if mo.router is not Router.BALANCED else 0
+        ffn = router + rows * h + mlp(rows, mo.expert_ffn_hidden, rows, p.expert_tp)
+        if ctx.st.shared_experts:
+            ffn = ffn + mlp(t, mo.shared_experts * mo.expert_ffn_hidden, tsp, p.tp)
+    return ctx.e * (attention + ffn)
 
 
 def op_sac_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
@@ -207,6 +253,14 @@ def _kept(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:
     return per_layer, 0
 
 
+def _classes(st: Structure) -> tuple[int, ...]:
+    """Per chunk, a class number shared by the chunks that keep the same activations: those
+    holding as many layers of each kind, the last one apart when the prediction modules run in it."""
+    seen: dict[tuple[tuple[int, ...], bool], int] = {}
+    last = st.chunks - 1
+    return tuple(seen.setdefault((c, g == last and st.mtp_layers > 0), len(seen)) for g, c in enumerate(st.chunk_kinds))
+
+
 def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     """Memory of the fullest GPU, over the pipeline ranks."""
     ctx = Context.of(spec, st)
@@ -217,19 +271,30 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     kept_working = [_kept(ctx, kind) for kind in st.kinds]
     working = vmax(*(w for _, w in kept_working)) if len(kept_working) > 1 else kept_working[0][1]
     chunk_bytes = tuple(sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind)
-    held = None if st.even else in_flight(p, chunk_bytes)
     mtp = st.mtp_layers
     if st.mtp_kind is not None:
         mtp_kept, mtp_working = _kept(ctx, st.mtp_kind)
         working = vmax(working, mtp_working)
+    if p.splits_w:
+        # B and W apart: a pass frees its activations in two steps (see the module docstring);
+        # the prediction modules run in the last chunk's passes.
+        apart = [weight_grad_bytes(ctx, kind) for kind in st.kinds]
+        waiting = [sum(n * a for n, a in zip(counts, apart)) for counts in per_kind]
+        chunk_bytes = list(chunk_bytes)
+        if st.mtp_kind is not None:
+            chunk_bytes[-1] += mtp * mtp_kept
+            waiting[-1] += mtp * weight_grad_bytes(ctx, st.mtp_kind)
+        held = in_flight(p, chunk_bytes, waiting, _classes(st))
+    else:
+        held = None if st.even else in_flight(p, chunk_bytes)
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
     layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
     layer = vmax(*layers) if len(layers) > 1 else layers[0]
     best: Memory | None = None
     for r in range(st.pp):
-        kind = rank_kind_of(r, st.pp)
+        kind = rank_kind_of(st, r)
         first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        mine = per_kind[r::st.pp]
+        mine = [per_kind[g] for g in st.placement[r]]
         counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
         params = shard.rank(m, par, pp=st.pp, layers=counts, first=first, last=last, vocab=ctx.vocab,
                             kinds_present=st.kinds, mtp_kind=st.mtp_kind, q_compressed=st.q_compressed)
@@ -253,7 +318,8 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         logits = logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0
         if last and mtp:
             # Each prediction module keeps its layer and its own logits for its loss's backward.
-            acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
+            if not p.splits_w:  # else counted with the last chunk's passes
+                acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
             logits = logits * (1 + mtp)
         cand = Memory(
             weights=split(3, _weight_bytes(spec, e)) + gathered, grads=split(2, grad_bytes(ctx)),

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.algebra import positive_part, vmax
-from llmp.analytic.graph import COMPUTE_FAMILIES, Op, OpGraph, Overlap, Part, Scope, Stream
+from llmp.analytic.graph import COMPUTE_FAMILIES, Op, OpGraph, Overlap, Part, Scope, Stream, Task
 from llmp.dsl.spec import Spec
 
 NON_COMPUTE = ("recompute", "optimizer")
@@ -68,8 +68,23 @@ class PassWork:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChunkWork:
+    """One microbatch on one chunk: its forward and backward, and the backward's two tasks when
+    the schedule runs them apart."""
+
     fwd: PassWork
     bwd: PassWork
+    """The whole backward: input and weight gradients together (tasks B and W as one)."""
+    b: PassWork | None = None
+    """Task B alone (input gradient), for schedules that run W apart. A collective that hides
+    behind a wgrad GEMM in the whole backward (Megatron's input-gradient reduction) has no
+    wgrad beside it here and is exposed."""
+    w: PassWork | None = None
+    """Task W alone (weight gradients, their accumulation and ZeRO-3's gradient reduce-scatter)."""
+
+    @property
+    def weight_pass(self) -> PassWork:
+        """The pass that produces the chunk's weight gradients: W when apart, else the backward."""
+        return self.w if self.w is not None else self.bwd
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -121,13 +136,14 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
 
 
 def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool,
-               layers: Any) -> ChunkWork:
+               layers: Any, split: bool = False) -> ChunkWork:
     """Forward and backward work of one microbatch on one chunk of ``layers`` transformer layers
     (a count, or a tuple of counts per layer kind, ``OpGraph.chunk_kinds``; ``first``/``last``: it
-    holds the embedding / the head; the sends to the next and previous chunk follow from that)."""
+    holds the embedding / the head; the sends to the next and previous chunk follow from that);
+    with ``split`` also tasks B and W on their own."""
     counts = layers if isinstance(layers, tuple) else (layers,)
-    passes = {}
-    for part in (Part.FORWARD, Part.BACKWARD):
+    passes: dict[Part | Task, PassWork] = {}
+    for part in (Part.FORWARD, Part.BACKWARD, *((Task.B, Task.W) if split else ())):
         by_cat: dict[str, Any] = defaultdict(int)
         compute: Any = 0
         # A chunk may hold no layers (Megatron's embedding-only first chunk), or none of a kind:
@@ -138,7 +154,7 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
             groups.append((graph.indices(Scope.FIRST, part), 1))
         if last:
             groups.append((graph.indices(Scope.LAST, part), 1))
-        if (part is Part.FORWARD and not last) or (part is Part.BACKWARD and not first):
+        if (part is Part.FORWARD and not last) or (part in (Part.BACKWARD, Task.B) and not first):
             groups.append((graph.indices(Scope.BOUNDARY, part), 1))
         for indices, repeat in groups:
             ops = [(graph.ops[i], times[i]) for i in indices]
@@ -147,7 +163,28 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
                 by_cat[k] += v
             compute += comp
         passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
-    return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD])
+    return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
+                     w=passes.get(Task.W))
+
+
+def paired(f: PassWork, bw: PassWork) -> PassWork:
+    """A forward and a whole backward of two microbatches run as one overlapped pair (DualPipe).
+
+    DeepSeek-V3 (arXiv 2412.19437 §3.2.1) splits both chunks into attention, all-to-all dispatch,
+    MLP and all-to-all combine (and the backward's into input and weight parts) and interleaves
+    the two so that "both all-to-all and PP communication can be fully hidden": the pair's expert
+    (``ep``) and pipeline (``pp``) communication runs behind its computation, and only what
+    exceeds that computation is exposed (all-to-all first). Other exposed collectives stay
+    exposed; the SMs the communication kernels take from the computation are not modelled.
+    """
+    cats = merge(f.by_category, bw.by_category)
+    compute = f.compute + bw.compute
+    ep, pp = cats.get("ep", 0), cats.get("pp", 0)
+    if "ep" in cats:
+        cats["ep"] = positive_part(ep - compute)
+    if "pp" in cats:
+        cats["pp"] = positive_part(pp - positive_part(compute - ep))
+    return PassWork(by_category=cats, compute=compute)
 
 
 def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int, window: Any,

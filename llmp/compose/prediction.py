@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.compose.band import Band
 from llmp.compose.overlap import categories
 from llmp.compose.step import Step
 from llmp.errors import InfeasibleError
@@ -113,6 +114,9 @@ class Provenance:
     mfu_convention: str = MFU_CONVENTION
     stack: str = "generic"
     """The training stack whose profile decided the kernels, overlaps and per-step work."""
+    calibrated_by: str = ""
+    """The ``llmp calibrate`` file that corrected this prediction and what it applied ("": none,
+    a zero-shot prediction)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ((k, getattr(self, k)) for k in self.__slots__)}
@@ -136,7 +140,9 @@ class Prediction:
     axis, bubble); sums to ``step_time_s``."""
     memory: MemoryReport
     band: tuple[float, float]
-    """[low, high] step time from the residual bands (equal to the point without residuals)."""
+    """[low, high] step time at ``uncertainty.level`` (``compose.band``)."""
+    uncertainty: Band
+    """The band with its level and where its width comes from."""
     ops: tuple[OpRow, ...]
     provenance: Provenance
     derived: Mapping[str, Any]
@@ -191,7 +197,8 @@ class Prediction:
             "summary": {"compute_s": self.compute_s, "recompute_s": self.recompute_s,
                         "exposed_comm_s": self.exposed_comm_s, "bubble_s": self.bubble_s,
                         "optimizer_s": self.optimizer_s},
-            "memory": self.memory.to_dict(), "band": list(self.band), "derived": dict(self.derived),
+            "memory": self.memory.to_dict(), "band": list(self.band), "band_level": self.uncertainty.level,
+            "band_detail": self.uncertainty.to_dict(), "derived": dict(self.derived),
             "provenance": self.provenance.to_dict(), "ops": [row.to_dict() for row in self.ops],
         }
 
@@ -199,7 +206,8 @@ class Prediction:
         """A readable plain-text report."""
         d, t = self.derived, self.step_time_s
         lines = [
-            f"step time      {format_time(t)}   band [{format_time(self.band[0])}, {format_time(self.band[1])}]",
+            f"step time      {format_time(t)}   band [{format_time(self.band[0])}, {format_time(self.band[1])}] "
+            f"({self.uncertainty.level:.0%})",
             f"throughput     {format_count(self.tokens_per_s)} tokens/s   "
             f"({format_count(self.tokens_per_s / d['world_size'])} per GPU)",
             f"utilisation    MFU {self.mfu:.1%}   HFU {self.hfu:.1%}",
@@ -209,7 +217,7 @@ class Prediction:
             "",
             "where the time goes (critical rank)",
         ]
-        for key in categories():
+        for key in (*categories(), "overhead"):
             v = self.breakdown.get(key, 0.0)
             if v > 1e-9 * t:
                 lines.append(f"  {key:<15}{format_time(v):>12}  {v / t:6.1%}")
@@ -239,4 +247,7 @@ class Prediction:
                          f"{shown}")
         if p.calibration:
             lines += ["analytic ceilings:", *(f"  {note}" for note in p.calibration)]
+        lines += ["", *self.uncertainty.describe()]
+        if p.calibrated_by:
+            lines.append(f"calibrated by {p.calibrated_by}")
         return "\n".join(lines)

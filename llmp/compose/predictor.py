@@ -1,9 +1,10 @@
-"""``predict(spec, residuals="default") -> Prediction``: the whole pipeline for one spec.
+"""``predict(spec, residuals="default", level=0.8) -> Prediction``: the whole pipeline for one spec.
 
 spec → structure and operator graph → per-op roofline / alpha-beta times → residual factors
 (from the store ``llmp.residuals.store.choose`` picks: by default the one shipped for the spec's
-device, else the cross-GPU one) → composition over the pipeline schedule (point, and the band's
-low and high ends run through the same schedule) → memory → :class:`Prediction`.
+device, else the cross-GPU one) → :class:`Priced` → composition over the pipeline schedule (the
+point; the band's draws run through the same schedule, ``compose.band``) → memory →
+:class:`Prediction`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from llmp.analytic import kernels, params, specpath
@@ -20,7 +23,7 @@ from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
-from llmp.compose import calibration
+from llmp.compose import band, calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
@@ -99,11 +102,6 @@ def _rows(graph: OpGraph, prices: Prices, corr: Correction, hw: Hardware) -> tup
     return tuple(rows)
 
 
-def _compose(graph: OpGraph, times: Any, factor: Any, spec: Spec) -> Step:
-    return compose(graph, [t * float(f) for t, f in zip(times, factor)], OverlapRules.of(spec),
-                   spec.parallel.schedule)
-
-
 def choose_residuals(residuals: Residuals | str | os.PathLike[str] | None, spec: Spec) -> tuple[Residuals | None, str]:
     """The store that corrects ``spec`` and how it was chosen: ``llmp.residuals.store.choose``,
     imported only when a store may be needed (``None`` and ``"none"`` never read one)."""
@@ -126,32 +124,88 @@ def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction) -> Res
                        out_of_domain=tuple(sorted({op.name for op, f in zip(graph.ops, flagged) if f})))
 
 
-def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Prediction:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Priced:
+    """A spec's operator graph with each op's analytic time and residual correction: everything
+    the composition needs, so the point, the band's draws and ``llmp calibrate`` compose the same."""
+
+    spec: Spec
+    graph: OpGraph
+    prices: Prices
+    correction: Correction
+    residuals: Residuals | None
+    note: str
+    """How the residual store was chosen."""
+
+    @property
+    def times(self) -> list[float]:
+        """Seconds per call of every op after its residual factor."""
+        return [float(t) * float(f) for t, f in zip(self.prices.time, self.correction.factor)]
+
+    def compose(self, times: Sequence[Any]) -> Step:
+        """The step for per-op ``times`` (floats, or arrays of draws)."""
+        return compose(self.graph, times, OverlapRules.of(self.spec), self.spec.parallel.schedule)
+
+    def step_time(self, times: Sequence[Any]) -> Any:
+        return self.compose(times).step_time
+
+
+def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Priced:
+    """Decompose ``spec``, price every op and correct it with the chosen residual store."""
+    _require_numbers(spec)
+    residuals, note = choose_residuals(residuals, spec)
+    graph = decompose(spec, structure_of(spec))
+    prices = price(graph, spec)
+    n = len(graph.ops)
+    corr = (Correction.identity(n) if residuals is None else
+            residuals.correct([op.work for op in graph.ops], spec).check(n))
+    return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note)
+
+
+def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default", *,
+            level: float = band.LEVEL, calibration: Any = None) -> Prediction:
     """Predict one training step of ``spec``; residual models correct each op's analytic time.
 
     ``residuals``: ``"default"`` (the store shipped for the spec's device if it serves the spec's
     numbers, else the shipped cross-GPU store, else none: the same choice as ``llmp predict``),
     ``None`` or ``"none"`` (the bare roofline composition), a store directory, or a loaded store.
+    ``level``: how often the band should hold the real step (``compose.band``).
+    ``calibration``: a ``STACK.json`` written by ``llmp calibrate`` (or a loaded
+    ``llmp.calibrate.Calibration``) fitted on measured steps of this GPU and stack: its factors and
+    per-step overhead correct the step, and its posterior gives the band. ``None``: zero-shot.
     """
-    _require_numbers(spec)
-    residuals, note = choose_residuals(residuals, spec)
-    st = structure_of(spec)
-    graph = decompose(spec, st)
-    prices = price(graph, spec)
-    hw = Hardware.of(spec)
-    n = len(graph.ops)
-    if residuals is None:
-        corr, model_id, use = Correction.identity(n), ROOFLINE_ONLY, None
-    else:
-        corr, model_id = residuals.correct([op.work for op in graph.ops], spec).check(n), residuals.id
-        use = _residual_use(residuals, graph, corr)
-    step = _compose(graph, prices.time, corr.factor, spec)
-    t = float(step.step_time)
-    if residuals is None:
-        band = (t, t)
-    else:
-        band = (float(_compose(graph, prices.time, corr.low, spec).step_time),
-                float(_compose(graph, prices.time, corr.high, spec).step_time))
+    level = band.check_level(level)
+    p = priced(spec, residuals)
+    graph, corr, hw = p.graph, p.correction, Hardware.of(spec)
+    model_id = ROOFLINE_ONLY if p.residuals is None else p.residuals.id
+    times = p.times
+    if calibration is None:
+        step = p.compose(times)
+        t = float(step.step_time)
+        errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
+        return _prediction(p, step, t, band.zero_shot(p.step_time, times, errors, band.composition_term(), level),
+                           hw, model_id)
+    from llmp.calibrate.fit import scaled
+    from llmp.calibrate.record import as_calibration
+
+    cal = as_calibration(calibration)
+    cal.check(spec)
+    post = cal.basis(model_id).posterior
+    step = p.compose(scaled(graph, times, np.asarray(post.mean[:-1])))
+    t = float(step.step_time) + post.overhead_s
+    factors = ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
+    what = (f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} on {cal.gpu}; "
+            f"factors {factors}; per-step overhead {post.overhead_s:.4g} s")
+    return _prediction(p, step, t, post.band(p, level), hw, model_id, overhead=post.overhead_s, calibrated=what)
+
+
+def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Hardware, model_id: str, *,
+                overhead: float = 0.0, calibrated: str = "") -> Prediction:
+    spec, graph, prices, corr = p.spec, p.graph, p.prices, p.correction
+    st = graph.structure
+    residuals = p.residuals
+    use = None if residuals is None else _residual_use(residuals, graph, corr)
+    breakdown = _clean(step.breakdown, t) | ({"overhead": overhead} if overhead > 0 else {})
     mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
     world = st.world_size
     tokens = float(spec.tokens_per_step)
@@ -168,15 +222,16 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     return Prediction(
         step_time_s=t, tokens_per_s=tokens / t, mfu=model_flops / (t * world * peak),
         hfu=gpu_flops(graph, prices.flops) / (t * peak),
-        breakdown=_clean(step.breakdown, t),
+        breakdown=breakdown,
         memory=MemoryReport(weights=float(mem.weights), grads=float(mem.grads), optimizer=float(mem.optimizer),
                             activations=float(mem.activations), logits=float(mem.logits),
                             overhead=float(mem.overhead), total=float(mem.total), capacity=float(mem.capacity),
                             oom=bool(mem.oom), rank=int(mem.rank)),
-        band=band, ops=_rows(graph, prices, corr, hw),
+        band=(uncertainty.low, uncertainty.high), uncertainty=uncertainty, ops=_rows(graph, prices, corr, hw),
         provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
-                              uncorrected=tuple(uncovered), residuals_note=note, residual_store=use,
-                              calibration=calibration.notes(graph, spec), stack=spec.train.stack.value),
+                              uncorrected=tuple(uncovered), residuals_note=p.note, residual_store=use,
+                              calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
+                              calibrated_by=calibrated),
         derived=derived, step=step)
 
 

@@ -1,24 +1,18 @@
-"""Pipeline schedules as task orders, and the event timeline they produce.
+"""The event timeline of a pipeline schedule: its table entry's steps as timed nodes.
 
-A task is the forward or backward of one microbatch on one chunk. Chunk ``g`` of ``pp * vp``
-lives on rank ``g % pp`` (Megatron's interleaving: rank ``r`` holds chunks ``r, r + pp, ...``).
-Dependencies: a forward needs the previous chunk's forward of the same microbatch, a backward
-needs the next chunk's backward (the last chunk's backward needs its own forward). Each rank
-runs its tasks in the order its schedule prescribes:
+:mod:`~llmp.compose.schedules` says, per rank, which F, B and W tasks run in which order. This
+module turns them into nodes and times them. Dependencies: a forward needs the previous chunk's
+forward of the same microbatch (in the microbatch's model copy), a backward needs the next
+chunk's backward (the last chunk's needs its own forward), a W needs its own B. A node starts
+when its rank is free and its dependency has ended; the bubble is whatever idle time that
+leaves. A node's output leaves when it ends (its sends are part of its time). DualPipe's
+overlapped pair is one node running an F and a B: it starts once both inputs have arrived (a
+zero-length node on the rank waits for the B's) and both outputs leave when it ends.
 
-* ``gpipe``: all forwards, then all backwards (Huang et al. 2019);
-* ``1f1b``: ``pp - r - 1`` warm-up forwards, then one forward / one backward, then the
-  remaining backwards (PipeDream-Flush; Narayanan et al. 2021, Megatron
-  ``forward_backward_pipelining_without_interleaving``);
-* ``interleaved``: Megatron's interleaved 1F1B over ``vp`` chunks per rank, warm-up
-  ``2 (pp - r - 1) + (vp - 1) N`` virtual microbatches, chunks cycled every ``N`` microbatches
-  (``N = microbatch_group``, default ``pp``; a last group takes the remaining microbatches:
-  Megatron-Core ``get_schedule_table`` and ``get_pp_rank_microbatches``).
-
-A task starts when its rank is free and its dependency has ended; the bubble is whatever idle
-time that leaves. Orders and the dependency-respecting execution sequence depend only on
-``(schedule, pp, vp, microbatches)`` and are cached; the timing pass is a loop of max/plus that
-runs on floats (one prediction) or numpy arrays (a sweep, ``maximum=np.maximum``).
+A node's time is one of a few per-chunk durations (:attr:`Plan.keys`: the F, B, W or whole
+backward of a model chunk, or a pair), so plans depend only on ``(schedule, pp, vp,
+microbatches)`` (and the interleaved schedule's microbatch group) and are cached; the timing pass is a loop of max/plus that runs on floats (one
+prediction) or numpy arrays (a sweep, ``maximum=np.maximum``).
 """
 
 from __future__ import annotations
@@ -26,124 +20,170 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from llmp.analytic.algebra import vmax
+from llmp.analytic.graph import Task
+from llmp.compose.schedules import entry, steps
 from llmp.dsl.spec import Schedule
+
+
+class Kind(StrEnum):
+    """What a node runs."""
+
+    F = "F"
+    B = "B"
+    """The input gradient alone (its W runs later)."""
+    W = "W"
+    BW = "BW"
+    """The input and the weight gradient together: the backward of GPipe and 1F1B."""
+    FB = "F&B"
+    """A forward and a whole backward of two microbatches overlapped (DualPipe)."""
+    WAIT = "wait"
+    """Zero length: holds its rank until a pair's backward input has arrived."""
+
+
+Key = tuple[Kind, int, int]
+"""A duration: (kind, model chunk, the pair's backward chunk or -1)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """Tasks of one step and the order to time them in."""
+    """The nodes of one step and the order to time them in."""
 
+    schedule: Schedule
     pp: int
     vp: int
     microbatches: int
+    chunks: int
+    """Model chunks (``pp * vp``)."""
+    placement: tuple[tuple[int, ...], ...]
+    """Per rank, the model chunks it holds (DualPipe: one stage of each copy)."""
     rank: tuple[int, ...]
+    kind: tuple[Kind, ...]
     chunk: tuple[int, ...]
-    """Global chunk index ``g`` of each task."""
-    forward: tuple[bool, ...]
+    """Model chunk of each node (a pair's forward)."""
     microbatch: tuple[int, ...]
+    pair: tuple[tuple[int, int] | None, ...]
+    """A pair's backward: (model chunk, microbatch)."""
     dep: tuple[int, ...]
-    """Index of the task this one waits for on another rank (-1: none)."""
+    """Index of the node this one waits for (-1: none)."""
     order: tuple[int, ...]
-    """All tasks in an order where every dependency comes first."""
+    """All nodes in an order where every dependency comes first."""
     duration: tuple[int, ...]
-    """Index of each task's duration in ``[*fwd, *bwd]`` (``g``, or ``g + chunks`` backward)."""
+    """Index of each node's duration in :attr:`keys`."""
+    keys: tuple[Key, ...]
+    rank_work: tuple[tuple[tuple[int, int], ...], ...]
+    """Per rank: (key index, how many nodes of it), forwards first, in chunk order."""
+    splits_w: bool
+    """Some B runs without its W (the weight gradients run as tasks of their own)."""
     peak_in_flight: tuple[int, ...]
-    """Per rank: most (chunk, microbatch) forwards whose backward has not run yet."""
+    """Per rank: most (chunk, microbatch) forwards whose backward has not run yet (a B without
+    its W counts as run); see :func:`in_flight` for the W's share."""
+    copies: int = 1
 
 
-def _interleaved_table(m: int, vp: int, group: int) -> list[tuple[int, int]]:
-    """(local chunk, microbatch) of each virtual microbatch: each group of ``group`` microbatches
-    runs on chunk 0, then chunk 1, ...; the last group takes what remains (NVIDIA/Megatron-LM@00611e6:
-    megatron/core/pipeline_parallel/schedules.py, get_schedule_table)."""
-    table = []
-    for start in range(0, m, group):
-        stop = min(m, start + group)
-        table += [(k, j) for k in range(vp) for j in range(start, stop)]
-    return table
+def _steps_to_nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | None) -> Plan:
+    e = entry(schedule)
+    chunks = pp * vp
+    placed = e.copies * chunks
+    rank, kind, chunk, micro, pair, dep_of = [], [], [], [], [], []
+    index: dict[tuple[Task, int, int], int] = {}
+    lists: list[list[int]] = []
 
+    def add(r: int, k: Kind, c: int, j: int, p: tuple[int, int] | None, needs: tuple[Task, int, int] | None) -> int:
+        rank.append(r)
+        kind.append(k)
+        chunk.append(c % chunks)
+        micro.append(j)
+        pair.append(p)
+        dep_of.append(needs)
+        lists[r].append(len(rank) - 1)
+        return len(rank) - 1
 
-def _orders(schedule: Schedule, pp: int, vp: int, m: int, group: int) -> list[list[tuple[int, int, bool]]]:
-    """Per rank: (local chunk, microbatch, forward?) in execution order."""
-    out = []
-    table = _interleaved_table(m, vp, group) if schedule is Schedule.INTERLEAVED and vp > 1 else []
-    for r in range(pp):
-        if schedule is Schedule.GPIPE:
-            seq = [(0, j, True) for j in range(m)] + [(0, j, False) for j in range(m)]
-        elif table:
-            # The backward of virtual microbatch i runs chunk vp - 1 - k of table[i]; each chunk's
-            # backwards take its microbatches in the order its forwards ran them.
-            fwd = [(k, j, True) for k, j in table]
-            bwd = [(vp - 1 - k, j, False) for k, j in table]
-            total = len(table)
-            warm = min(2 * (pp - r - 1) + (vp - 1) * group, total)
-            seq = fwd[:warm]
-            for i in range(total - warm):
-                seq += [fwd[warm + i], bwd[i]]
-            seq += bwd[total - warm:]
-        else:
-            warm = min(pp - r - 1, m)
-            seq = [(0, j, True) for j in range(warm)]
-            for i in range(m - warm):
-                seq += [(0, warm + i, True), (0, i, False)]
-            seq += [(0, j, False) for j in range(m - warm, m)]
-        out.append(seq)
-    return out
+    def needs(task: Task, c: int, j: int) -> tuple[Task, int, int] | None:
+        if task is Task.F:
+            return (Task.F, c - 1, j) if c % chunks else None
+        if task is Task.B:
+            return (Task.B, c + 1, j) if c % chunks < chunks - 1 else (Task.F, c, j)
+        return (Task.B, c, j)
 
-
-@functools.cache
-def plan(schedule: Schedule, pp: int, vp: int, microbatches: int, group: int | None = None) -> Plan:
-    """The tasks of a schedule and a dependency-respecting order to time them in (``group``: the
-    interleaved schedule's microbatch group, default ``pp``)."""
-    m, chunks = microbatches, pp * vp
-    orders = _orders(schedule, pp, vp, m, pp if group is None else group)
-    index: dict[tuple[int, int, bool], int] = {}
-    rank, chunk, forward, micro = [], [], [], []
-    for r, seq in enumerate(orders):
-        for k, j, f in seq:
-            index[(k * pp + r, j, f)] = len(rank)
-            rank.append(r)
-            chunk.append(k * pp + r)
-            forward.append(f)
-            micro.append(j)
-    dep = []
-    for g, j, f in zip(chunk, micro, forward):
-        if f:
-            dep.append(index[(g - 1, j, True)] if g > 0 else -1)
-        else:
-            dep.append(index[(g + 1, j, False)] if g < chunks - 1 else index[(g, j, True)])
-    lists = [[index[(k * pp + r, j, f)] for k, j, f in seq] for r, seq in enumerate(orders)]
+    for r, seq in enumerate(steps(schedule, pp, vp, m, group)):
+        lists.append([])
+        todo = iter(seq)
+        for s in todo:
+            assert e.rank_of(s.chunk, pp, vp) == r, f"{schedule}: chunk {s.chunk} is not on rank {r}"
+            assert s.chunk // chunks == e.copy_of(s.microbatch, m), f"{schedule}: microbatch {s.microbatch} off copy"
+            if s.paired:
+                b = next(todo)
+                assert b.task is Task.B and b.with_w, f"{schedule}: a pair is an F and a whole backward"
+                add(r, Kind.WAIT, b.chunk, b.microbatch, None, needs(Task.B, b.chunk, b.microbatch))
+                i = add(r, Kind.FB, s.chunk, s.microbatch, (b.chunk % chunks, b.microbatch),
+                        needs(Task.F, s.chunk, s.microbatch))
+                index[(Task.F, s.chunk, s.microbatch)] = index[(Task.B, b.chunk, b.microbatch)] = i
+                continue
+            k = Kind.BW if s.with_w else Kind(s.task.value)
+            index[(s.task, s.chunk, s.microbatch)] = add(r, k, s.chunk, s.microbatch, None,
+                                                         needs(s.task, s.chunk, s.microbatch))
+    dep = tuple(-1 if d is None else index[d] for d in dep_of)
+    tasks = [t for t, _, _ in index]
+    assert tasks.count(Task.F) == tasks.count(Task.B) == chunks * m == placed * m // e.copies, \
+        f"{schedule}: every chunk runs the F and B of each of its microbatches once"
+    assert tasks.count(Task.W) == kind.count(Kind.B), f"{schedule}: each B run apart has its W"
     done = [False] * len(rank)
     pos = [0] * pp
     order: list[int] = []
     while len(order) < len(rank):
         moved = False
         for r in range(pp):
-            seq = lists[r]
-            while pos[r] < len(seq) and (dep[seq[pos[r]]] < 0 or done[dep[seq[pos[r]]]]):
-                i = seq[pos[r]]
+            seq_r = lists[r]
+            while pos[r] < len(seq_r) and (dep[seq_r[pos[r]]] < 0 or done[dep[seq_r[pos[r]]]]):
+                i = seq_r[pos[r]]
                 done[i] = True
                 order.append(i)
                 pos[r] += 1
                 moved = True
         assert moved, f"{schedule} schedule deadlocks for pp={pp} vp={vp} m={m}"
+    keys: dict[Key, int] = {}
+    duration = []
+    for k, c, p in zip(kind, chunk, pair):
+        key = (k, c, p[0] if p else -1)
+        duration.append(keys.setdefault(key, len(keys)))
+    key_list = tuple(keys)
+    rank_work = []
+    ranked = sorted(range(len(key_list)), key=lambda i: (list(Kind).index(key_list[i][0]), key_list[i][1:]))
+    for r in range(pp):
+        counts: dict[int, int] = {}
+        for i in lists[r]:
+            counts[duration[i]] = counts.get(duration[i], 0) + 1
+        rank_work.append(tuple((i, counts[i]) for i in ranked if i in counts and key_list[i][0] is not Kind.WAIT))
     peaks = []
-    for seq in orders:
+    for r in range(pp):
         live = peak = 0
-        for _, _, f in seq:
-            live += 1 if f else -1
-            peak = max(peak, live)
+        for i in lists[r]:
+            if kind[i] in (Kind.F, Kind.FB):
+                live += 1
+                peak = max(peak, live)
+            if kind[i] in (Kind.B, Kind.BW, Kind.FB):
+                live -= 1
         peaks.append(peak)
-    return Plan(pp=pp, vp=vp, microbatches=m, rank=tuple(rank), chunk=tuple(chunk), forward=tuple(forward),
-                microbatch=tuple(micro), dep=tuple(dep), order=tuple(order), peak_in_flight=tuple(peaks),
-                duration=tuple(g if f else g + chunks for g, f in zip(chunk, forward)))
+    return Plan(schedule=schedule, pp=pp, vp=vp, microbatches=m, chunks=chunks, placement=e.placement(pp, vp),
+                rank=tuple(rank), kind=tuple(kind), chunk=tuple(chunk), microbatch=tuple(micro), pair=tuple(pair),
+                dep=dep, order=tuple(order), duration=tuple(duration), keys=key_list, rank_work=tuple(rank_work),
+                splits_w=any(k is Kind.W for k in kind), peak_in_flight=tuple(peaks), copies=e.copies)
+
+
+@functools.cache
+def plan(schedule: Schedule, pp: int, vp: int, microbatches: int, group: int | None = None) -> Plan:
+    """The nodes of a schedule and a dependency-respecting order to time them in (``group``: the
+    interleaved schedule's microbatch group, default ``pp``)."""
+    return _steps_to_nodes(schedule, pp, vp, microbatches, group)
 
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """Start and end of every task (``Plan`` order of indices), and when each rank finishes."""
+    """Start and end of every node (``Plan`` order of indices), and when each rank finishes."""
 
     plan: Plan
     start: tuple[Any, ...]
@@ -151,9 +191,8 @@ class Timeline:
     rank_end: tuple[Any, ...]
 
 
-def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
-             maximum: Callable[[Any, Any], Any] | None = None) -> Timeline:
-    """Time every task: ``fwd[g]`` / ``bwd[g]`` are the durations of chunk ``g``'s tasks.
+def simulate(p: Plan, durations: Sequence[Any], maximum: Callable[[Any, Any], Any] | None = None) -> Timeline:
+    """Time every node: ``durations[k]`` is the time of :attr:`Plan.keys` ``[k]``.
 
     Durations are floats, or arrays with ``maximum=numpy.maximum`` (one timeline per column).
     """
@@ -161,7 +200,6 @@ def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
     start: list[Any] = [0] * n
     end: list[Any] = [0] * n
     free: list[Any] = [0] * p.pp
-    durations = [*fwd, *bwd]
     kind, rank, dep = p.duration, p.rank, p.dep
     if maximum is None:  # floats: the comparison inline is several times faster than max()
         durations = [float(x) for x in durations]  # numpy scalars would make each step ~4x slower
@@ -183,13 +221,90 @@ def simulate(p: Plan, fwd: Sequence[Any], bwd: Sequence[Any],
     return Timeline(plan=p, start=tuple(start), end=tuple(end), rank_end=tuple(free))
 
 
-def in_flight(p: Plan, chunk_bytes: tuple[Any, ...]) -> tuple[Any, ...]:
+def uniform_durations(p: Plan, f: Sequence[Any], b: Sequence[Any], w: Sequence[Any] | None = None,
+                      pair: Callable[[int, int], Any] | None = None) -> list[Any]:
+    """Durations of ``p.keys`` from per-chunk task times: ``f[g]``, the whole backward ``b[g]``, or
+    with ``w`` the input gradient ``b[g]`` and the weight gradient ``w[g]`` (a whole backward is
+    then ``b[g] + w[g]``); a pair is ``pair(g, h)`` (default: its F and whole backward in turn)."""
+    def whole(g: int) -> Any:
+        return b[g] if w is None else b[g] + w[g]
+
+    out = []
+    for k, g, h in p.keys:
+        if k is Kind.F:
+            out.append(f[g])
+        elif k is Kind.BW:
+            out.append(whole(g))
+        elif k is Kind.B:
+            out.append(b[g])
+        elif k is Kind.W:
+            assert w is not None, "the schedule runs W apart: give the weight-gradient times"
+            out.append(w[g])
+        elif k is Kind.FB:
+            out.append(pair(g, h) if pair else f[g] + whole(h))
+        else:
+            out.append(0)
+    return out
+
+
+@functools.cache
+def _states(p: Plan, classes: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Per rank: the states of its held activations, as counts per class of chunk (``classes[g]``:
+    chunk ``g``'s; chunks of a class keep the same bytes) of passes whose B has not run, then of
+    passes whose B has run but not their W; reduced to the states no other state reaches or
+    exceeds in every count.
+
+    A B frees the activations only its own gradient needs and keeps what the W needs (the inputs
+    and output gradients of the weight GEMMs; Qi et al. 2024 Table 1); a whole backward or a W
+    frees the rest. A pair holds its forward's activations with its backward's until it ends.
+    Which state is the fullest depends on the bytes of each, so memory takes the maximum over
+    these.
+    """
+    n = max(classes) + 1
+    lists: list[list[int]] = [[] for _ in range(p.pp)]
+    for i, r in enumerate(p.rank):
+        lists[r].append(i)
+    out = []
+    for r in range(p.pp):
+        held = [0] * (2 * n)
+        states = {tuple(held)}
+        for i in lists[r]:
+            k, c = p.kind[i], classes[p.chunk[i]]
+            if k in (Kind.F, Kind.FB):
+                held[c] += 1
+                states.add(tuple(held))
+            if k is Kind.FB:
+                assert p.pair[i] is not None
+                held[classes[p.pair[i][0]]] -= 1
+            elif k is Kind.BW:
+                held[c] -= 1
+            elif k is Kind.B:
+                held[c] -= 1
+                held[n + c] += 1
+                states.add(tuple(held))
+            elif k is Kind.W:
+                held[n + c] -= 1
+        out.append(tuple(sorted(s for s in states
+                                if not any(o != s and all(a >= b for a, b in zip(o, s)) for o in states))))
+    return tuple(out)
+
+
+def in_flight(p: Plan, chunk_bytes: Sequence[Any], waiting_bytes: Sequence[Any] | None = None,
+              classes: tuple[int, ...] | None = None) -> tuple[Any, ...]:
     """Per rank: the most activation bytes it holds at once when chunk ``g``'s forward keeps
-    ``chunk_bytes[g]`` until its backward (numbers, arrays or expressions): ``peak_in_flight``
-    weighted by what each pass keeps, for chunks that differ."""
-    live: list[Any] = [0] * p.pp
-    peak: list[Any] = [0] * p.pp
-    for r, g, forward in zip(p.rank, p.chunk, p.forward):
-        live[r] = live[r] + (chunk_bytes[g] if forward else -chunk_bytes[g])
-        peak[r] = vmax(peak[r], live[r])
-    return tuple(peak)
+    ``chunk_bytes[g]`` until its backward (numbers, arrays or expressions) and, where the schedule
+    runs W apart, its B keeps ``waiting_bytes[g]`` until its W (default: nothing). ``classes``
+    names the chunks that keep the same bytes (default: each chunk its own), so fewer states are
+    compared: ``peak_in_flight`` weighted by what each pass keeps, for chunks that differ."""
+    if classes is None:
+        classes = tuple(range(len(chunk_bytes)))
+    first = {c: g for g, c in reversed(list(enumerate(classes)))}
+    n = len(first)
+    kept = [chunk_bytes[first[c]] for c in range(n)]
+    waiting = [0] * n if waiting_bytes is None else [waiting_bytes[first[c]] for c in range(n)]
+    out = []
+    for states in _states(p, classes):
+        totals = [sum(s[c] * kept[c] + s[n + c] * waiting[c] for c in range(n) if s[c] or s[n + c])
+                  for s in states]
+        out.append(vmax(*totals) if len(totals) > 1 else totals[0])
+    return tuple(out)

@@ -1,12 +1,13 @@
 """One training step: chunk work, the pipeline timeline, gradient sync, optimizer, breakdown.
 
-Given each op's time per call (after residual factors), :func:`compose` builds the forward and
-backward task time of every pipeline chunk from its own layer count (compute plus exposed
-communication, by the overlap rules; an uneven split gives chunks different times, and the
-slowest stage then sets the pace of the timeline), times the schedule's tasks, and ends the step on each rank with its exposed gradient
-sync; the optimizer starts once every rank has synced (the gradient-norm all-reduce across the
-model-parallel ranks makes the optimizer step collective) and the step ends when the slowest
-rank's update ends.
+Given each op's time per call (after residual factors), :func:`compose` builds the task times
+of every pipeline chunk from its own layer count (forward and backward, and the backward's B and
+W apart when the schedule splits them; compute plus exposed communication, by the overlap rules;
+an uneven split gives chunks different times, and the slowest stage then sets the pace of the
+timeline), times the schedule's tasks, and ends the step on each rank with its exposed gradient
+sync (bucketed reductions hide behind the rank's last weight-gradient work); the optimizer
+starts once every rank has synced (the gradient-norm all-reduce across the model-parallel ranks
+makes the optimizer step collective) and the step ends when the slowest rank's update ends.
 
 The breakdown follows the rank that finishes the gradient sync last: its compute by family,
 its exposed communication by axis, its idle time (``bubble``: pipeline fill and drain, waiting
@@ -16,6 +17,7 @@ Times may be floats (one prediction) or numpy arrays (a sweep, chosen per config
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic.graph import OpGraph
-from llmp.compose.overlap import ChunkWork, OverlapRules, RankTail, chunk_work, merge, rank_tail
-from llmp.compose.schedule import Plan, Timeline, plan, simulate
+from llmp.compose.overlap import ChunkWork, OverlapRules, PassWork, RankTail, chunk_work, merge, paired, rank_tail
+from llmp.compose.schedule import Key, Kind, Plan, Timeline, plan, simulate
 from llmp.dsl.spec import Schedule
 
 
@@ -37,23 +39,24 @@ class Step:
     """Seconds by category; sums to ``step_time``."""
     timeline: Timeline
     works: tuple[ChunkWork, ...]
-    """Per global chunk."""
+    """Per model chunk."""
+    passes: tuple[PassWork, ...]
+    """The work of each of the plan's durations (``timeline.plan.keys``)."""
     layers: tuple[Any, ...]
-    """Transformer layers of each global chunk."""
+    """Transformer layers of each model chunk."""
     tails: tuple[RankTail, ...]
     """Per pipeline rank."""
     sync_start: tuple[Any, ...]
-    """Per rank: when its last backward ends (its gradient sync tail starts)."""
+    """Per rank: when its last pipeline task ends (its gradient sync tail starts)."""
     update_start: Any
     """When the optimizer starts on every rank."""
     critical_rank: Any
 
 
 def schedule_plan(graph: OpGraph, schedule: Schedule) -> Plan:
-    """The task plan of ``graph``'s pipeline (interleaving with one chunk per rank is 1F1B)."""
+    """The task plan of ``graph``'s pipeline."""
     st = graph.structure
-    return plan(schedule if st.vp > 1 or schedule is not Schedule.INTERLEAVED else Schedule.ONE_F_ONE_B,
-                st.pp, st.vp, st.microbatches, st.microbatch_group)
+    return plan(schedule, st.pp, st.vp, st.microbatches, st.microbatch_group)
 
 
 def _argmax(values: Sequence[Any]) -> Any:
@@ -63,8 +66,9 @@ def _argmax(values: Sequence[Any]) -> Any:
 
 
 def _pick(values: Sequence[Any], idx: Any) -> Any:
-    if isinstance(idx, np.ndarray):
-        return np.choose(idx, np.broadcast_arrays(*[np.asarray(v, float) for v in values], idx)[:-1])
+    if isinstance(idx, np.ndarray):  # not np.choose: it takes at most 64 choices (pp = 64 has 64 ranks)
+        stacked = np.stack(np.broadcast_arrays(*[np.asarray(v, float) for v in values], idx)[:-1])
+        return np.take_along_axis(stacked, idx[None], axis=0)[0]
     return values[idx]
 
 
@@ -73,26 +77,47 @@ def _pick_dicts(dicts: Sequence[dict[str, Any]], idx: Any) -> dict[str, Any]:
     return {k: _pick([d.get(k, 0) for d in dicts], idx) for k in keys}
 
 
+def _pass(key: Key, works: Sequence[ChunkWork]) -> PassWork:
+    kind, g, h = key
+    w = works[g]
+    if kind is Kind.F:
+        return w.fwd
+    if kind is Kind.BW:
+        return w.bwd
+    if kind in (Kind.B, Kind.W):
+        part = w.b if kind is Kind.B else w.w
+        assert part is not None, "chunk work lacks the split backward"
+        return part
+    if kind is Kind.FB:
+        return paired(w.fwd, works[h].bwd)
+    return PassWork(by_category={}, compute=0)
+
+
 def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule: Schedule) -> Step:
     """Compose per-op times (floats or arrays, aligned with ``graph.ops``) into one step."""
     st = graph.structure
-    pp, chunks, m = st.pp, st.chunks, st.microbatches
+    pp, chunks = st.pp, st.chunks
+    p = schedule_plan(graph, schedule)
     kinds: dict[tuple[bool, bool, Any], ChunkWork] = {}
     works = []
     for g in range(chunks):
         key = (g == 0, g == chunks - 1, graph.chunk_kinds[g])
         if key not in kinds:
-            kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2])
+            kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2], split=p.splits_w)
         works.append(kinds[key])
+    passes = tuple(_pass(key, works) for key in p.keys)
     arrays = any(isinstance(t, np.ndarray) for t in times)
-    p = schedule_plan(graph, schedule)
-    tl = simulate(p, [w.fwd.total for w in works], [w.bwd.total for w in works],
-                  np.maximum if arrays else None)
+    tl = simulate(p, [x.total for x in passes], np.maximum if arrays else None)
     busy, tails, syncs, updates = [], [], [], []
     for r in range(pp):
-        mine = [works[g] for g in range(r, chunks, pp)]
-        busy.append(merge(*(w.fwd.by_category for w in mine), *(w.bwd.by_category for w in mine), scale=m))
-        tail = rank_tail(graph, times, rules, r, sum(w.bwd.compute for w in mine), sum(w.fwd.compute for w in mine))
+        mine = [works[g] for g in st.placement[r]]
+        done: dict[str, Any] = defaultdict(int)
+        for k, n in p.rank_work[r]:
+            for cat, v in passes[k].by_category.items():
+                done[cat] += v * n
+        busy.append(dict(done))
+        tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
+                         sum(w.fwd.compute for w in mine))
         tails.append(tail)
         syncs.append(tl.rank_end[r] + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))
@@ -101,5 +126,6 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     before = merge(_pick_dicts(busy, crit), _pick_dicts([t.sync for t in tails], crit))
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))
     breakdown["bubble"] = sync_end - sum(before.values())
-    return Step(step_time=sync_end + update, breakdown=breakdown, timeline=tl, works=tuple(works),
-                layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=tl.rank_end, update_start=sync_end, critical_rank=crit)
+    return Step(step_time=sync_end + update, breakdown=breakdown, timeline=tl, works=tuple(works), passes=passes,
+                layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=tl.rank_end, update_start=sync_end,
+                critical_rank=crit)

@@ -78,8 +78,20 @@ def _columns(spec: Spec, grid: Mapping[str, Any]) -> tuple[int, dict[str, np.nda
     return n, numeric, other
 
 
-def evaluate(spec: Spec, grid: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Step time, throughput, MFU, memory and breakdown sums for every configuration of ``grid``."""
+def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None) -> dict[str, np.ndarray]:
+    """Step time, throughput, MFU, memory and breakdown sums for every configuration of ``grid``.
+
+    ``calibration``: an ``llmp calibrate`` file (or loaded calibration) of the spec's GPU and
+    stack; its roofline basis (this composition has no residual models) scales each op's time by
+    its group's factor and adds the per-step overhead to the step time."""
+    posterior = None
+    if calibration is not None:
+        from llmp.calibrate.record import as_calibration
+        from llmp.compose.predictor import ROOFLINE_ONLY
+
+        cal = as_calibration(calibration)
+        cal.check(spec)
+        posterior = cal.basis(ROOFLINE_ONLY).posterior
     n, numeric, other = _columns(spec, grid)
     shape = structural(spec)
     keys = [p for p in numeric if p in shape]
@@ -98,7 +110,7 @@ def evaluate(spec: Spec, grid: Mapping[str, Any]) -> dict[str, np.ndarray]:
             s = _set_field(s, path, col[i0])
         s = specpath.replace(s, {p: (_scalar(numeric[p][i0]) if p in shape else numeric[p][idx]) for p in numeric})
         try:
-            result = _evaluate_group(s, len(idx))
+            result = _evaluate_group(s, len(idx), posterior)
         except InfeasibleError:
             continue
         for k, v in result.items():
@@ -111,13 +123,18 @@ def _scalar(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
 
 
-def _evaluate_group(spec: Spec, k: int) -> dict[str, np.ndarray]:
+def _evaluate_group(spec: Spec, k: int, posterior: Any = None) -> dict[str, np.ndarray]:
     st = structure_of(spec)
     graph = decompose(spec, st)
     prices = price_arrays(graph, spec, k)
-    step = compose(graph, list(prices.time), OverlapRules.of(spec), spec.parallel.schedule)
+    times, overhead = list(prices.time), 0.0
+    if posterior is not None:
+        from llmp.calibrate.fit import scaled
+
+        times, overhead = scaled(graph, times, np.asarray(posterior.mean[:-1])), posterior.overhead_s
+    step = compose(graph, times, OverlapRules.of(spec), spec.parallel.schedule)
     mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
-    t = np.broadcast_to(np.asarray(step.step_time, float), (k,))
+    t = np.broadcast_to(np.asarray(step.step_time, float) + overhead, (k,))
     world = st.world_size
     tokens = np.asarray(spec.tokens_per_step, float)
     peak = Hardware.of(spec).peak_of(spec.train.precision.compute_dtype, f"precision {spec.train.precision.value}")

@@ -2,10 +2,12 @@
 
 One process per pipeline rank, named with the transformer layers it holds (an uneven split
 shows in the names and in the lengths of the tasks), two threads: the compute stream and the
-exposed communication. Each task (forward or backward of one microbatch on one chunk) is laid
-out as consecutive events, one per breakdown category (op family, recompute, exposed collective
-by axis), in a fixed order, its args naming the chunk and its layers; the rank's gradient sync
-and update follow its last backward. Times in microseconds, as the format wants.
+exposed communication. Each task of the schedule (``F3``: forward of microbatch 3; ``B3``: its
+backward, or its input gradient alone where the schedule runs the weight gradient apart; ``W3``:
+that weight gradient; ``F3&B1``: DualPipe's overlapped pair) is laid out as consecutive events,
+one per breakdown category (op family, recompute, exposed collective by axis), in a fixed
+order, its args naming the task, the chunk and its layers; the rank's gradient sync and update
+follow its last task. Times in microseconds, as the format wants.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from typing import Any
 
 from llmp.compose.overlap import categories
 from llmp.compose.prediction import COMM, Prediction
+from llmp.compose.schedule import Kind
 
 _COMM = frozenset(COMM)
+_PASS = {Kind.F: "fwd", Kind.BW: "bwd", Kind.B: "bwd_act", Kind.W: "bwd_w", Kind.FB: "fwd&bwd"}
+"""Each task's pass in the phase vocabulary: a whole backward is ``bwd``; its input-gradient and
+weight-gradient halves are ``bwd_act`` and ``bwd_w``."""
 _THREADS = {"compute": 0, "comm": 1}
 
 
@@ -49,18 +55,24 @@ def trace(pred: Prediction) -> dict[str, Any]:
     p = tl.plan
     events: list[dict[str, Any]] = []
     for r in range(p.pp):
-        layers = _count(sum(step.layers[r::p.pp]))
+        layers = _count(sum(step.layers[g] for g in p.placement[r]))
         events.append({"name": "process_name", "ph": "M", "pid": r,
                        "args": {"name": f"pipeline rank {r} ({layers} layers)"}})
         for key, name in (("compute", "compute"), ("comm", "exposed communication")):
             events.append({"name": "thread_name", "ph": "M", "pid": r, "tid": _THREADS[key], "args": {"name": name}})
     for i in range(len(p.rank)):
-        work = step.works[p.chunk[i]]
-        part = work.fwd if p.forward[i] else work.bwd
-        label = f"{'F' if p.forward[i] else 'B'}{p.microbatch[i]}"
-        args = {"microbatch": p.microbatch[i], "chunk": p.chunk[i], "layers": _count(step.layers[p.chunk[i]]),
-                "pass": "fwd" if p.forward[i] else "bwd"}
-        events += _events(p.rank[i], float(tl.start[i]), dict(part.by_category), label, args)
+        kind = p.kind[i]
+        if kind is Kind.WAIT:
+            continue
+        g, j = p.chunk[i], p.microbatch[i]
+        label = {Kind.F: f"F{j}", Kind.B: f"B{j}", Kind.BW: f"B{j}", Kind.W: f"W{j}"}.get(kind, "")
+        args: dict[str, Any] = {"microbatch": j, "chunk": g, "layers": _count(step.layers[g]), "task": kind.value,
+                                "pass": _PASS[kind]}
+        pair = p.pair[i]
+        if pair is not None:
+            label = f"F{j}&B{pair[1]}"
+            args.update(backward_microbatch=pair[1], backward_chunk=pair[0])
+        events += _events(p.rank[i], float(tl.start[i]), dict(step.passes[p.duration[i]].by_category), label, args)
     for r, tail in enumerate(step.tails):
         events += _events(r, float(step.sync_start[r]), dict(tail.sync), "grad sync", {})
         events += _events(r, float(step.update_start), dict(tail.update), "update", {})

@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.dsl.spec import Position, Schedule, Spec, ZeroStage
+from llmp.dsl.spec import Position, Spec, ZeroStage
 from llmp.errors import SpecError, Span
 
 SpanOf = Callable[[str], Span | None]
@@ -132,17 +132,17 @@ def _widths(c: _Checker) -> None:
 
 def _pipeline(c: _Checker) -> None:
     m, p = c.spec.model, c.spec.parallel
-    if p.schedule is Schedule.INTERLEAVED:
-        if _compare(p.vp, 1) == 0:
-            c.fail("schedule = interleaved needs vp > 1 (model chunks per pipeline rank)",
-                   ("parallel.schedule",), "bad schedule", "set vp = 2 or more, or use 1f1b")
-        if _compare(p.pp, 1) == 0:
-            c.fail("schedule = interleaved needs pp > 1", ("parallel.schedule",),
-                   "bad schedule", "use pp > 1, or schedule = 1f1b")
-    elif _compare(p.vp, 1) == 1:
-        c.fail(f"vp({p.vp}) > 1 needs schedule = interleaved (got {p.schedule.value})",
-               ("parallel.vp",), "bad schedule",
-               "set schedule = interleaved, or vp = 1")
+    if isinstance(p.pp, int) and isinstance(p.vp, int):
+        # The schedule table lives with the composition, which imports the DSL.
+        from llmp.compose.schedules import entry
+
+        # What a schedule needs of pp and vp is a property of the spec; what it needs of the
+        # microbatches (the interleaved schedule's groups, DualPipe's even count) is a layout that
+        # cannot run, an InfeasibleError when the structure is built, as sweeps expect.
+        schedule = entry(p.schedule)
+        unmet = schedule.requires(p.pp, p.vp, None, None)
+        if unmet:
+            c.fail(unmet, ("parallel.schedule", "parallel.vp", "parallel.pp"), "bad schedule", schedule.hint)
     if all(isinstance(v, int) for v in (m.layers, p.pp, p.vp)):
         try:
             # The split rules live with the analytic model; imported here because the analytic

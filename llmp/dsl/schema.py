@@ -283,14 +283,15 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
            "--expert-tensor-parallel-size); absent: tp."),
     _enum("dispatcher", Dispatcher, "MoE token dispatch: alltoall, allgather or deepep.",
           default="alltoall"),
-    _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule).",
+    _count("vp", "Virtual pipeline chunks per pipeline rank (interleaved schedule; zb_v: 2).",
            default="1"),
     _count("microbatch_group", "Interleaved schedule: microbatches each model chunk runs in a row "
            "(Megatron --microbatch-group-size-per-virtual-pipeline-stage); default pp."),
     _bool("sequence_parallel", "Megatron sequence parallelism alongside tp.", "false"),
     _enum("zero", ZeroStage, "Optimizer/gradient/parameter sharding over dp: none, 0, 1, 2, 3 "
           "or fsdp.", default=STACK),
-    _enum("schedule", Schedule, "Pipeline schedule.", default="1f1b"),
+    _enum("schedule", Schedule, "Pipeline schedule: gpipe, 1f1b, interleaved (vp > 1), zb_h1, zb_v "
+          "(vp = 2) or dualpipe (even pp and microbatches).", default="1f1b"),
     _bool("tp_comm_overlap", "TP collectives overlapped with GEMMs.", STACK),
     _bool("dp_overlap", "DP gradient reduction overlapped with backward.", STACK),
     _real("dp_bucket_size", SIZE, "Gradient bucket size.", default=STACK),

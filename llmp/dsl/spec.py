@@ -54,9 +54,18 @@ class Position(StrEnum):
 
 
 class Schedule(StrEnum):
+    """Pipeline schedules; each is one entry of :data:`llmp.compose.schedules.TABLE`."""
+
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
     INTERLEAVED = "interleaved"
+    """Megatron's interleaved 1F1B over ``vp`` model chunks per rank."""
+    ZB_H1 = "zb_h1"
+    """Zero bubble, 1F1B's memory: weight gradients held back to fill the cool-down (Qi et al. 2024)."""
+    ZB_V = "zb_v"
+    """Zero bubble over two chunks per rank placed in a V (``vp = 2``; Qi et al. 2024)."""
+    DUALPIPE = "dualpipe"
+    """DeepSeek-V3's bidirectional pipeline: two model copies, fed from both ends."""
 
 
 class PipeModule(StrEnum):
@@ -326,7 +335,7 @@ class ParallelSpec:
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
     """How MoE tokens reach their experts."""
     vp: Count = 1
-    """Virtual pipeline chunks per pipeline rank (interleaved schedule)."""
+    """Virtual pipeline chunks per pipeline rank (interleaved schedule; zb_v places two in a V)."""
     microbatch_group: Count | None = None
     """Interleaved schedule: microbatches each model chunk runs in a row before the rank moves to its
     next chunk (Megatron ``--microbatch-group-size-per-virtual-pipeline-stage``). None: ``pp``."""

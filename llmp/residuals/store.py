@@ -321,7 +321,7 @@ def _correct(store: Residuals | Layered, items: Sequence[Kernel | Collective], s
     factor = np.exp(pred.log_factor)
     return Correction(factor=factor[pick], low=(factor * np.exp(-pred.q * widen))[pick],
                       high=(factor * np.exp(pred.q * widen))[pick], covered=pred.has_model[pick],
-                      out_of_domain=(pred.has_model & ~pred.in_domain)[pick])
+                      out_of_domain=(pred.has_model & ~pred.in_domain)[pick], level=1 - float(store.manifest["alpha"]))
 
 
 # -- saving ----------------------------------------------------------------------------------

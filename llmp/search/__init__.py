@@ -15,6 +15,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,11 +34,12 @@ __all__ = ["Candidate", "Objective", "SearchResult", "search"]
 def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Sequence[str] = (),
            gpus: Sequence[int] = (), layouts: bool = False, objective: Objective | str = Objective.STEP_TIME,
            max_memory: float | None = None, gpu_hour_price: float = 1.0, top: int | None = 10,
-           progress: Progress | None = None) -> SearchResult:
+           progress: Progress | None = None, calibration: Any = None) -> SearchResult:
     """Search the spec at ``source`` (with ``--set`` overrides ``sets``).
 
     ``max_memory``: bytes per GPU a configuration may use (None: each GPU's capacity). ``top``:
-    how many ranked configurations to return (None: all feasible ones).
+    how many ranked configurations to return (None: all feasible ones). ``calibration``: an
+    ``llmp calibrate`` file of the spec's GPU and stack, applied to every configuration.
     """
     start = time.perf_counter()
     objective = Objective(objective)
@@ -45,9 +47,17 @@ def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Se
         raise InputError(f"--gpu-hour-price must be positive, got {gpu_hour_price:g}")
     built = engine.build(str(source), sets, vary, gpus, layouts)
     grid, spec = built.grid, built.spec
+    notes = built.notes
+    if calibration is not None:
+        from llmp.calibrate import as_calibration
+
+        calibration = as_calibration(calibration)
+        calibration.check(spec)
+        notes += (f"calibrated by {calibration.id} ({calibration.rows} measured steps of {calibration.stack} on "
+                  f"{calibration.gpu}, roofline basis)",)
     reasons = engine.feasibility(spec, grid, max_memory)
     runnable = np.flatnonzero(reasons == "")
-    values, groups = engine.evaluate_grid(spec, grid, runnable, progress)
+    values, groups = engine.evaluate_grid(spec, grid, runnable, progress, calibration)
     failed = runnable[~values["feasible"][runnable]]
     reasons[failed] = "infeasible layout"
     mem = values["memory_per_gpu_bytes"]
@@ -79,7 +89,7 @@ def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Se
         feasible=len(good), groups=groups, infeasible=dict(dropped), ranked=tuple(candidate(int(i)) for i in shown),
         pareto=tuple(candidate(int(i)) for i in front), pareto_axes=(x_name, "step_time_s"),
         seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
-        gpu_hour_price=gpu_hour_price, notes=built.notes)
+        gpu_hour_price=gpu_hour_price, notes=notes)
 
 
 def _world(spec: Spec, grid: Grid) -> np.ndarray:

@@ -239,8 +239,8 @@ def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
     return reasons
 
 
-def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray,
-                  progress: Progress | None = None) -> tuple[dict[str, np.ndarray], int]:
+def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray, progress: Progress | None = None,
+                  calibration: Any = None) -> tuple[dict[str, np.ndarray], int]:
     """:func:`llmp.compose.evaluate` on ``rows`` of the grid, in chunks of whole structural groups;
     also returns the number of structural groups (one vectorised evaluation each)."""
     out = {k: np.full(grid.size, np.nan) for k in ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes")}
@@ -259,7 +259,7 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray,
     done = 0
     for a, b in itertools.pairwise(bounds):
         idx = ordered[a:b]
-        result = evaluate(spec, {p: col[idx] for p, col in grid.columns.items()})
+        result = evaluate(spec, {p: col[idx] for p, col in grid.columns.items()}, calibration)
         for k, column in out.items():
             column[idx] = result[k]
         done += len(idx)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import specpath
+from llmp.compose.schedules import entry
 from llmp.dsl import schema
 from llmp.dsl.spec import Recompute, Schedule, Spec, ZeroStage
 from llmp.errors import InputError
@@ -173,16 +174,21 @@ def concat(grids: Sequence[Grid]) -> Grid:
 
 
 def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
-    """Add the columns a layout implies: ``dp = gpus / (tp pp cp)`` and the schedule for ``vp``;
-    leave out degrees that do not multiply to the GPU count, and sequence parallelism without tp
-    (the same configuration as without it)."""
+    """Add the columns a layout implies: ``dp = gpus / (tp pp cp)`` and, unless the schedule is
+    varied, the schedule (the spec's own where the layout's pp and vp meet its requirements, else
+    interleaved 1F1B for vp > 1 and 1F1B for vp = 1); leave out degrees that do not multiply to the
+    GPU count, and sequence parallelism without tp (the same configuration as without it)."""
     cols = dict(grid.columns)
     cp = float(specpath.get(spec, "parallel.cp"))
     model_parallel = cols["parallel.tp"] * cols["parallel.pp"] * cp
     cols["parallel.dp"] = gpus / model_parallel
-    own = spec.parallel.schedule
-    flat = Schedule.ONE_F_ONE_B.value if own is Schedule.INTERLEAVED else own.value
-    cols["parallel.schedule"] = np.where(cols["parallel.vp"] > 1, Schedule.INTERLEAVED.value, flat).astype(object)
+    if "parallel.schedule" not in cols:
+        own = spec.parallel.schedule
+        degrees = np.column_stack([np.broadcast_to(cols[p], (grid.size,)) for p in ("parallel.pp", "parallel.vp")])
+        pairs, which = np.unique(degrees, axis=0, return_inverse=True)
+        names = [own if entry(own).requires(int(pp), int(vp), None) is None
+                 else Schedule.INTERLEAVED if vp > 1 else Schedule.ONE_F_ONE_B for pp, vp in pairs]
+        cols["parallel.schedule"] = np.array([n.value for n in names], dtype=object)[which.reshape(grid.size)]
     dropped = grid.reasons()
     sp_col = cols.get("parallel.sequence_parallel")
     if sp_col is not None:

@@ -30,7 +30,8 @@ def op_weight(op: Op, sc: SymbolicCost) -> Any:
 
     Per microbatch a rank runs ``layers / pp`` layers; the first and last chunks and the
     ``pp vp - 1`` chunk boundaries occur once per microbatch in the whole pipeline; once-per-step
-    rank work runs on each of its ranks (``pp - 2`` middle ranks when the split is even).
+    rank work runs on each of its ranks (with an even split, the middle ranks are ``pp`` less the
+    ranks of the other kinds, so ``pp`` may stay a symbol).
     """
     spec = sc.spec
     m, pp, vp, layers = spec.microbatches, spec.parallel.pp, spec.parallel.vp, spec.model.layers
@@ -42,8 +43,9 @@ def op_weight(op: Op, sc: SymbolicCost) -> Any:
     elif op.scope is Scope.BOUNDARY:
         reps = m * (pp * vp - 1) / pp
     else:
-        middle = op.rank_kind is RankKind.MIDDLE and sc.graph.structure.even
-        reps = (pp - 2 if middle else len(op.ranks)) / pp
+        st = sc.graph.structure
+        middle = op.rank_kind is RankKind.MIDDLE and st.even
+        reps = (pp - (st.pp - len(op.ranks)) if middle else len(op.ranks)) / pp
     return op.count * reps
 
 

@@ -313,10 +313,11 @@ ResidualsFor = Callable[[Spec], Residuals | None]
 """Which residual store corrects a spec's prediction (e.g. the shipped default of its GPU)."""
 
 
-def score(mapped: Mapped, residuals: Residuals | None = None) -> Scored | Skipped:
-    """Predict one mapped measurement; a prediction llmp refuses becomes a :class:`Skipped`."""
+def score(mapped: Mapped, residuals: Residuals | None = None, calibration: Any = None) -> Scored | Skipped:
+    """Predict one mapped measurement; a prediction llmp refuses becomes a :class:`Skipped`
+    (``calibration``: an ``llmp calibrate`` file; rows of another GPU or stack are skipped)."""
     try:
-        prediction = predict(mapped.spec, residuals=residuals)
+        prediction = predict(mapped.spec, residuals=residuals, calibration=calibration)
     except InfeasibleError as err:
         return Skipped(measurement=mapped.measurement, reason=SkipReason.INFEASIBLE, detail=err.render())
     except LlmpError as err:
@@ -344,17 +345,23 @@ def select_sources(measurements: Iterable[Measurement], sources: Sequence[str]) 
     return tuple(m for m in ms if m.config.text("source") in sources)
 
 
-def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sources: Sequence[str] = ()) -> Report:
+def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sources: Sequence[str] = (),
+             calibration: Any = None) -> Report:
     """Read ``paths``, map and predict every measurement, and score it (the API of ``llmp validate``).
 
-    ``residuals`` picks the residual store for each mapped spec (None: the roofline alone).
+    ``residuals`` picks the residual store for each mapped spec (None: the roofline alone);
+    ``calibration`` applies an ``llmp calibrate`` file (loaded once) to every row.
     """
+    if calibration is not None:
+        from llmp.calibrate import as_calibration
+
+        calibration = as_calibration(calibration)
     measurements = select_sources(group_measurements(read_csvs(tuple(paths))), sources)
     scored: list[Scored] = []
     skipped: list[Skipped] = []
     for m in measurements:
         result = map_measurement(m)
         if isinstance(result, Mapped):
-            result = score(result, residuals(result.spec) if residuals is not None else None)
+            result = score(result, residuals(result.spec) if residuals is not None else None, calibration)
         (scored if isinstance(result, Scored) else skipped).append(result)
     return Report(rows=tuple(scored), skipped=tuple(skipped))

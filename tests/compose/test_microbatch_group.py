@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from llmp import dsl, predict
 from llmp.analytic.structure import structure_of
-from llmp.compose.schedule import _interleaved_table, plan, simulate
+from llmp.compose.schedule import Kind, plan, simulate, uniform_durations
+from llmp.compose.schedules import _interleaved_table
 from llmp.dsl.spec import Schedule
 from llmp.errors import InfeasibleError
 
@@ -37,9 +38,9 @@ def test_every_group_megatron_accepts_runs_each_task_once_without_deadlock(pp, v
     group = data.draw(st.integers(pp, 3 * pp))
     m = data.draw(st.integers(group, 4 * group).filter(lambda m: m % group == 0 or m % group >= pp))
     p = plan(Schedule.INTERLEAVED, pp, vp, m, group)
-    assert sorted(zip(p.chunk, p.microbatch, p.forward)) == sorted(
+    assert sorted(zip(p.chunk, p.microbatch, (k is Kind.F for k in p.kind))) == sorted(
         (g, j, f) for g in range(pp * vp) for j in range(m) for f in (True, False))
-    tl = simulate(p, [1.0] * (pp * vp), [2.0] * (pp * vp))
+    tl = simulate(p, uniform_durations(p, [1.0] * (pp * vp), [2.0] * (pp * vp)))
     assert max(tl.rank_end) >= m * vp * 3.0  # no rank works faster than its own work
 
 

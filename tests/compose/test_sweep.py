@@ -70,3 +70,17 @@ def test_structural_fields_group_and_infeasible_points_are_flagged():
 def test_mismatched_lengths_are_an_input_error():
     with pytest.raises(InputError):
         evaluate(make_spec(), {"model.hidden": np.array([1024, 2048]), "gpu.mem_bandwidth": np.array([1e12])})
+
+
+def test_sweeps_over_schedules_equal_predict_and_skip_the_layouts_a_schedule_cannot_run():
+    spec = make_spec(gpt(layers=8), gpus_per_node=4, pp=4, global_batch=32)
+    grid = {"parallel.schedule": np.array(["1f1b", "gpipe", "zb_h1", "dualpipe", "zb_v", "interleaved", "zb_v"]),
+            "parallel.vp": np.array([1, 1, 1, 1, 2, 2, 1]),
+            "gpu.mem_bandwidth": np.linspace(1e12, 4e12, 7)}
+    out = evaluate(spec, grid)
+    assert out["feasible"].tolist() == [True] * 6 + [False]   # zb_v needs vp = 2
+    for i in range(6):
+        p = predict(_point(spec, grid, i))
+        assert out["step_time_s"][i] == pytest.approx(p.step_time_s, rel=1e-9)
+        assert out["memory_per_gpu_bytes"][i] == pytest.approx(p.memory.total, rel=1e-9)
+        assert out["bubble_s"][i] == pytest.approx(p.bubble_s, rel=1e-6, abs=1e-12)

@@ -15,7 +15,7 @@ from llmp.analytic import cost, specpath
 from llmp.compose import evaluate, step_time_expr
 from llmp.compose import predict as _predict
 from llmp.compose.closed_form import pipeline_time
-from llmp.compose.schedule import in_flight, plan, simulate
+from llmp.compose.schedule import in_flight, plan, simulate, uniform_durations
 from llmp.compose.trace import trace
 from llmp.dsl.spec import Schedule
 
@@ -85,7 +85,8 @@ def test_in_flight_weighs_each_chunk_pass_by_what_it_keeps(pp, vp, data):
 def test_gpipe_closed_form_is_exact_for_any_chunk_times(pp, m, data):
     f = data.draw(st.lists(st.floats(0.1, 10), min_size=pp, max_size=pp))
     b = data.draw(st.lists(st.floats(0.1, 10), min_size=pp, max_size=pp))
-    tl = simulate(plan(Schedule.GPIPE, pp, 1, m), f, b)
+    p = plan(Schedule.GPIPE, pp, 1, m)
+    tl = simulate(p, uniform_durations(p, f, b))
     assert pipeline_time(Schedule.GPIPE, f, b, m, pp, 1) == pytest.approx(max(tl.rank_end), rel=1e-12)
 
 
@@ -102,7 +103,8 @@ def test_closed_form_equals_the_simulation_for_an_uneven_gpipe_and_uniform_1f1b(
 def test_the_interleaved_closed_form_takes_each_ranks_own_chunks():
     # uniform chunks through the explicit per-chunk list: interleaved makespan (m + (pp-1)/vp) W
     f, b, pp, vp, m = 1.0, 2.0, 4, 2, 8
-    tl = simulate(plan(Schedule.INTERLEAVED, pp, vp, m), [f] * (pp * vp), [b] * (pp * vp))
+    p = plan(Schedule.INTERLEAVED, pp, vp, m)
+    tl = simulate(p, uniform_durations(p, [f] * (pp * vp), [b] * (pp * vp)))
     assert pipeline_time(Schedule.INTERLEAVED, [f] * 8, [b] * 8, m, pp, vp) == pytest.approx(max(tl.rank_end))
 
 

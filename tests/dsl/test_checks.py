@@ -6,9 +6,13 @@ The base is tests/dsl/fixtures/debug.llmp: 2 nodes x 4 GPUs, tp = 2, pp = 2 (dp 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from llmp.analytic.structure import structure_of
 from llmp.dsl.checks import divides
+from llmp.errors import InfeasibleError
 from llmp.dsl.symbols import symbol_for
 
 from test_resolve import debug, error
@@ -79,7 +83,15 @@ VIOLATIONS = [
                  "pipeline split", 'partition = "uniform" is DeepSpeed\'s split; account_for_loss are '
                  "Megatron-LM's", id="partition-megatron"),
     pytest.param([("    pp = 2", "    pp = 2  vp = 2")], "bad schedule",
-                 "vp(2) > 1 needs schedule = interleaved (got 1f1b)", id="vp-needs-interleaved"),
+                 "vp(2) > 1 needs schedule = interleaved or zb_v (got 1f1b)", id="vp-needs-interleaved"),
+    pytest.param([("    pp = 2", "    pp = 2  schedule = zb_v")], "bad schedule",
+                 "schedule = zb_v needs vp = 2 (two model chunks per pipeline rank, in a V), got vp(1)",
+                 id="zb-v-needs-two-chunks"),
+    pytest.param([("    pp = 2", "    pp = 2  vp = 2  schedule = zb_h1")], "bad schedule",
+                 "vp(2) > 1 needs schedule = interleaved or zb_v (got zb_h1)", id="zb-h1-one-chunk"),
+    pytest.param([("    pp = 2", "    pp = 1  schedule = dualpipe")], "bad schedule",
+                 "schedule = dualpipe needs an even pp (ranks pair up from both ends), got pp(1)",
+                 id="dualpipe-even-pp"),
     pytest.param([("    pp = 2", "    pp = 2  schedule = interleaved")], "bad schedule",
                  "schedule = interleaved needs vp > 1 (model chunks per pipeline rank)",
                  id="interleaved-needs-vp"),
@@ -147,6 +159,9 @@ def test_violation_is_reported_with_its_equation(replacements: list[tuple[str, s
     [("hidden = 512", "hidden = 768"), ("heads = 8", "heads = 12  kv_heads = 2"),
      ("    tp = 2", "    tp = 4"), ("    pp = 2", "    pp = 1")],       # GQA: kv 2 < tp 4
     [("    pp = 2", "    pp = 2  vp = 2  schedule = interleaved")],
+    [("    pp = 2", "    pp = 2  vp = 2  schedule = zb_v")],
+    [("    pp = 2", "    pp = 2  schedule = zb_h1")],
+    [("    pp = 2", "    pp = 2  schedule = dualpipe")],
     [("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2 }"),
      ("    pp = 2", "    pp = 2  ep = 2  sequence_parallel = true")],
     [("    pp = 2", "    pp = 1  cp = 2  sequence_parallel = true")],
@@ -167,6 +182,19 @@ def test_valid_layouts_pass(replacements: list[tuple[str, str]]) -> None:
     spec = debug(*replacements)
     p = spec.parallel
     assert p.dp * p.tp * p.pp * p.cp == spec.cluster.world_size
+
+
+@pytest.mark.parametrize("replacements,message", [
+    ([("    pp = 2", "    pp = 2  schedule = dualpipe"), ("global_batch = 32", "global_batch = 36")],
+     "schedule = dualpipe needs an even number of microbatches, at least 2 * pp(2) = 4, got microbatches(9)"),
+    ([("    pp = 2", "    pp = 2  vp = 2  schedule = interleaved"), ("global_batch = 32", "global_batch = 20")],
+     "the interleaved schedule's last group of microbatches(5) % microbatch_group(2) = 1 is shorter than pp(2)"),
+])
+def test_a_schedules_microbatch_rules_make_the_layout_infeasible(replacements, message) -> None:
+    # The spec is well formed; the layout cannot run (sweeps skip it), said when the structure is built.
+    spec = debug(*replacements)
+    with pytest.raises(InfeasibleError, match=re.escape(message)):
+        structure_of(spec)
 
 
 def test_the_world_check_points_at_dp() -> None:

@@ -159,3 +159,17 @@ def test_layouts_include_tensor_parallelism_across_nodes_and_equal_predict():
     assert tps == {1, 2, 4}
     for c in result.ranked:
         assert c.step_time_s == pytest.approx(_predicted(vista, c.overrides()), rel=1e-9)
+
+
+def test_layouts_keep_a_varied_schedule_and_drop_the_layouts_it_cannot_run():
+    # A varied schedule is taken as given (not swapped for 1F1B/interleaved); layouts it cannot
+    # run are dropped with its own reason.
+    result = search(SMALL, gpus=[4], vary=["parallel.schedule=zb_h1,zb_v,dualpipe", "train.recompute=selective",
+                                           "parallel.zero=1", "parallel.sequence_parallel=true",
+                                           "train.micro_batch=2"], top=None)
+    schedules = {c.config["parallel.schedule"] for c in result.ranked}
+    assert schedules == {"zb_h1", "zb_v", "dualpipe"}
+    assert any("schedule = zb_v needs vp = N" in reason for reason in result.infeasible)   # numbers read N
+    assert any("schedule = dualpipe needs an even pp" in reason for reason in result.infeasible)
+    for c in result.ranked:
+        assert c.step_time_s == pytest.approx(_predicted(SMALL, c.overrides()), rel=1e-9)

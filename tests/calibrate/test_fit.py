@@ -1,0 +1,129 @@
+"""The calibration fit: shrinkage toward the uncalibrated model, recovery with k, the overhead's choice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from analytic.strategies_analytic import llama, make_spec
+
+from llmp.analytic.kernels import Collective, Family, Tier
+from llmp.calibrate import fit as fitting
+from llmp.calibrate.fit import GROUPS, Group
+from llmp.compose.band import CompositionTerm
+from llmp.compose.predictor import priced
+
+TERM = CompositionTerm(below=0.05, above=0.5, within=0.1, source="test")
+
+
+def _configs():
+    """Eight configurations of one small model family on one 8-GPU node, of different lengths."""
+    out = []
+    for layers, hidden, tp, mb in [(2, 1024, 1, 1), (4, 1024, 2, 2), (2, 2048, 2, 1), (8, 1024, 1, 2),
+                                   (4, 2048, 4, 1), (6, 1024, 2, 4), (8, 2048, 8, 1), (4, 1536, 1, 4)]:
+        model = llama(layers=layers, hidden=hidden, heads=16, kv_heads=8, ffn=4 * hidden, vocab=32000, seq_len=1024)
+        out.append(priced(make_spec(model, tp=tp, micro_batch=mb, global_batch=32), None))
+    return out
+
+
+@pytest.fixture(scope="module")
+def configs():
+    return _configs()
+
+
+def truth(rows, theta=(0.3, 0.1, 0.2, 0.0), overhead=0.0, noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return [float(fitting.step_times(p, np.asarray(theta), overhead)[0]) * math.exp(noise * rng.standard_normal())
+            for p in rows]
+
+
+def zero(p):
+    return float(p.step_time(p.times))
+
+
+def test_groups_are_physical(configs):
+    seen = set()
+    for op in configs[4].graph.ops:  # tp = 4: GEMMs, attention, norms, ..., intra-node collectives
+        group = fitting.group_of(op.work)
+        if isinstance(op.work, Collective):
+            assert group is (Group.INTER if op.work.tier is Tier.INTER else Group.INTRA)
+        else:
+            assert group is (Group.TENSOR if op.work.family in (Family.GEMM, Family.ATTENTION) else Group.MEMORY)
+        seen.add(group)
+    assert seen == {Group.TENSOR, Group.MEMORY, Group.INTRA}
+
+
+def test_scaled_times_follow_their_group(configs):
+    p = configs[1]
+    theta = np.array([math.log(2), 0.0, 0.0, 0.0])
+    scaled = fitting.scaled(p.graph, p.times, theta)
+    for op, t, s in zip(p.graph.ops, p.times, scaled):
+        expect = 2 * t if fitting.group_of(op.work) is Group.TENSOR else t
+        assert s == pytest.approx(expect)
+    draws = fitting.step_times(p, np.zeros((5, len(GROUPS))))
+    assert draws.shape == (5,) and np.allclose(draws, zero(p))
+
+
+def test_one_run_moves_the_model_toward_it_but_not_past_it(configs):
+    p = configs[3]
+    (measured,) = truth([p], theta=(0.4, 0.4, 0.4, 0.4))
+    post = fitting.fit([p], [measured], TERM)
+    calibrated = post.point(p)
+    assert zero(p) < calibrated < measured
+    assert abs(calibrated - measured) < 0.5 * abs(zero(p) - measured)
+    assert post.overhead_s == 0.0 and post.rows == 1
+
+
+def test_one_run_is_never_worse_than_none_on_average(configs):
+    # A stack that runs every op 25% slower than predicted, with 5% run-to-run scatter.
+    measured = truth(configs, theta=(0.22,) * 4, noise=0.05, seed=3)
+    k0, k1 = [], []
+    for i, p in enumerate(configs):
+        post = fitting.fit([p], [measured[i]], TERM)
+        rest = [j for j in range(len(configs)) if j != i]
+        k0.append(np.mean([abs(zero(configs[j]) / measured[j] - 1) for j in rest]))
+        k1.append(np.mean([abs(post.point(configs[j]) / measured[j] - 1) for j in rest]))
+    assert np.mean(k1) < 0.5 * np.mean(k0)
+
+
+def test_more_runs_recover_the_factors_and_narrow_the_band(configs):
+    theta = (0.35, -0.1, 0.25, 0.0)
+    measured = truth(configs, theta=theta, noise=0.01, seed=1)
+    held_out = configs[-1]
+    widths, errors = [], []
+    for k in (1, 3, 7):
+        post = fitting.fit(configs[:k], measured[:k], TERM)
+        b = post.band(held_out, 0.8)
+        widths.append(b.high / b.low)
+        errors.append(abs(post.point(held_out) / measured[-1] - 1))
+        assert b.method == "calibrated" and b.low < post.point(held_out) < b.high
+    assert widths[0] > widths[1] > widths[2]
+    assert errors[2] < errors[0] and errors[2] < 0.03
+    assert post.factors["tensor"] == pytest.approx(math.exp(0.35), rel=0.1)
+
+
+def test_an_overhead_is_fitted_only_when_runs_of_different_lengths_show_one(configs):
+    overhead = min(zero(p) for p in configs)  # as long as the shortest step: the short runs double
+    with_overhead = truth(configs, theta=(0.0,) * 4, overhead=overhead, noise=0.01, seed=2)
+    post = fitting.fit(configs, with_overhead, TERM)
+    assert post.overhead_log_bayes > fitting.OVERHEAD_EVIDENCE
+    assert post.overhead_s == pytest.approx(overhead, rel=0.2)
+    multiplicative = truth(configs, theta=(0.2,) * 4, noise=0.01, seed=2)
+    post = fitting.fit(configs, multiplicative, TERM)
+    assert post.overhead_s == 0.0 and post.overhead_log_bayes <= fitting.OVERHEAD_EVIDENCE
+
+
+def test_close_runs_shrink_the_noise_and_scattered_runs_widen_it(configs):
+    tight = fitting.fit(configs, truth(configs, noise=0.005, seed=4), TERM)
+    loose = fitting.fit(configs, truth(configs, noise=0.4, seed=4), TERM)
+    assert tight.noise < TERM.within < loose.noise
+
+
+def test_the_prior_comes_from_the_operator_errors_and_the_term(configs):
+    prior = fitting.prior_of(configs, TERM)
+    assert all(s > 0 for s in prior.sigma)  # no store: every family as wide as the roofline's error
+    assert prior.shift == pytest.approx(math.sqrt((0.05**2 + 0.5**2) / 2))
+    assert prior.overhead == pytest.approx(math.expm1(0.5)) and prior.noise == 0.1
+    cov = prior.covariance
+    assert np.allclose(cov, cov.T) and np.all(np.linalg.eigvalsh(cov) > 0)
