@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from llmp.analytic.collectives import Links, bus_factor, time
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
 from llmp.hardware.spec import Link
-from llmp.validate.hardware import catalog_node
+from llmp.dsl import catalog
 from recording import record
 
 DATA = ROOT.parent / "shared" / "data"
@@ -124,20 +124,11 @@ class Group:
 
     def link(self) -> Link:
         """The catalog link this series measures (the intra link, or the inter link for groups across nodes)."""
-        node = catalog_node(self.node)
+        node = catalog.node(self.node)
         return node.intra if self.tier is Tier.INTRA else self.inter_link()
 
     def inter_link(self) -> Link:
-        return catalog_link(self.inter) if self.inter else catalog_node(self.node).inter
-
-
-def catalog_link(link_id: str) -> Link:
-    """A catalog link by id, resolved by the language (as a cluster-level inter override)."""
-    from llmp import dsl
-
-    text = (f'use "dgx_a100"\nuse "{link_id}"\nmodel p {{ arch = gpt layers = 1 hidden = 64 heads = 1 vocab = 64 '
-            f'seq_len = 8 }}\ncluster p {{ node = dgx_a100 inter = {link_id} }}\ntrain {{ global_batch = 8 }}\n')
-    return dsl.loads(text).cluster.inter
+        return catalog.link(self.inter) if self.inter else catalog.node(self.node).inter
 
 
 def at_line_rate(link: Link) -> Link:
@@ -146,7 +137,7 @@ def at_line_rate(link: Link) -> Link:
 
 
 def links_of(g: Group, *, calibrated: bool) -> Links:
-    node = catalog_node(g.node)
+    node = catalog.node(g.node)
     inter = g.inter_link()
     if not calibrated:
         node, inter = replace(node, intra=at_line_rate(node.intra)), at_line_rate(inter)
@@ -358,7 +349,7 @@ def fits(groups: list[Group]) -> list[Fit]:
         for series in (by_link[k] for k in sorted(by_link)):
             bases = []
             for g in series:
-                node = catalog_node(g.node)
+                node = catalog.node(g.node)
                 if tier is Tier.INTRA:
                     node = replace(node, intra=replace(node.intra, efficiency=1.0))
                 bases.append(Links.between(node, replace(g.inter_link(), efficiency=1.0)))

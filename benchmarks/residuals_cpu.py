@@ -270,7 +270,7 @@ def main() -> None:
     args = parser.parse_args()
     samples, model_dir = args.out / "samples", args.out / "model"
     report: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": platform.node(),
-                    "cpu": dataset.catalog_node("cpu").gpu.name, "command": " ".join(sys.argv)}
+                    "cpu": dataset.catalog_device("cpu").name, "command": " ".join(sys.argv)}
     if args.noise_only:
         report["noise"] = repeatability(samples, args.noise, args.seed)
         (args.out / "report_noise.json").write_text(json.dumps(report, indent=1))

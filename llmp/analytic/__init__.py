@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from llmp.analytic.compiled import CompiledCost, compile  # noqa: A004
-from llmp.analytic.graph import Op, OpGraph, decompose
+from llmp.analytic.graph import decompose
+from llmp.analytic.op import Op, OpGraph
 from llmp.analytic.symbolic import OpCost, SymbolicCost, cost
 from llmp.dsl.spec import Spec
 

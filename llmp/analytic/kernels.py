@@ -21,7 +21,6 @@ import sympy as sp
 from llmp.hardware.spec import Device, Dtype
 
 
-
 class Family(StrEnum):
     """Kernel families; each gets its own residual model."""
 

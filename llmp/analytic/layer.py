@@ -29,14 +29,33 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import kinds, layout, shard
-from llmp.analytic.graph import Op, Overlap, Part, Phase, Scope
-from llmp.analytic.kernels import (AttentionKernel, Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
-                                   SoftmaxKind)
+from llmp.analytic.kernels import (
+    AttentionKernel,
+    Collective,
+    CollectiveKind,
+    Elementwise,
+    Family,
+    Fusion,
+    Kernel,
+    Pass,
+    SoftmaxKind,
+)
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layout import Axis
+from llmp.analytic.op import Op, Overlap, Part, Phase, Scope
 from llmp.analytic.structure import Structure
-from llmp.dsl.spec import (Activation, Attention, Dispatcher, Norm, Position, Precision, Recompute, Router, Spec,
-                           ZeroStage)
+from llmp.dsl.spec import (
+    Activation,
+    Attention,
+    Dispatcher,
+    Norm,
+    Position,
+    Precision,
+    Recompute,
+    Router,
+    Spec,
+    ZeroStage,
+)
 from llmp.hardware.spec import Dtype
 from llmp.stacks import Profile, SelectiveRecompute, profile
 

@@ -25,9 +25,15 @@ import numpy as np
 
 from llmp.analytic import collectives, kernels
 from llmp.analytic.algebra import to_float, vmax
-from llmp.analytic.compiled import LINK_ARGS, collective_evaluator, kernel_evaluator, kernel_key, numeric_dims
-from llmp.analytic.graph import OpGraph
+from llmp.analytic.compiled import (
+    LINK_ARGS,
+    collective_evaluator,
+    kernel_evaluator,
+    kernel_key,
+    numeric_dims,
+)
 from llmp.analytic.kernels import Collective, Kernel
+from llmp.analytic.op import OpGraph
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Dtype

@@ -28,12 +28,30 @@ from typing import Any
 
 from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
-from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, Tier
-from llmp.analytic.layer import Block, Context, grad_accumulate, grad_bytes, norm, tp_in, transformer_layer, zero3
+from llmp.analytic.kernels import (
+    Collective,
+    CollectiveKind,
+    Elementwise,
+    Family,
+    Fusion,
+    Kernel,
+    Pass,
+    Tier,
+)
+from llmp.analytic.layer import (
+    Block,
+    Context,
+    grad_accumulate,
+    grad_bytes,
+    norm,
+    tp_in,
+    transformer_layer,
+    zero3,
+)
 from llmp.analytic.layout import Axis
-from llmp.analytic.structure import Structure
+from llmp.analytic.op import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.params import tensors
+from llmp.analytic.structure import Structure
 from llmp.dsl.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
 from llmp.hardware.spec import Dtype
 from llmp.stacks import ClipScale, LossSync, Unscale, ZeroGrad

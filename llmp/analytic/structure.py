@@ -9,16 +9,18 @@ of each chunk (:mod:`~llmp.analytic.split`), the number of microbatches, which a
 holds them, so the graph can be built from symbols or arrays while its shape stays fixed; sweeps
 group their configurations by it.
 
-:func:`structure_of` also checks that the layout can run at all and says why not.
+:func:`structure_of` also checks that the layout can run at all and says why not: the layout
+rules are :mod:`~llmp.analytic.rules`', the same that ``llmp.load`` applies.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic import kinds as layer_kinds
-from llmp.analytic import layout, routing, split
+from llmp.analytic import layout, routing, rules, split
 from llmp.analytic.kernels import Tier
 from llmp.analytic.kinds import LayerKind
 from llmp.dsl.spec import Spec
@@ -127,59 +129,34 @@ def _int(value: Any, what: str) -> int:
     return int(f)
 
 
+def _raise_first(violations: Iterator[rules.Violation]) -> None:
+    broken = next(violations, None)
+    if broken is not None:
+        raise InfeasibleError(broken.message, label=broken.label, hint=broken.hint)
+
+
 def structure_of(spec: Spec) -> Structure:
     """The structure of a spec with numeric values; raises when the layout cannot run."""
-    m, p, t = spec.model, spec.parallel, spec.train
+    m, p = spec.model, spec.parallel
     deg = {name: _int(getattr(p, name), f"parallel.{name}") for name in ("dp", "tp", "pp", "cp", "ep", "vp")}
     _int(m.layers, "model.layers")
-    gpus = _int(spec.cluster.world_size, "cluster world size")
-    world = deg["dp"] * deg["tp"] * deg["pp"] * deg["cp"]
-    if world != gpus:
-        raise InfeasibleError(
-            f"dp({deg['dp']}) * tp({deg['tp']}) * pp({deg['pp']}) * cp({deg['cp']}) = {world} "
-            f"!= GPUs in the cluster ({gpus})", hint="change a degree or cluster.nodes")
-    if deg["vp"] > 1 and deg["pp"] == 1:
-        raise InfeasibleError(f"vp = {deg['vp']} (virtual pipeline stages) needs pp > 1")
+    _int(spec.cluster.world_size, "cluster world size")
+    for name in ("heads", "kv_heads", "seq_len"):
+        _int(getattr(m, name), f"model.{name}")
+    _raise_first(rules.layout(spec))
     micro = _int(spec.microbatches, "microbatches = global_batch / (micro_batch * dp)")
-    if micro < 1:
-        raise InfeasibleError(f"global_batch({t.global_batch}) < micro_batch({t.micro_batch}) * dp({deg['dp']})")
     group = deg["pp"] if p.microbatch_group is None else _int(p.microbatch_group, "parallel.microbatch_group")
-    # The schedule table lives with the composition, which imports this module.
-    from llmp.compose.schedules import entry
-
-    schedule = entry(p.schedule)
-    unmet = schedule.requires(deg["pp"], deg["vp"], micro, group)
-    if unmet:
-        raise InfeasibleError(unmet, hint=schedule.hint)
-    heads, kv = _int(m.heads, "model.heads"), _int(m.kv_heads, "model.kv_heads")
-    if heads % deg["tp"] or (kv >= deg["tp"] and kv % deg["tp"]) or (kv < deg["tp"] and deg["tp"] % kv):
-        raise InfeasibleError(f"tp({deg['tp']}) must divide heads({heads}) and kv_heads({kv}) "
-                              "(or be a multiple of kv_heads, which are then replicated)")
-    seq = _int(m.seq_len, "model.seq_len")
-    if seq % deg["cp"]:
-        raise InfeasibleError(f"cp({deg['cp']}) does not divide seq_len({seq})")
+    _raise_first(rules.runnable(spec, micro, group))
     moe = m.moe
-    if moe is None and deg["ep"] > 1:
-        raise InfeasibleError(f"ep = {deg['ep']} needs a MoE model")
-    if moe is not None and (_int(moe.experts, "model.moe.experts") % deg["ep"]
-                            or (deg["dp"] * deg["cp"]) % deg["ep"]):
-        raise InfeasibleError(f"ep({deg['ep']}) must divide experts and dp * cp")
-    etp = _int(p.expert_tp, "parallel.etp")
-    if deg["tp"] % etp:
-        raise InfeasibleError(f"etp({etp}) does not divide tp({deg['tp']})",
-                              hint="llmp splits an expert over a divisor of the tensor-parallel ranks")
     for name in ("window", "full_attention_every", "mtp_layers"):
         _int(getattr(m, name), f"model.{name}")
     if moe is not None:
-        _int(moe.first_dense_layers, "model.moe.first_dense_layers")
-        _int(moe.every, "model.moe.every")
-        if m.parallel_residual:
-            raise InfeasibleError("a parallel residual with a MoE MLP: llmp models MoE layers with the sequential "
-                                  "residual (every MoE model it knows uses one)")
-        _int(moe.top_k, "model.moe.top_k")
-    if deg["dp"] % deg["ep"]:
-        raise InfeasibleError(f"ep({deg['ep']}) does not divide dp({deg['dp']}): llmp places the expert-parallel "
-                              "ranks as a slice of data parallelism (mesh order tp, cp, ep, pp, dp)")
+        for name in ("experts", "first_dense_layers", "every", "top_k"):
+            _int(getattr(moe, name), f"model.moe.{name}")
+    _int(p.expert_tp, "parallel.etp")
+    from llmp.compose.schedules import entry
+
+    schedule = entry(p.schedule)
     _int(spec.cluster.node.domain, "node.nvlink_domain")
     placed = layout.groups_of(spec)
     chunks = split.split(spec).chunks

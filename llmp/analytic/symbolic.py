@@ -16,7 +16,8 @@ from typing import Any
 import sympy as sp
 
 from llmp.analytic import specpath
-from llmp.analytic.graph import Op, OpGraph, decompose
+from llmp.analytic.graph import decompose
+from llmp.analytic.op import Op, OpGraph
 from llmp.analytic.pricing import price
 from llmp.analytic.structure import structure_of
 from llmp.dsl.spec import Spec

@@ -19,7 +19,15 @@ from collections.abc import Sequence
 
 from llmp.calibrate import fit as fitting
 from llmp.calibrate import inputs
-from llmp.calibrate.record import Basis, Calibration, FittedRow, Source, as_calibration, file_digest, load
+from llmp.calibrate.record import (
+    Basis,
+    Calibration,
+    FittedRow,
+    Source,
+    as_calibration,
+    file_digest,
+    load,
+)
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
 from llmp.compose.correction import Residuals

@@ -49,8 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.graph import OpGraph, Scope
 from llmp.analytic.kernels import Collective, Family, Tier
+from llmp.analytic.op import OpGraph, Scope
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
 from llmp.compose.predictor import Priced

@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.graph import OpGraph
 from llmp.analytic.kernels import Collective, CollectiveKind
+from llmp.analytic.op import OpGraph
 from llmp.compose.correction import Correction
 from llmp.errors import InputError, ResidualSchemaError
 

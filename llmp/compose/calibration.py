@@ -10,8 +10,8 @@ used, and where a measured number came from; :func:`notes` says it, one line per
 
 from __future__ import annotations
 
-from llmp.analytic.graph import OpGraph
 from llmp.analytic.kernels import Ceiling, Collective, Kernel, Tier, cost
+from llmp.analytic.op import OpGraph
 from llmp.analytic.pricing import Hardware
 from llmp.dsl.spec import Spec
 from llmp.hardware.spec import Attainable, Link

@@ -39,7 +39,7 @@ from typing import Any
 import sympy as sp
 
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import rank_classes
+from llmp.analytic.op import rank_classes
 from llmp.analytic.symbolic import cost
 from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired, rank_tail
 from llmp.compose.schedules import Shape, Times, entry

@@ -74,12 +74,21 @@ import numpy as np
 
 from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import RankKind, rank_kind_of
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layer import Context, grad_bytes, op_sac_matmuls
+from llmp.analytic.op import RankKind, rank_kind_of
 from llmp.analytic.structure import Structure, chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
-from llmp.dsl.spec import Activation, Optimizer, Precision, Recompute, Router, Spec, Stack, ZeroStage
+from llmp.dsl.spec import (
+    Activation,
+    Optimizer,
+    Precision,
+    Recompute,
+    Router,
+    Spec,
+    Stack,
+    ZeroStage,
+)
 from llmp.stacks import SelectiveRecompute
 
 GIB = 2**30

@@ -35,7 +35,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.algebra import positive_part, vmax
-from llmp.analytic.graph import COMPUTE_FAMILIES, Op, OpGraph, Overlap, Part, Scope, Stream, Task
+from llmp.analytic.op import (
+    COMPUTE_FAMILIES,
+    Op,
+    OpGraph,
+    Overlap,
+    Part,
+    Scope,
+    Stream,
+    Task,
+)
 from llmp.dsl.spec import Spec
 
 NON_COMPUTE = ("recompute", "optimizer")

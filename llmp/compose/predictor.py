@@ -19,15 +19,22 @@ import numpy as np
 import sympy as sp
 
 from llmp.analytic import kernels, params, specpath
-from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose
+from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel
+from llmp.analytic.op import Op, OpGraph, Part, Scope
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
 from llmp.compose import band, calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
-from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance, ResidualUse
+from llmp.compose.prediction import (
+    MemoryReport,
+    OpRow,
+    Prediction,
+    Provenance,
+    ResidualUse,
+)
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError

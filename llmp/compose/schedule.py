@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import Task
+from llmp.analytic.op import Task
 from llmp.compose.schedules import entry, steps
 from llmp.dsl.spec import Schedule
 

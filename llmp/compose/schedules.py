@@ -1,6 +1,6 @@
 """Pipeline schedules as data: one table entry per schedule.
 
-Pipeline work is tasks per model chunk and microbatch (:class:`~llmp.analytic.graph.Task`): ``F``
+Pipeline work is tasks per model chunk and microbatch (:class:`~llmp.analytic.op.Task`): ``F``
 (forward), ``B`` (input gradient) and ``W`` (weight gradient). A schedule is one :class:`Entry`:
 
 * ``shape``: which pipeline rank holds each chunk: Megatron's loop (chunk ``g`` on rank
@@ -35,7 +35,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from llmp.analytic.algebra import vmax
-from llmp.analytic.graph import Task
+from llmp.analytic.op import Task
 from llmp.dsl.spec import Schedule
 
 

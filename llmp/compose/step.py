@@ -24,8 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.graph import OpGraph
-from llmp.compose.overlap import ChunkWork, OverlapRules, PassWork, RankTail, chunk_work, merge, paired, rank_tail
+from llmp.analytic.op import OpGraph
+from llmp.compose.overlap import (
+    ChunkWork,
+    OverlapRules,
+    PassWork,
+    RankTail,
+    chunk_work,
+    merge,
+    paired,
+    rank_tail,
+)
 from llmp.compose.schedule import Key, Kind, Plan, Timeline, plan, simulate
 from llmp.dsl.spec import Schedule
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from llmp.dsl.blocks import collect
 from llmp.dsl.build import build
-from llmp.dsl.includes import load_program, read_file
+from llmp.dsl.includes import attach_source_line, load_program, read_file
 from llmp.dsl.overrides import SET_FILE, add_set_argument, parse_overrides, source_text
 from llmp.dsl.resolve import Resolver
 from llmp.dsl.serialize import spec_to_dict
@@ -44,7 +43,7 @@ def loads(text: str, *, filename: str = "<string>", overrides: Sequence[str] = (
         resolver = Resolver(collect(program), filename, parse_overrides(overrides))
         return build(resolver, filename)
     except LlmpError as err:
-        _attach_source_line(err, sources)
+        attach_source_line(err, sources)
         raise
 
 
@@ -57,18 +56,3 @@ def load_args(args: argparse.Namespace, *, path_attr: str = "spec") -> Spec:
     """The spec a command was given: ``args.<path_attr>`` with its ``--set`` overrides
     (``add_set_argument`` stores them as ``args.set``)."""
     return load(getattr(args, path_attr), getattr(args, "set", None) or ())
-
-
-def _attach_source_line(err: LlmpError, sources: dict[str, str]) -> None:
-    """Fill in the quoted source line of a diagnostic that carries only a span."""
-    if err.span is None or err.source_line is not None:
-        return
-    text = sources.get(err.span.file)
-    if text is None:
-        try:
-            text = Path(err.span.file).read_text(encoding="utf-8")
-        except (OSError, ValueError):
-            return
-    lines = text.splitlines()
-    if 0 < err.span.line <= len(lines):
-        err.source_line = lines[err.span.line - 1]

@@ -18,7 +18,7 @@ from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
 
 def build(resolver: Resolver, source: str) -> Spec:
     """Evaluate every field of the active sections and assemble a checked :class:`Spec`."""
-    cluster = _cluster(resolver)
+    cluster = build_cluster(resolver)
     model = _model(resolver)
     train = TrainSpec(**_values(resolver, resolver.frame("train")))
     parallel = ParallelSpec(**_values(resolver, resolver.frame("parallel")))
@@ -36,7 +36,8 @@ def _values(resolver: Resolver, frame: Frame) -> dict[str, Any]:
     return {name: resolver.get(frame, name) for name in frame.section.fields}
 
 
-def _link(resolver: Resolver, path: str) -> Link:
+def build_link(resolver: Resolver, path: str) -> Link:
+    """The link whose frame is at ``path`` (``node.intra``, ``cluster.inter``, a pinned ``link``)."""
     frame = resolver.frame(path)
     return Link(id=frame.block_id, **_values(resolver, frame))
 
@@ -56,7 +57,8 @@ def _attainable(resolver: Resolver, path: str) -> Attainable | None:
     return Attainable(rates=rates, source=resolver.get(resolver.frame(path), "source"))
 
 
-def _device(resolver: Resolver) -> Device:
+def build_device(resolver: Resolver) -> Device:
+    """The gpu in effect (the node's, or a pinned one)."""
     frame = resolver.frame("gpu")
     values = _values(resolver, frame)
     peak = _rates(resolver, "gpu.flops")
@@ -69,18 +71,24 @@ def _device(resolver: Resolver) -> Device:
                   derivation=frame.derivation, **values)
 
 
-def _cluster(resolver: Resolver) -> Cluster:
+def build_node(resolver: Resolver) -> Node:
+    """The node in effect (the cluster's, or a pinned one)."""
+    frame = resolver.frame("node")
+    return Node(id=frame.block_id, gpu=build_device(resolver),
+                gpus_per_node=resolver.get(frame, "gpus_per_node"),
+                nvlink_domain=resolver.get(frame, "nvlink_domain"),
+                intra=build_link(resolver, "node.intra"), inter=build_link(resolver, "node.inter"))
+
+
+def build_cluster(resolver: Resolver) -> Cluster:
+    """The cluster in effect, with its node."""
     cluster = resolver.frame("cluster")
-    node_frame = resolver.frame("node")
-    node = Node(id=node_frame.block_id, gpu=_device(resolver),
-                gpus_per_node=resolver.get(node_frame, "gpus_per_node"),
-                nvlink_domain=resolver.get(node_frame, "nvlink_domain"),
-                intra=_link(resolver, "node.intra"), inter=_link(resolver, "node.inter"))
+    node = build_node(resolver)
     # A cluster that names no inter link of its own uses the node's, the very same Link, so
     # `--set node.inter.bandwidth=...` moves it (a second resolution would miss that override).
     own_inter = "inter" in cluster.fields or any(p.startswith("cluster.inter.") for p in resolver.overrides)
     return Cluster(id=cluster.block_id, node=node, nodes=resolver.get(cluster, "nodes"),
-                   inter=_link(resolver, "cluster.inter") if own_inter else node.inter)
+                   inter=build_link(resolver, "cluster.inter") if own_inter else node.inter)
 
 
 def _model(resolver: Resolver) -> ModelSpec:

@@ -1,12 +1,9 @@
 """Cross-field checks on a resolved spec, each reported with its equation filled in.
 
-A check that involves a free symbol is decided by SymPy when it can be (``8*x`` is divisible
-by 8 for any integer ``x``) and skipped when it cannot: a symbolic spec is a family of specs
-and only the members that are later evaluated need to satisfy it.
-
-Grouped-query attention with fewer kv heads than tp: Megatron replicates each kv head over
-``tp / kv_heads`` ranks, so we require ``tp % kv_heads == 0`` there (and ``kv_heads % tp == 0``
-when ``kv_heads >= tp``).
+The layout rules (degrees, widths, batches, the pipeline split) are the rulebook's,
+:mod:`llmp.analytic.rules`, which every later stage applies too; here they are reported at the
+field they blame. The rest are checks of values that only mean something together: measured
+rates against the datasheet, links, model fields, what the training stack can do.
 """
 
 from __future__ import annotations
@@ -14,38 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import sympy as sp
-
 from llmp.dsl.spec import Position, Spec, ZeroStage
-from llmp.errors import SpecError, Span
+from llmp.dsl.values import compare as _compare
+from llmp.errors import Span, SpecError
 
 SpanOf = Callable[[str], Span | None]
-
-
-def _expr(x: Any) -> sp.Expr:
-    return sp.Integer(x) if isinstance(x, int) else x
-
-
-def divides(d: Any, n: Any) -> bool | None:
-    """Whether ``d`` divides ``n``; None when free symbols leave it undecided."""
-    if isinstance(d, int) and isinstance(n, int):
-        return n % d == 0
-    zero = sp.Mod(_expr(n), _expr(d)).is_zero
-    return None if zero is None else bool(zero)
-
-
-def _compare(a: Any, b: Any) -> int | None:
-    """-1, 0 or 1 as ``a`` <, ==, > ``b``; None when undecided."""
-    if isinstance(a, int) and isinstance(b, int):
-        return (a > b) - (a < b)
-    diff = sp.expand(_expr(a) - _expr(b))
-    if diff.is_zero:
-        return 0
-    if diff.is_positive:
-        return 1
-    if diff.is_negative:
-        return -1
-    return None
 
 
 class _Checker:
@@ -58,149 +28,29 @@ class _Checker:
         span = next((s for s in map(self.span_of, paths) if s is not None), None)
         raise SpecError(message, span, label=label, hint=hint)
 
-    def need_divides(self, d: Any, n: Any, message: str, paths: tuple[str, ...],
-                     hint: str | None = None) -> None:
-        if divides(d, n) is False:
-            remainder = f" = {n % d}" if isinstance(n, int) and isinstance(d, int) else ""
-            self.fail(message.replace("{rem}", remainder), paths, "not divisible", hint)
-
 
 def check(spec: Spec, span_of: SpanOf) -> None:
     """Raise :class:`SpecError` on the first violated cross-field rule."""
+    # The rulebook reads the pipeline split and the schedule table, which sit above the language.
+    from llmp.analytic import rules
+
     c = _Checker(spec, span_of)
-    _layout(c)
-    _heads(c)
-    _widths(c)
-    _pipeline(c)
-    _batch(c)
-    _experts(c)
+    for v in rules.shape(spec):
+        c.fail(v.message, v.paths, v.label, v.hint)
+    _imbalance(c)
     _ceilings(c)
     _links(c)
     _model_shape(c)
     _stack(c)
+    for v in rules.stack(spec):
+        c.fail(v.message, v.paths, v.label, v.hint)
 
 
-def _layout(c: _Checker) -> None:
-    p, cl = c.spec.parallel, c.spec.cluster
-    world = cl.nodes * cl.node.gpus_per_node
-    product = p.dp * p.tp * p.pp * p.cp
-    if _compare(product, world) not in (0, None):
-        c.fail(f"dp({p.dp}) * tp({p.tp}) * pp({p.pp}) * cp({p.cp}) = {product} != {world} GPUs "
-               f"(cluster.nodes({cl.nodes}) * node.gpus_per_node({cl.node.gpus_per_node}))",
-               ("parallel.dp", "parallel.tp", "cluster.nodes"), "layout mismatch",
-               "make the degrees multiply to the GPU count, or leave dp out to derive it")
-    node = cl.node
-    c.need_divides(node.gpus_per_node, node.domain,
-                   f"node.nvlink_domain({node.domain}) % gpus_per_node({node.gpus_per_node}){{rem}}: an "
-                   "NVLink domain is a whole number of nodes", ("node.nvlink_domain",),
-                   "give the GPUs of the whole switch fabric, e.g. 72 for 18 trays of 4")
-
-
-def _heads(c: _Checker) -> None:
-    m, tp = c.spec.model, c.spec.parallel.tp
-    paths = ("parallel.tp", "model.heads")
-    c.need_divides(tp, m.heads, f"model.heads({m.heads}) % tp({tp}){{rem}}: tp must divide the "
-                   "attention heads", paths)
-    c.need_divides(m.kv_heads, m.heads, f"model.heads({m.heads}) % kv_heads({m.kv_heads}){{rem}}"
-                   ": kv_heads must divide heads (each kv head serves a group of query heads)",
-                   ("model.kv_heads", "model.heads"))
-    if _compare(m.kv_heads, tp) == -1:
-        c.need_divides(m.kv_heads, tp, f"tp({tp}) % kv_heads({m.kv_heads}){{rem}}: with fewer kv "
-                       "heads than tp, each kv head is replicated tp / kv_heads times",
-                       ("parallel.tp", "model.kv_heads"))
-    else:
-        c.need_divides(tp, m.kv_heads, f"model.kv_heads({m.kv_heads}) % tp({tp}){{rem}}: tp must "
-                       "divide the kv heads", ("parallel.tp", "model.kv_heads"))
-
-
-def _widths(c: _Checker) -> None:
-    m, p = c.spec.model, c.spec.parallel
-    c.need_divides(p.tp, m.ffn_hidden, f"model.ffn_hidden({m.ffn_hidden}) % tp({p.tp}){{rem}}: "
-                   "tp must divide the MLP width", ("parallel.tp", "model.ffn_hidden"))
-    if m.moe is not None:
-        c.need_divides(p.expert_tp, m.moe.expert_ffn_hidden,
-                       f"model.moe.expert_ffn_hidden({m.moe.expert_ffn_hidden}) % etp({p.expert_tp})"
-                       "{rem}: the expert tensor-parallel degree must divide the expert MLP width",
-                       ("parallel.etp", "parallel.tp", "model.moe.expert_ffn_hidden"))
-    if p.sequence_parallel:
-        c.need_divides(p.tp, m.seq_len, f"model.seq_len({m.seq_len}) % tp({p.tp}){{rem}}: "
-                       "sequence parallelism splits the sequence over tp",
-                       ("parallel.sequence_parallel", "model.seq_len"))
-    c.need_divides(p.cp, m.seq_len, f"model.seq_len({m.seq_len}) % cp({p.cp}){{rem}}: context "
-                   "parallelism splits the sequence over cp", ("parallel.cp", "model.seq_len"))
-
-
-def _pipeline(c: _Checker) -> None:
-    m, p = c.spec.model, c.spec.parallel
-    if isinstance(p.pp, int) and isinstance(p.vp, int):
-        # The schedule table lives with the composition, which imports the DSL.
-        from llmp.compose.schedules import entry
-
-        # What a schedule needs of pp and vp is a property of the spec; what it needs of the
-        # microbatches (the interleaved schedule's groups, DualPipe's even count) is a layout that
-        # cannot run, an InfeasibleError when the structure is built, as sweeps expect.
-        schedule = entry(p.schedule)
-        unmet = schedule.requires(p.pp, p.vp, None, None)
-        if unmet:
-            c.fail(unmet, ("parallel.schedule", "parallel.vp", "parallel.pp"), "bad schedule", schedule.hint)
-    if all(isinstance(v, int) for v in (m.layers, p.pp, p.vp)):
-        try:
-            # The split rules live with the analytic model; imported here because the analytic
-            # package imports the DSL.
-            from llmp.analytic.split import SplitError, split
-            split(c.spec)
-        except SplitError as err:
-            if not err.symbolic:  # a free symbol leaves the split undecided: checked when evaluated
-                c.fail(err.message, (err.path,), err.label, err.hint)
-    elif p.stage_layers is None and p.first_stage_layers is None and p.last_stage_layers is None \
-            and not (p.account_for_embedding or p.account_for_loss or p.partition):
-        c.need_divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp}))"
-                       "{rem}: the layers do not split equally over the pipeline chunks",
-                       ("parallel.pp", "model.layers"))
-
-
-def _batch(c: _Checker) -> None:
-    t, p = c.spec.train, c.spec.parallel
-    c.need_divides(t.micro_batch * p.dp, t.global_batch,
-                   f"train.global_batch({t.global_batch}) % (micro_batch({t.micro_batch}) * "
-                   f"dp({p.dp})){{rem}}: the global batch must split into whole microbatches "
-                   "per data-parallel replica", ("train.global_batch", "train.micro_batch"),
-                   "make global_batch a multiple of micro_batch * dp")
-
-
-def _experts(c: _Checker) -> None:
-    m, p = c.spec.model, c.spec.parallel
-    if m.moe is None:
-        if _compare(p.ep, 1) == 1:
-            c.fail(f"ep({p.ep}) > 1 but the model has no moe block", ("parallel.ep",),
-                   "no experts", "set ep = 1, or add moe { ... } to the model")
-        return
-    if _compare(m.moe.top_k, m.moe.experts) == 1:
-        c.fail(f"model.moe.top_k({m.moe.top_k}) > experts({m.moe.experts})",
-               ("model.moe.top_k",), "bad value")
-    c.need_divides(p.ep, p.dp * p.cp, f"dp({p.dp}) * cp({p.cp}) % ep({p.ep}){{rem}}: experts are "
-                   "sharded over a slice of dp x cp", ("parallel.ep",))
-    c.need_divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}"
-                   ": every expert-parallel rank needs the same number of experts",
-                   ("parallel.ep", "model.moe.experts"))
-    if p.etp is not None:
-        c.need_divides(p.etp, p.tp, f"tp({p.tp}) % etp({p.etp}){{rem}}: llmp splits an expert over a "
-                       "divisor of the tensor-parallel ranks (the rest hold copies)", ("parallel.etp",),
-                       "give etp a divisor of tp, or leave it out (etp = tp)")
-    if _compare(p.tp, 1) == 1 and not p.sequence_parallel:
-        c.fail(f"tp({p.tp}) > 1 with a moe block needs sequence_parallel = true: Megatron-Core refuses MoE "
-               "with tensor parallelism otherwise (megatron/training/arguments.py, validate_args: \"When "
-               "using MoE and tensor parallelism, sequence parallelism must be used.\")",
-               ("parallel.sequence_parallel", "parallel.tp"), "contradictory fields",
-               "set sequence_parallel = true, or tp = 1")
-    if _compare(m.moe.imbalance, 1) == -1:
-        c.fail(f"model.moe.imbalance({m.moe.imbalance}) < 1: the busiest rank carries at least a balanced "
+def _imbalance(c: _Checker) -> None:
+    moe = c.spec.model.moe
+    if moe is not None and _compare(moe.imbalance, 1) == -1:
+        c.fail(f"model.moe.imbalance({moe.imbalance}) < 1: the busiest rank carries at least a balanced "
                "share of the routed tokens", ("model.moe.imbalance",), "bad value", "use 1 for a balanced load")
-    last_dense = _compare(m.moe.first_dense_layers, m.layers)
-    if last_dense in (0, 1):
-        c.fail(f"model.moe.first_dense_layers({m.moe.first_dense_layers}) >= layers({m.layers}): no layer "
-               "would be a MoE layer", ("model.moe.first_dense_layers",), "bad value",
-               "remove the moe block for a dense model")
 
 
 def _ceilings(c: _Checker) -> None:
@@ -283,9 +133,3 @@ def _stack(c: _Checker) -> None:
     if p.zero in (ZeroStage.Z3, ZeroStage.FSDP) and not prof.fsdp.value:
         c.fail(f"parallel.zero = {p.zero.value} but stack {name} does not shard parameters ({prof.fsdp.source})",
                ("parallel.zero", "train.stack"), "contradictory fields", "use zero = 1, or an FSDP stack")
-    order = list(ZeroStage)
-    if _compare(p.pp, 1) == 1 and order.index(p.zero) > order.index(prof.pipeline_zero_max.value):
-        c.fail(f"parallel.zero = {p.zero.value} with pp({p.pp}) > 1: stack {name} runs at most ZeRO "
-               f"{prof.pipeline_zero_max.value.value} with pipeline parallelism ({prof.pipeline_zero_max.source})",
-               ("parallel.zero", "parallel.pp"), "contradictory fields",
-               f"use zero = {prof.pipeline_zero_max.value.value} or less, or pp = 1")

@@ -163,3 +163,18 @@ def _read_included(path: Path, use: ast.Use) -> str:
 def describe(span: Span) -> str:
     """``file:line:col`` of a span, for messages that point at a second place."""
     return f"{span.file}:{span.line}:{span.column}"
+
+
+def attach_source_line(err: LlmpError, sources: dict[str, str]) -> None:
+    """Fill in the quoted source line of a diagnostic that carries only a span."""
+    if err.span is None or err.source_line is not None:
+        return
+    text = sources.get(err.span.file)
+    if text is None:
+        try:
+            text = Path(err.span.file).read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            return
+    lines = text.splitlines()
+    if 0 < err.span.line <= len(lines):
+        err.source_line = lines[err.span.line - 1]

@@ -73,10 +73,13 @@ class Resolver:
     """Evaluates the active sections of a program (see module docstring)."""
 
     def __init__(self, defs: Definitions, root_name: str,
-                 overrides: Mapping[str, ast.Field]) -> None:
+                 overrides: Mapping[str, ast.Field], pinned: Mapping[str, str] | None = None) -> None:
         self.defs = defs
         self.root_name = root_name
         self.overrides = dict(overrides)
+        # Section -> the id of the block to resolve there (``{"node": "dgx_h100"}``) instead of the
+        # one a spec puts in effect: how :mod:`llmp.dsl.catalog` resolves one catalog entry.
+        self.pinned = dict(pinned or {})
         self.frames: dict[str, Frame | None] = {}
         self.sweeps: list[Sweep] = []
         self.symbols: list[str] = []
@@ -100,6 +103,10 @@ class Resolver:
         return self.frames[path] is not None
 
     def _make_frame(self, path: str) -> Frame | None:
+        if path == "cluster" and path in self.pinned:
+            return self._block_frame(path, next(loc.block for loc in self.defs.blocks["cluster"]
+                                                if loc.block.name is not None
+                                                and loc.block.name.text == self.pinned[path]))
         if path in ("model", "cluster", "train"):
             block = active(self.defs, path, self.root_name)
             if block is None:
@@ -107,9 +114,11 @@ class Resolver:
             return self._block_frame(path, block)
         if path == "parallel":
             return self._parallel_frame()
+        if path == "link" and path in self.pinned:
+            return self._block_frame(path, self.defs.hardware["link"][self.pinned[path]])
         if path in ("node", "gpu"):
             owner, name = ("cluster", "node") if path == "node" else ("node", "gpu")
-            block_id = self.get(self.frame(owner), name)
+            block_id = self.pinned.get(path) or self.get(self.frame(owner), name)
             block = self.defs.hardware[path][block_id]
             if block.base is not None:
                 return self._derived_frame(path, block)

@@ -465,9 +465,3 @@ class Spec:
         from llmp.stacks import padded_vocab  # stacks imports this module
 
         return padded_vocab(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data (SI numbers, enum spellings, free symbols as text)."""
-        from llmp.dsl.serialize import spec_to_dict  # serialize imports this module
-
-        return spec_to_dict(self)

@@ -249,3 +249,30 @@ def to_string(val: Val, fdef: FieldDef, path: str, span: Span) -> str:
         raise SpecError(f'{path} expects a string in double quotes, got {val.describe()}', span,
                         label="wrong type")
     return val.value
+
+
+def _expr(x: Any) -> sp.Expr:
+    return sp.Integer(x) if isinstance(x, int) else x
+
+
+def divides(d: Any, n: Any) -> bool | None:
+    """Whether ``d`` divides ``n`` (spec values: ints or SymPy); None when free symbols leave it
+    undecided (``8*x`` is divisible by 8 for any integer ``x``)."""
+    if isinstance(d, int) and isinstance(n, int):
+        return n % d == 0
+    zero = sp.Mod(_expr(n), _expr(d)).is_zero
+    return None if zero is None else bool(zero)
+
+
+def compare(a: Any, b: Any) -> int | None:
+    """-1, 0 or 1 as ``a`` <, ==, > ``b`` (spec values: numbers or SymPy); None when undecided."""
+    if isinstance(a, int) and isinstance(b, int):
+        return (a > b) - (a < b)
+    diff = sp.expand(_expr(a) - _expr(b))
+    if diff.is_zero:
+        return 0
+    if diff.is_positive:
+        return 1
+    if diff.is_negative:
+        return -1
+    return None

@@ -2,23 +2,23 @@
 
 A sample file names its device by catalog id in its header (``device_id``; ``--device-id``
 overrides, and is required when the sampler did not recognise the device). The device's spec
-numbers come from the catalog through the DSL, so the features and the roofline of a sample use
-exactly the numbers ``llmp predict`` will use for that device.
+numbers come from the catalog resolver (:mod:`llmp.dsl.catalog`), so the features and the roofline
+of a sample use exactly the numbers ``llmp predict`` will use for that device.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
+from llmp.dsl import catalog
 from llmp.errors import InputError, LlmpError
-from llmp.hardware.catalog import canonical
+from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Device, Dtype, Node
 from llmp.residuals import samplefile
 from llmp.residuals.design import DIMS
@@ -42,52 +42,36 @@ class LoadReport:
     """Reason -> rows skipped (failed cases, dtypes without a peak on the device, truncated lines)."""
 
 
-def _catalog_spec_text(device_id: str, node_id: str | None) -> str:
-    """A minimal spec around a catalog device (or node): the public way to resolve catalog numbers.
-
-    The DSL resolves hardware only inside a whole spec, so this is one: a one-node cluster of the
-    node, a one-layer model, and a training section valid on any node (one sample per GPU: the
-    global batch is the node's GPU count, so data parallelism over all of them divides it).
-    """
-    link = "link { bandwidth = 1 GB/s  latency = 1 us }"
-    if node_id is None:
-        node_id = "probe_node"
-        node = f"node probe_node {{ gpu = {device_id}  gpus_per_node = 1  intra = {link}  inter = {link} }}\n"
-        uses = f'use "{device_id}"\n'
-    else:
-        node, uses = "", f'use "{node_id}"\n'
-    return (f"{uses}{node}cluster probe {{ node = {node_id}  nodes = 1 }}\n"
-            "model probe { arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 128  seq_len = 8 }\n"
-            "train { precision = fp32  global_batch = node.gpus_per_node  micro_batch = 1 }\n")
+def catalog_device(device_id: str) -> Device:
+    """The catalog device ``device_id`` of a sample file. A retired id (``gh200``, in sample files
+    taken before the rename) names its canonical device."""
+    if canonical(device_id) not in catalog_ids()["gpu"]:
+        raise InputError(f"'{device_id}' is not a catalog device",
+                         hint=f"catalog devices: {', '.join(catalog_ids()['gpu'])}")
+    return _resolved(catalog.gpu, device_id, "device")
 
 
-@functools.cache
-def catalog_node(device_id: str, node_id: str | None = None) -> Node:
-    """The catalog's device (in a one-device probe node), or the catalog node ``node_id``. A
-    retired id (``gh200``, in sample files taken before the rename) names its canonical device."""
-    from llmp import dsl
-    from llmp.hardware import catalog
-
-    device_id = canonical(device_id)
-    known = catalog.catalog_ids()
-    if node_id is not None and node_id not in known["node"]:
-        clusters = known["cluster"]
+def catalog_node(device_id: str, node_id: str) -> Node:
+    """The catalog node ``node_id`` that collective samples of ``device_id`` ran on."""
+    device = catalog_device(device_id)
+    known = catalog_ids()
+    if node_id not in known["node"]:
         hint = (f"'{node_id}' is a cluster; pass the node it is built of (see llmp/hardware/catalog/{node_id}.llmp)"
-                if node_id in clusters else f"catalog nodes: {', '.join(known['node'])}")
+                if node_id in known["cluster"] else f"catalog nodes: {', '.join(known['node'])}")
         raise InputError(f"'{node_id}' is not a catalog node", hint=hint)
-    if device_id not in known["gpu"]:
-        raise InputError(f"'{device_id}' is not a catalog device", hint=f"catalog devices: {', '.join(known['gpu'])}")
-    try:
-        spec = dsl.loads(_catalog_spec_text(device_id, node_id), filename=f"<catalog {node_id or device_id}>")
-    except LlmpError as err:
-        raise InputError(f"cannot resolve catalog {'node' if node_id else 'device'} "
-                         f"'{node_id or device_id}': {err.message}",
-                         hint="pass a catalog id with --device-id / --node-id (see llmp/hardware/catalog/)") from None
-    node = spec.cluster.node
-    if node.gpu.id != device_id:
+    node = _resolved(catalog.node, node_id, "node")
+    if node.gpu.id != device.id:
         raise InputError(f"catalog node '{node_id}' holds device '{node.gpu.id}', but the samples were taken on "
-                         f"'{device_id}'", hint="pass the node of the sampled device with --node-id")
+                         f"'{device.id}'", hint="pass the node of the sampled device with --node-id")
     return node
+
+
+def _resolved(get: Callable[[str], Any], ident: str, kind: str) -> Any:
+    try:
+        return get(ident)
+    except LlmpError as err:
+        raise InputError(f"cannot resolve catalog {kind} '{ident}': {err.message}",
+                         hint="pass a catalog id with --device-id / --node-id (see llmp/hardware/catalog/)") from None
 
 
 def node_links(node: Node) -> Links:
@@ -198,8 +182,9 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
         if is_coll and not isinstance(node_of_file, str):
             raise InputError(f"{path}: collective samples need the catalog node they ran on",
                              hint="pass --node-id ID (a node id of llmp/hardware/catalog)")
-        node = catalog_node(dev_id, node_of_file if is_coll else None)
-        device = node.gpu
+        node = catalog_node(dev_id, node_of_file) if is_coll else None
+        device = node.gpu if node is not None else catalog_device(dev_id)
+        links = node_links(node) if node is not None else None
         devices[device.id] = device
         for row in table.rows:
             seconds = _seconds(row)
@@ -215,7 +200,7 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
             if is_coll:
                 if families is not None and item.kind.value not in families:
                     continue
-                observations.append(Observation(item=item, device=device, seconds=seconds, links=node_links(node)))
+                observations.append(Observation(item=item, device=device, seconds=seconds, links=links))
                 continue
             kernel = item
             if families is not None and kernel.family.value not in families:

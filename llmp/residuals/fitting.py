@@ -73,7 +73,7 @@ def _recorded(base: store.Residuals, *, exclude: str) -> list:
         if h["id"] == exclude:
             continue
         try:
-            device = dataset.catalog_node(h["id"]).gpu
+            device = dataset.catalog_device(h["id"])
         except Exception:  # a device no longer in the catalog
             continue
         if store.device_fingerprint(device)["sha256"] == h["sha256"]:

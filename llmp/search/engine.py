@@ -43,11 +43,6 @@ from llmp.units import format_bytes
 Progress = Callable[[int, int], None]
 """Called with (configurations evaluated, total) as the evaluation advances."""
 
-def shape(spec: Spec) -> frozenset[str]:
-    """Numeric fields the layout rules read: the step's structure, plus the MLP widths tp must
-    divide. Every other numeric field (hardware numbers, ``hidden``, ``vocab``, ...) is checked on
-    its own and evaluated as an array within a group."""
-    return structural(spec) | {"model.ffn_hidden", "model.moe.expert_ffn_hidden"}
 HARDWARE = ("gpu.", "node.", "cluster.")
 CHUNKS = 40
 """Evaluation calls per search (at least one structural group each), for the progress bar."""
@@ -211,7 +206,7 @@ def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
     """
     reasons = grid.reasons()
     numeric = frozenset(specpath.paths(spec))
-    fields = shape(spec)
+    fields = structural(spec)  # what the layout rules and the structure read; the rest are arrays
     hardware = [p for p in grid.columns if p.startswith(HARDWARE) and not _is_layout(grid, p, fields)]
     layout = [p for p in grid.columns if _is_layout(grid, p, fields)]
     arrays = [p for p in grid.columns if p in numeric and not _is_layout(grid, p, fields)]

@@ -18,7 +18,7 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.analytic.graph import Op, Phase, RankKind, Scope
+from llmp.analytic.op import Op, Phase, RankKind, Scope
 from llmp.analytic.symbolic import SymbolicCost
 from llmp.errors import SpecError
 

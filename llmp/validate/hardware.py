@@ -7,19 +7,17 @@ technology, a bandwidth and whether it is per GPU, per node or per NIC) narrows 
 :data:`DEFAULT_NODE` (the vendor reference server) decides. A network the chosen node does not
 have becomes a cluster-level link override: a catalog link of that technology and bandwidth, or
 an inline link with the stated bandwidth. A GPU or a node size the catalog does not have is a
-skip naming what the catalog has. Catalog nodes are resolved through the .llmp language itself
-(:func:`catalog_node`), so what is compared here is exactly what a spec would get.
+skip naming what the catalog has. Catalog nodes and links come from :mod:`llmp.dsl.catalog`, so
+what is compared here is exactly what a spec would get.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
 
-from llmp import dsl
-from llmp.errors import LlmpError
+from llmp.dsl import catalog
 from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Node
 from llmp.validate.rows import Row
@@ -104,13 +102,6 @@ def read_network(cell: str, gpus_per_node: int) -> Network:
     return Network(tech=tech, because=why)
 
 
-_PROBE = """use "{node}"
-model probe {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}
-cluster probe {{ node = {node} }}
-train {{ global_batch = node.gpus_per_node }}
-"""
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClusterPlan:
     """The cluster block to write for a row."""
@@ -123,42 +114,6 @@ class ClusterPlan:
     inter: str | None = None
     """Cluster-level inter-node link override (a link id or an inline ``link { ... }``)."""
     assumptions: tuple[str, ...] = ()
-
-
-@functools.cache
-def catalog_node(node_id: str) -> Node:
-    """The catalog node ``node_id``, resolved by the .llmp resolver (cached; ~30 ms cold)."""
-    return dsl.loads(_PROBE.format(node=node_id), filename=f"<catalog node {node_id}>").cluster.node
-
-
-@functools.cache
-def nodes_with_gpu(gpu_id: str) -> tuple[Node, ...]:
-    """Catalog nodes built from ``gpu_id``, in catalog id order."""
-    found = []
-    for node_id in catalog_ids()["node"]:
-        try:
-            node = catalog_node(node_id)
-        except LlmpError:
-            continue  # a catalog file that does not resolve is the catalog's bug, not this row's
-        if node.gpu.id == gpu_id:
-            found.append(node)
-    return tuple(found)
-
-
-_LINK_PROBE = """use "cpu"
-use "links"
-node probe_node {{ gpu = cpu  gpus_per_node = 1  intra = {link}  inter = {link} }}
-model probe {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}
-cluster probe {{ node = probe_node }}
-train {{ global_batch = 1 }}
-"""
-
-
-@functools.cache
-def link_bandwidth(link_id: str) -> float:
-    """Bytes/s of the catalog link ``link_id``, resolved by the .llmp resolver."""
-    spec = dsl.loads(_LINK_PROBE.format(link=link_id), filename=f"<catalog link {link_id}>")
-    return float(spec.cluster.node.inter.bandwidth)
 
 
 def _fits(node: Node, num_gpus: int) -> bool:
@@ -175,7 +130,7 @@ def _matches(node: Node, net: Network) -> bool:
 
 
 def _choose(row: Row, gpu_id: str, num_gpus: int, net: Network, notes: list[str]) -> Node:
-    candidates = nodes_with_gpu(gpu_id)
+    candidates = catalog.nodes_with(gpu_id)
     if not candidates:
         raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has gpu_id {gpu_id!r} (catalog GPUs: "
                            f"{', '.join(g for g in catalog_ids()['gpu'])})")
@@ -213,7 +168,7 @@ def _inter_override(node: Node, net: Network, cell: str, notes: list[str]) -> st
         notes.append(f"interconnect_inter {cell!r}: {net.because}; the catalog node's {node.inter.id} is kept")
         return None
     if net.tech is not None:
-        same = [i for i in net.tech.links if math.isclose(link_bandwidth(i) * 8 / 1e9, net.node_gbps, rel_tol=0.02)]
+        same = [i for i in net.tech.links if math.isclose(float(catalog.link(i).bandwidth) * 8 / 1e9, net.node_gbps, rel_tol=0.02)]
         if same:
             notes.append(f"inter-node link: {same[0]} (interconnect_inter {cell!r}: {net.because})")
             return same[0]

@@ -171,6 +171,7 @@ def specs(draw: st.DrawFn, *, max_world: int = 64) -> Spec:
     return make_spec(model, nodes=nodes, gpus_per_node=gpn, global_batch=m * micro * dp, micro_batch=micro,
                      recompute=draw(st.sampled_from(list(Recompute))), flash=draw(st.booleans()),
                      tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, dispatcher=dispatcher, vp=vp, schedule=schedule,
-                     sequence_parallel=tp > 1 and draw(st.booleans()),
+                     # Megatron-Core (and llmp.load) refuse MoE with tp > 1 but no sequence parallelism
+                     sequence_parallel=tp > 1 and (model.moe is not None or draw(st.booleans())),
                      zero=draw(st.sampled_from(list(ZeroStage))),
                      tp_comm_overlap=draw(st.booleans()), dp_overlap=draw(st.booleans()))

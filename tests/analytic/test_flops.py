@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import params
-from llmp.analytic.graph import Part, Scope, decompose
+from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, Kernel
+from llmp.analytic.op import Part, Scope
 from llmp.analytic.pricing import price
 from llmp.compose.predictor import gpu_flops
 from llmp.dsl.spec import Attention, Recompute

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 import llmp.dsl
 from llmp.analytic import kinds, params, routing
-from llmp.analytic.graph import Part, Scope, decompose
+from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import DIMS, Family, Kernel, Pass, cost
 from llmp.analytic.kinds import LayerKind
+from llmp.analytic.op import Part, Scope
 from llmp.analytic.pricing import price
 from llmp.compose import predict
 from llmp.compose.predictor import gpu_flops

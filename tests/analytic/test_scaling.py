@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import shard
-from llmp.analytic.graph import Scope, decompose
+from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective, Family, Kernel, cost
+from llmp.analytic.op import Scope
 from llmp.analytic.pricing import Hardware, price
 from llmp.compose import predict as _predict
 from llmp.compose.overlap import OverlapRules, chunk_work

@@ -10,7 +10,13 @@ from analytic.strategies_analytic import gpt, llama, make_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmp.analytic.split import SplitError, _bisection, _linear_partition, _uniform, split
+from llmp.analytic.split import (
+    SplitError,
+    _bisection,
+    _linear_partition,
+    _uniform,
+    split,
+)
 from llmp.dsl.spec import PipeModule, Schedule
 
 

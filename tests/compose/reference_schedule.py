@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.graph import OpGraph
+from llmp.analytic.op import OpGraph
 from llmp.compose.overlap import OverlapRules, chunk_work, merge, rank_tail
 from llmp.compose.step import _argmax, _pick, _pick_dicts
 from llmp.dsl.spec import Schedule
-
 
 
 @dataclass(frozen=True, slots=True)

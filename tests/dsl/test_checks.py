@@ -11,7 +11,7 @@ import re
 import pytest
 
 from llmp.analytic.structure import structure_of
-from llmp.dsl.checks import divides
+from llmp.dsl.values import divides
 from llmp.errors import InfeasibleError
 from llmp.dsl.symbols import symbol_for
 

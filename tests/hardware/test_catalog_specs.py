@@ -11,7 +11,7 @@ import pytest
 import llmp.dsl
 from llmp.dsl.spec import Spec
 from llmp.hardware import catalog
-from llmp.hardware.published import catalog_devices
+from llmp.dsl.catalog import gpus as catalog_devices
 from llmp.hardware.spec import Device, Dtype, Link
 
 GiB = 2**30

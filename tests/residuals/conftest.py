@@ -12,7 +12,7 @@ from llmp.residuals import dataset
 
 @pytest.fixture(scope="session")
 def cpu() -> Device:
-    return dataset.catalog_node("cpu").gpu
+    return dataset.catalog_device("cpu")
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,7 @@ def write_samples(directory: Path, device_id: str, families: tuple[str, ...], n:
                   shift: float | Callable[[Kernel], float] = 0.0) -> Path:
     """Synthetic observations on a catalog device written as the sampler writes them (one file per
     family, through ``samplefile.Appender``), so commands read them as real sample files."""
-    device = dataset.catalog_node(device_id).gpu
+    device = dataset.catalog_device(device_id)
     meta = {"device_id": device_id, "device_name": device.name, "timing": "synthetic (tests)"}
     for fam in families:
         cases = design.design((fam,), design.RANGES["cpu"], ("fp32",), seed, n)

@@ -27,11 +27,17 @@ def test_catalog_node_resolves_nodes_of_any_size(device, node, gpus):
     ("a100_sxm4_40gb", "perlmutter", "is a cluster"),
     ("a100_sxm4_80gb", "perlmutter_gpu", "holds device 'a100_sxm4_40gb'"),
     ("a100_sxm4_80gb", "no_such_node", "not a catalog node"),
-    ("no_such_gpu", None, "not a catalog device"),
+    ("no_such_gpu", "dgx_a100", "not a catalog device"),
 ])
 def test_catalog_node_errors_name_the_fix(device, node, match):
     with pytest.raises(InputError, match=match):
         dataset.catalog_node(device, node)
+
+
+def test_catalog_device_errors_name_the_fix():
+    with pytest.raises(InputError, match="not a catalog device"):
+        dataset.catalog_device("no_such_gpu")
+    assert dataset.catalog_device("gh200").id == "gh200_96gb"  # a retired id names its entry
 
 
 def _collectives(path, node_id, rows):

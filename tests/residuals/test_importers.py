@@ -226,7 +226,7 @@ def by_source(rows: list[dict[str, str]], needle: str) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def a100():
-    return dataset.catalog_node(A100).gpu
+    return dataset.catalog_device(A100)
 
 
 @pytest.fixture(scope="module")
@@ -370,12 +370,7 @@ def test_seed_output_is_read_by_dataset_load(seed_out, a100):
     assert {o.item.dtype for o in loaded.observations} == {Dtype.FP16}
     coll_rows = samplefile.read(out / "collectives.csv").rows
     assert all(dataset.collective_of(r) for r in coll_rows)
-    try:
-        whole = dataset.load([out])
-    except InputError as err:
-        if "global batch must split" not in str(err):
-            raise
-        pytest.skip("dataset.catalog_node cannot resolve a multi-GPU node yet (its probe spec has global_batch=1)")
+    whole = dataset.load([out])
     assert len(whole.observations) == sum(report.manifest["rows_written"].values())
 
 
@@ -547,7 +542,7 @@ def test_kernels_echo_collectives(tmp_path):
 @given(m=st.integers(1, 1 << 16), n=st.integers(1, 1 << 16), k=st.integers(1, 1 << 16), batch=st.integers(1, 64),
        span=st.floats(1e-6, 10.0))
 def test_composite_split_keeps_the_ratio_and_the_sum(m, n, k, batch, span):
-    device = dataset.catalog_node(A100).gpu
+    device = dataset.catalog_device(A100)
     dgrad = Kernel.make(Family.GEMM, Dtype.FP16, Pass.BWD, m=m, n=k, k=n, batch=batch)
     wgrad = Kernel.make(Family.GEMM, Dtype.FP16, Pass.BWD, m=k, n=n, k=m, batch=batch)
     shares = common.split_span([dgrad, wgrad], span, device)

@@ -313,7 +313,7 @@ def test_every_shipped_store_loads_and_matches_the_catalog(name):
     if res.serves != "any":
         assert name in res.serves
         for device_id in res.serves:
-            assert res.refusal(dataset.catalog_node(device_id).gpu) is None
+            assert res.refusal(dataset.catalog_device(device_id)) is None
     size = sum(p.stat().st_size for p in store.default_path(name).rglob("*") if p.is_file())
     assert size < 4e6
 

@@ -19,7 +19,7 @@ GPUS = ("a100_sxm4_80gb", "h100_sxm5_80gb", "b200", "mi300x")
 
 @pytest.fixture(scope="module")
 def devices():
-    return {g: dataset.catalog_node(g).gpu for g in GPUS}
+    return {g: dataset.catalog_device(g) for g in GPUS}
 
 
 def _shifted(obs: list[Observation], shift: float) -> list[Observation]:

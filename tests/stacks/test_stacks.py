@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import params
-from llmp.analytic.graph import Part, Scope, decompose
+from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Elementwise, Family, Fusion, Kernel, SoftmaxKind
+from llmp.analytic.op import Part, Scope
 from llmp.compose.predictor import predict
 from llmp.dsl import load, loads, schema
 from llmp.dsl.spec import Attention, Stack

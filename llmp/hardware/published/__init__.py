@@ -32,7 +32,6 @@ What is derived (:func:`derive`), per catalog GPU:
 from __future__ import annotations
 
 import csv
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib.resources import files
@@ -158,18 +157,3 @@ def derive(devices: Mapping[str, Device]) -> dict[str, Ceilings]:
     mamf, flash = mamf_facts(), flash_attention_facts()
     return {gpu: Ceilings(gpu=gpu, achievable=_for_device(d, devices, mamf),
                           flash_attention=_for_device(d, devices, flash)) for gpu, d in sorted(devices.items())}
-
-
-@functools.cache
-def catalog_devices() -> dict[str, Device]:
-    """Every catalog GPU, resolved through the language (in a one-GPU probe node, so a GPU that no
-    catalog node uses resolves too)."""
-    from llmp import dsl
-    from llmp.hardware.catalog import catalog_ids
-
-    probe = ('use "{gpu}"\nmodel p {{ arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 64  seq_len = 8 }}\n'
-             "node p {{ gpu = {gpu}  gpus_per_node = 1  intra = link {{ bandwidth = 1 GB/s  latency = 1 us }}\n"
-             "         inter = link {{ bandwidth = 1 GB/s  latency = 1 us }} }}\n"
-             "cluster p {{ node = p }}\ntrain {{ precision = fp32  global_batch = 1 }}\n")
-    return {gpu: dsl.loads(probe.format(gpu=gpu), filename=f"<catalog gpu {gpu}>").cluster.gpu
-            for gpu in catalog_ids()["gpu"]}

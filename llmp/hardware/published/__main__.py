@@ -1,15 +1,19 @@
-"""``python -m llmp.hardware.published``: print the catalog's measured ceilings and their derivation."""
+"""``python -m llmp.hardware.published``: print the catalog's measured ceilings and their derivation.
+
+A program over the package, not part of it: it reads the catalog's GPUs through the language
+(:mod:`llmp.dsl.catalog`), which the hardware package itself never imports."""
 
 from __future__ import annotations
 
 import sys
 
-from llmp.hardware.published import catalog_devices, derive
+from llmp.dsl import catalog
+from llmp.hardware.published import derive
 from llmp.units import format_flops
 
 
 def main() -> int:
-    devices = catalog_devices()
+    devices = catalog.gpus()
     for gpu, ceilings in derive(devices).items():
         peak = devices[gpu].peak_flops
         blocks = (("achievable", ceilings.achievable), ("flash_attention", ceilings.flash_attention))

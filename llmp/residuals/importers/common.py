@@ -18,7 +18,6 @@ predict/fit side does not need, so the tuples are repeated here and a test check
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import json
 import math
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from llmp.analytic.kernels import Collective, Family, Kernel
+from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
@@ -217,7 +217,7 @@ def catalog_device(device_id: str) -> Device | None:
     """The catalog's ``Device`` for ``device_id``, or ``None`` when the catalog has no such GPU yet."""
     if not in_catalog(device_id):
         return None
-    return dataset.catalog_node(device_id).gpu
+    return dataset.catalog_device(device_id)
 
 
 def check_node(node_id: str, device_id: str) -> str:
@@ -226,24 +226,11 @@ def check_node(node_id: str, device_id: str) -> str:
     nodes = catalog.catalog_ids()["node"]
     if node_id not in nodes:
         raise InputError(f"unknown node id '{node_id}'", hint=f"catalog nodes: {', '.join(nodes)}")
-    gpu = _node_gpu(node_id)
+    gpu = resolved.node(node_id).gpu.id
     if gpu != device_id:
         raise InputError(f"catalog node '{node_id}' holds '{gpu}', not --device '{device_id}'",
                          hint="pass the node the measured GPUs sat in with --node-id")
     return node_id
-
-
-@functools.cache
-def _node_gpu(node_id: str) -> str:
-    """The GPU id of a catalog node, resolved through the DSL in a minimal spec. (Not
-    ``dataset.catalog_node``: its probe spec has ``global_batch = 1``, which no node of more than
-    one GPU accepts; 720720 splits over any node up to 16 GPUs and the 72-GPU NVL72.)"""
-    from llmp import dsl
-
-    text = (f'use "{node_id}"\ncluster probe {{ node = {node_id}  nodes = 1 }}\n'
-            "model probe { arch = gpt  layers = 1  hidden = 64  heads = 1  vocab = 128  seq_len = 8 }\n"
-            "train { precision = fp32  global_batch = 720720  micro_batch = 1 }\n")
-    return dsl.loads(text, filename=f"<catalog {node_id}>").cluster.node.gpu.id
 
 
 # ---------------------------------------------------------------------------------------------- files

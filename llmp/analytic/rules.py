@@ -1,0 +1,208 @@
+"""The layout rules: which degrees, widths, batches and pipeline splits a step can run with.
+
+One rulebook, two callers, so a layout means the same everywhere:
+
+* ``llmp.load`` (:mod:`llmp.dsl.checks`) turns the first violation of :func:`layout` into a
+  :class:`~llmp.errors.SpecError` pointing at the field in the file;
+* :func:`~llmp.analytic.structure.structure_of`, which ``predict``, ``evaluate``, ``search``,
+  ``plan``, ``sensitivity`` and ``validate`` all go through, turns the first violation of
+  :func:`layout` or :func:`runnable` into an :class:`~llmp.errors.InfeasibleError`, which sweeps
+  skip. A sweep point that ``load`` would refuse is never priced.
+
+:func:`layout` holds the rules a well-formed spec must meet; a rule that involves a free symbol is
+decided by SymPy when it can be (``8*x`` is divisible by 8 for any integer ``x``) and skipped when
+it cannot: a symbolic spec is a family of specs and only the members later evaluated must meet it.
+:func:`runnable` holds what a layout needs to run once the numbers are known (what a schedule
+needs of the microbatches, where expert-parallel ranks are placed); it is checked when the
+structure is built, so a spec file that breaks one still loads and a sweep over it skips the point.
+
+Every field a rule reads decides the structure (:data:`~llmp.compose.sweep.STRUCTURAL`), so
+sweeps evaluate the rules once per group and never on arrays.
+
+Grouped-query attention with fewer kv heads than tp: Megatron replicates each kv head over
+``tp / kv_heads`` ranks, so we require ``tp % kv_heads == 0`` there (and ``kv_heads % tp == 0``
+when ``kv_heads >= tp``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.analytic.split import SplitError, split
+from llmp.dsl.spec import Spec, ZeroStage
+from llmp.dsl.values import compare, divides
+from llmp.stacks import profile
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A broken rule: the equation with its values filled in, and the fields to point at."""
+
+    message: str
+    paths: tuple[str, ...]
+    """Spec paths the rule reads, the one to blame first (the first one the file wrote)."""
+    label: str
+    hint: str | None = None
+
+
+def _divides(d: Any, n: Any, message: str, paths: tuple[str, ...], hint: str | None = None) -> Iterator[Violation]:
+    if divides(d, n) is False:
+        remainder = f" = {n % d}" if isinstance(n, int) and isinstance(d, int) else ""
+        yield Violation(message.replace("{rem}", remainder), paths, "not divisible", hint)
+
+
+def layout(spec: Spec) -> Iterator[Violation]:
+    """Every violated layout rule of ``spec``: :func:`shape`'s, then :func:`stack`'s."""
+    yield from shape(spec)
+    yield from stack(spec)
+
+
+def shape(spec: Spec) -> Iterator[Violation]:
+    """The rules of the mesh, the widths, the batch and the pipeline split."""
+    for rule in (_world, _heads, _widths, _pipeline, _batch, _experts):
+        yield from rule(spec)
+
+
+def _world(spec: Spec) -> Iterator[Violation]:
+    p, cl = spec.parallel, spec.cluster
+    world = cl.world_size
+    product = spec.world_size
+    if compare(product, world) not in (0, None):
+        yield Violation(f"dp({p.dp}) * tp({p.tp}) * pp({p.pp}) * cp({p.cp}) = {product} != {world} GPUs "
+                        f"(cluster.nodes({cl.nodes}) * node.gpus_per_node({cl.node.gpus_per_node}))",
+                        ("parallel.dp", "parallel.tp", "cluster.nodes"), "layout mismatch",
+                        "make the degrees multiply to the GPU count, or leave dp out to derive it")
+    node = cl.node
+    yield from _divides(node.gpus_per_node, node.domain,
+                        f"node.nvlink_domain({node.domain}) % gpus_per_node({node.gpus_per_node}){{rem}}: an "
+                        "NVLink domain is a whole number of nodes", ("node.nvlink_domain",),
+                        "give the GPUs of the whole switch fabric, e.g. 72 for 18 trays of 4")
+
+
+def _heads(spec: Spec) -> Iterator[Violation]:
+    m, tp = spec.model, spec.parallel.tp
+    yield from _divides(tp, m.heads, f"model.heads({m.heads}) % tp({tp}){{rem}}: tp must divide the attention heads",
+                        ("parallel.tp", "model.heads"))
+    yield from _divides(m.kv_heads, m.heads, f"model.heads({m.heads}) % kv_heads({m.kv_heads}){{rem}}: kv_heads "
+                        "must divide heads (each kv head serves a group of query heads)", ("model.kv_heads", "model.heads"))
+    if compare(m.kv_heads, tp) == -1:
+        yield from _divides(m.kv_heads, tp, f"tp({tp}) % kv_heads({m.kv_heads}){{rem}}: with fewer kv heads than tp, "
+                            "each kv head is replicated tp / kv_heads times", ("parallel.tp", "model.kv_heads"))
+    else:
+        yield from _divides(tp, m.kv_heads, f"model.kv_heads({m.kv_heads}) % tp({tp}){{rem}}: tp must divide the "
+                            "kv heads", ("parallel.tp", "model.kv_heads"))
+
+
+def _widths(spec: Spec) -> Iterator[Violation]:
+    m, p = spec.model, spec.parallel
+    yield from _divides(p.tp, m.ffn_hidden, f"model.ffn_hidden({m.ffn_hidden}) % tp({p.tp}){{rem}}: tp must divide "
+                        "the MLP width", ("parallel.tp", "model.ffn_hidden"))
+    if m.moe is not None:
+        yield from _divides(p.expert_tp, m.moe.expert_ffn_hidden,
+                            f"model.moe.expert_ffn_hidden({m.moe.expert_ffn_hidden}) % etp({p.expert_tp}){{rem}}: the "
+                            "expert tensor-parallel degree must divide the expert MLP width",
+                            ("parallel.etp", "parallel.tp", "model.moe.expert_ffn_hidden"))
+    if p.sequence_parallel:
+        yield from _divides(p.tp, m.seq_len, f"model.seq_len({m.seq_len}) % tp({p.tp}){{rem}}: sequence parallelism "
+                            "splits the sequence over tp", ("parallel.sequence_parallel", "model.seq_len"))
+    yield from _divides(p.cp, m.seq_len, f"model.seq_len({m.seq_len}) % cp({p.cp}){{rem}}: context parallelism "
+                        "splits the sequence over cp", ("parallel.cp", "model.seq_len"))
+
+
+def _pipeline(spec: Spec) -> Iterator[Violation]:
+    m, p = spec.model, spec.parallel
+    if isinstance(p.pp, int) and isinstance(p.vp, int):
+        # The schedule table lives with the composition; only its requirements are read here.
+        from llmp.compose.schedules import entry
+
+        # What a schedule needs of pp and vp is a property of the spec; what it needs of the
+        # microbatches (the interleaved schedule's groups, DualPipe's even count) is :func:`runnable`'s.
+        schedule = entry(p.schedule)
+        unmet = schedule.requires(p.pp, p.vp, None, None)
+        if unmet:
+            yield Violation(unmet, ("parallel.schedule", "parallel.vp", "parallel.pp"), "bad schedule", schedule.hint)
+    if all(isinstance(v, int) for v in (m.layers, p.pp, p.vp)):
+        try:
+            split(spec)
+        except SplitError as err:
+            if not err.symbolic:  # a free symbol leaves the split undecided: checked when evaluated
+                yield Violation(err.message, (err.path,), err.label, err.hint)
+    elif p.stage_layers is None and p.first_stage_layers is None and p.last_stage_layers is None \
+            and not (p.account_for_embedding or p.account_for_loss or p.partition):
+        yield from _divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp})){{rem}}: the "
+                            "layers do not split equally over the pipeline chunks", ("parallel.pp", "model.layers"))
+
+
+def _batch(spec: Spec) -> Iterator[Violation]:
+    t, p = spec.train, spec.parallel
+    yield from _divides(t.micro_batch * p.dp, t.global_batch,
+                        f"train.global_batch({t.global_batch}) % (micro_batch({t.micro_batch}) * dp({p.dp})){{rem}}: "
+                        "the global batch must split into whole microbatches per data-parallel replica",
+                        ("train.global_batch", "train.micro_batch"), "make global_batch a multiple of micro_batch * dp")
+
+
+def _experts(spec: Spec) -> Iterator[Violation]:
+    m, p = spec.model, spec.parallel
+    if m.moe is None:
+        if compare(p.ep, 1) == 1:
+            yield Violation(f"ep({p.ep}) > 1 but the model has no moe block", ("parallel.ep",), "no experts",
+                            "set ep = 1, or add moe { ... } to the model")
+        return
+    if compare(m.moe.top_k, m.moe.experts) == 1:
+        yield Violation(f"model.moe.top_k({m.moe.top_k}) > experts({m.moe.experts})", ("model.moe.top_k",), "bad value")
+    yield from _divides(p.ep, p.dp * p.cp, f"dp({p.dp}) * cp({p.cp}) % ep({p.ep}){{rem}}: experts are sharded over "
+                        "a slice of dp x cp", ("parallel.ep",))
+    yield from _divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}: every "
+                        "expert-parallel rank needs the same number of experts", ("parallel.ep", "model.moe.experts"))
+    if p.etp is not None:
+        yield from _divides(p.etp, p.tp, f"tp({p.tp}) % etp({p.etp}){{rem}}: llmp splits an expert over a divisor of "
+                            "the tensor-parallel ranks (the rest hold copies)", ("parallel.etp",),
+                            "give etp a divisor of tp, or leave it out (etp = tp)")
+    if compare(p.tp, 1) == 1 and not p.sequence_parallel:
+        yield Violation(f"tp({p.tp}) > 1 with a moe block needs sequence_parallel = true: Megatron-Core refuses MoE "
+                        "with tensor parallelism otherwise (megatron/training/arguments.py, validate_args: \"When "
+                        "using MoE and tensor parallelism, sequence parallelism must be used.\")",
+                        ("parallel.sequence_parallel", "parallel.tp"), "contradictory fields",
+                        "set sequence_parallel = true, or tp = 1")
+    if compare(m.moe.first_dense_layers, m.layers) in (0, 1):
+        yield Violation(f"model.moe.first_dense_layers({m.moe.first_dense_layers}) >= layers({m.layers}): no layer "
+                        "would be a MoE layer", ("model.moe.first_dense_layers",), "bad value",
+                        "remove the moe block for a dense model")
+
+
+def stack(spec: Spec) -> Iterator[Violation]:
+    """What the training stack can run with pipeline parallelism (the profile item cites it)."""
+    p = spec.parallel
+    item = profile(spec.train.stack).pipeline_zero_max
+    order = list(ZeroStage)
+    if compare(p.pp, 1) == 1 and order.index(p.zero) > order.index(item.value):
+        yield Violation(f"parallel.zero = {p.zero.value} with pp({p.pp}) > 1: stack {spec.train.stack.value} runs at "
+                        f"most ZeRO {item.value.value} with pipeline parallelism ({item.source})",
+                        ("parallel.zero", "parallel.pp"), "contradictory fields",
+                        f"use zero = {item.value.value} or less, or pp = 1")
+
+
+def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
+    """What a layout with numeric degrees needs to run, beyond :func:`layout`: ``microbatches``
+    per pipeline and the interleaved schedule's ``group`` of them."""
+    p, m = spec.parallel, spec.model
+    pp, vp, dp, ep = (int(x) for x in (p.pp, p.vp, p.dp, p.ep))
+    if vp > 1 and pp == 1:
+        yield Violation(f"vp = {vp} (virtual pipeline stages) needs pp > 1", ("parallel.vp",), "bad schedule")
+    if microbatches < 1:
+        yield Violation(f"global_batch({spec.train.global_batch}) < micro_batch({spec.train.micro_batch}) * dp({dp})",
+                        ("train.global_batch",), "not divisible")
+    from llmp.compose.schedules import entry
+
+    schedule = entry(p.schedule)
+    unmet = schedule.requires(pp, vp, microbatches, group)
+    if unmet:
+        yield Violation(unmet, ("parallel.schedule",), "bad schedule", schedule.hint)
+    if m.moe is not None and m.parallel_residual:
+        yield Violation("a parallel residual with a MoE MLP: llmp models MoE layers with the sequential residual "
+                        "(every MoE model it knows uses one)", ("model.parallel_residual",), "contradictory fields")
+    if dp % ep:
+        yield Violation(f"ep({ep}) does not divide dp({dp}): llmp places the expert-parallel ranks as a slice of "
+                        "data parallelism (mesh order tp, cp, ep, pp, dp)", ("parallel.ep",), "not divisible")
