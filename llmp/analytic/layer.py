@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import kinds, layout, shard
+from llmp.analytic import kinds, layout, lowp, shard
 from llmp.analytic.graph import Op, Overlap, Part, Phase, Scope
 from llmp.analytic.kernels import (AttentionKernel, Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
                                    SoftmaxKind)
@@ -76,9 +76,14 @@ class Context:
     act: Dtype
     """Activation storage dtype (element-wise kernels, messages)."""
     gemm: Dtype
-    """Dtype whose peak GEMMs run at."""
+    """Dtype whose peak the linear layers' GEMMs run at."""
+    wide: Dtype
+    """Dtype of the GEMMs a low-precision recipe leaves in BF16 (router, output head); = gemm
+    otherwise."""
     attn: Dtype
-    """Dtype of the attention core (FP8 training keeps attention in BF16)."""
+    """Dtype of the attention core (low-precision recipes keep attention in BF16)."""
+    recipe: lowp.Recipe | None
+    """The low-precision recipe quantising the linear GEMMs' operands; None in 16/32-bit training."""
     groups: dict[str, layout.Group]
     vocab: Any
     """Rows of the embedding and head: the vocab padded as the stack pads it."""
@@ -102,7 +107,9 @@ class Context:
                    q_width=m.heads * qk / p.tp, kv_width=kv, v_width=kv * v / qk, o_width=m.heads * v / p.tp,
                    head_dim_qk=qk, head_dim_v=v,
                    act=act, gemm=prec.compute_dtype,
-                   attn=Dtype.BF16 if prec is Precision.FP8 else prec.compute_dtype, groups=groups,
+                   wide=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
+                   attn=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
+                   recipe=lowp.Recipe.of(spec), groups=groups,
                    vocab=spec.padded_vocab, profile=profile(spec.train.stack))
 
     @property
@@ -132,9 +139,21 @@ class Block:
         The dgrad is task B's, the wgrad task W's (phase ``bwd_w``), or B's when the second
         operand is an activation (``weights = false``: its "weight gradient" is an input gradient)."""
         dt = dtype or self.ctx.gemm
+        recipe = self.ctx.recipe if dt.low_precision and weights else None
+        quantize_grad = []
+        if recipe is not None:
+            # The recipe's quantisation of the input and the weight before the forward GEMM, and
+            # of the output gradient before dgrad (see :mod:`llmp.analytic.lowp`).
+            for what, kernels_ in (("input", recipe.operand(batch * m * k, Pass.FWD)),
+                                   ("weight", recipe.weight(batch * k * n))):
+                for step, kern in kernels_:
+                    self.fwd.append(self._op(f"{name}.quantize_{what}.{step}", kern, Phase.FWD, Part.FORWARD))
+            quantize_grad = [self._op(f"{name}.quantize_grad.{step}", kern, Phase.BWD_ACT, Part.BACKWARD)
+                             for step, kern in recipe.operand(batch * m * n, Pass.BWD)]
         fwd = Kernel.make(Family.GEMM, dt, m=m, n=n, k=k, batch=batch)
         self.fwd.append(self._op(name, fwd, Phase.FWD, Part.FORWARD))
         self._bwd.append([
+            *quantize_grad,
             self._op(f"{name}.dgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=m, n=k, k=n, batch=batch),
                      Phase.BWD_ACT, Part.BACKWARD),
             *bwd_comm,
@@ -463,7 +482,7 @@ def _router(blk: Block, rows: Any) -> None:
     if e.router is Router.BALANCED:
         return
     scores = rows * e.experts
-    blk.gemm("moe.router", rows, e.experts, m.hidden)
+    blk.gemm("moe.router", rows, e.experts, m.hidden, dtype=ctx.wide)
     if e.router is Router.SIGMOID:
         # A one-input elementwise function: priced as the GELU kernel (same traffic, one launch).
         blk.kernel("moe.router.sigmoid", Family.ELEMENTWISE, variant=Elementwise.GELU, elements=scores)
