@@ -839,6 +839,19 @@ def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
     return _recomputed(redo)
 
 
+def lowp_weights(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:
+    """(weight elements, linear modules) one layer of ``kind`` quantises for its low-precision
+    GEMMs, read off the layer's own weight-quantisation ops (so memory counts exactly the GEMMs
+    the graph runs in low precision); (0, 0) without a recipe."""
+    if ctx.recipe is None:
+        return 0, 0
+    blk = Block(ctx, Scope.LAYER, "layer")
+    _layer_body(ctx, kind, blk)
+    casts = [op.work for op in blk.fwd if ".quantize_weight." in op.name and op.name.endswith(".cast")]
+    elements = sum(k.dim("elements") for k in casts if isinstance(k, Kernel))
+    return elements, len(casts)
+
+
 def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:
     """Without gradient-accumulation fusion, each microbatch's weight gradients are added into
     the gradient buffer by a kernel of their own (Megatron without ``gradient_accumulation_fusion``:
