@@ -373,7 +373,7 @@ def _quantize(k: Kernel) -> KernelCost:
     # and copy: |x|, the block max, a multiply and the conversion (~3 FLOPs on the CUDA cores).
     n, scales = k.dim("elements"), k.dim("scales")
     lp = k.dtype.bits * n / 8
-    side = scales * _SCALE_BYTES[k.dtype]
+    side = scales * _SCALE_BYTES.get(k.dtype, 4)  # FP32 scales unless the format fixes narrower ones
     if k.variant == Quantize.AMAX:
         return KernelCost(flops=2 * n, bytes=2 * n, tensor_core=False)
     if k.variant == Quantize.TRANSPOSE:
