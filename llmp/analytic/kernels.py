@@ -33,6 +33,7 @@ class Family(StrEnum):
     EMBEDDING = "embedding"
     OPTIMIZER = "optimizer"
     COPY = "copy"
+    QUANTIZE = "quantize"
 
 
 class Pass(StrEnum):
@@ -65,6 +66,30 @@ class Fusion(StrEnum):
 
     FUSED = ""
     UNFUSED = "unfused"
+
+
+class Quantize(StrEnum):
+    """What a quantisation kernel of a low-precision recipe writes (the ``variant`` of a
+    ``quantize`` kernel, whose dtype is the target format). The views a GEMM needs: the forward
+    reads input and weight rowwise, wgrad reads output gradient and input columnwise, dgrad the
+    output gradient rowwise and the weight columnwise (NVIDIA/TransformerEngine
+    docs/features/low_precision_training/performance_considerations, "Handling transposes")."""
+
+    CAST = ""
+    """Read the BF16 tensor once, write one low-precision copy and its scales (TE ``quantize``
+    with one usage; per-tensor FP8 on Blackwell, whose tensor cores read it in any layout)."""
+    BOTH = "both"
+    """Read once, write a rowwise and a columnwise copy: Hopper FP8's physical transpose
+    (TE ``cast_transpose``), and the two differently blocked copies of 1x128 blockwise, MXFP8
+    and NVFP4 (TE: "Both versions must be quantized separately from the high-precision source")."""
+    AMAX = "amax"
+    """Read the BF16 tensor to find its amax before casting: current scaling's first pass
+    (TE docs fp8_current_scaling: "two tensor reads were needed - one to compute the amax, and
+    one to apply the scaling") and NVFP4's global scale (docs nvfp4, ``s_global``)."""
+    TRANSPOSE = "transpose"
+    """Read a low-precision copy, write its transpose (2D-blocked weights on Hopper: "columnwise
+    data can be created from rowwise data by transposing both the quantized data and the scaling
+    factors", docs fp8_blockwise_scaling)."""
 
 
 class SoftmaxKind(StrEnum):
@@ -101,6 +126,7 @@ VARIANTS: dict[Family, tuple[str, ...]] = {
     Family.EMBEDDING: ("",),
     Family.OPTIMIZER: ("adam", "sgd"),
     Family.COPY: ("",),
+    Family.QUANTIZE: tuple(q.value for q in Quantize),
 }
 """The variants each family knows (the first is the default). A variant changes the kernels that
 run, so it changes the cost formula: its bytes and its number of launches."""
@@ -118,6 +144,7 @@ DIMS: dict[Family, tuple[str, ...]] = {
     Family.EMBEDDING: ("tokens", "hidden", "vocab"),
     Family.OPTIMIZER: ("params",),
     Family.COPY: ("elements",),
+    Family.QUANTIZE: ("elements", "scales"),
 }
 
 
@@ -167,8 +194,20 @@ def _gemm(k: Kernel) -> KernelCost:
     # = 2 FLOPs; Kaplan et al. 2020 §2.1). Backward is two GEMMs of the same FLOPs, given as
     # separate kernels: dgrad (m, k, n) and wgrad (k, n, m).
     m, n, kk, b = (k.dim(d) for d in ("m", "n", "k", "batch"))
+    if k.dtype.low_precision:
+        # Low-precision operands, the result in BF16 (TransformerEngine's FP8/FP4 GEMMs write the
+        # activation dtype), plus the block scales the tensor core reads (MXFP8: one byte per 32
+        # elements, NVFP4: one per 16).
+        operands = b * (m * kk + kk * n)
+        scales = operands / _BLOCK[k.dtype] if k.dtype.block_scaled else 0
+        return KernelCost(flops=2 * b * m * n * kk, bytes=k.dtype.bits * operands / 8 + scales + 2 * b * m * n,
+                          tensor_core=True)
     e = k.dtype.bytes
     return KernelCost(flops=2 * b * m * n * kk, bytes=e * b * (m * kk + kk * n + m * n), tensor_core=True)
+
+
+_BLOCK = {Dtype.MXFP8: 32, Dtype.NVFP4: 16}
+"""Elements per block scale of the microscaling formats (OCP MX: 32, E8M0 scales; NVFP4: 16, E4M3)."""
 
 
 def _attention(k: Kernel) -> KernelCost:
@@ -323,11 +362,30 @@ def _copy(k: Kernel) -> KernelCost:
     return KernelCost(flops=0, bytes=2 * n * k.dtype.bytes, tensor_core=False)
 
 
+_SCALE_BYTES = {Dtype.FP8: 4, Dtype.MXFP8: 1, Dtype.NVFP4: 1}
+"""Bytes of one scale factor: FP32 for FP8 (per tensor or per 128 block), E8M0 for MXFP8, E4M3
+for NVFP4's block scales."""
+
+
+def _quantize(k: Kernel) -> KernelCost:
+    # BF16 in (two bytes an element), low-precision copies out, one scale per block. Per element
+    # and copy: |x|, the block max, a multiply and the conversion (~3 FLOPs on the CUDA cores).
+    n, scales = k.dim("elements"), k.dim("scales")
+    lp = k.dtype.bits * n / 8
+    side = scales * _SCALE_BYTES.get(k.dtype, 4)  # FP32 scales unless the format fixes narrower ones
+    if k.variant == Quantize.AMAX:
+        return KernelCost(flops=2 * n, bytes=2 * n, tensor_core=False)
+    if k.variant == Quantize.TRANSPOSE:
+        return KernelCost(flops=0, bytes=2 * lp + 2 * side, tensor_core=False)
+    copies = 2 if k.variant == Quantize.BOTH else 1
+    return KernelCost(flops=3 * copies * n, bytes=2 * n + copies * lp + side, tensor_core=False)
+
+
 _COST = {
     Family.GEMM: _gemm, Family.ATTENTION: _attention, Family.NORM: _norm,
     Family.ELEMENTWISE: _elementwise, Family.SOFTMAX: _softmax,
     Family.CROSS_ENTROPY: _cross_entropy, Family.EMBEDDING: _embedding,
-    Family.OPTIMIZER: _optimizer, Family.COPY: _copy,
+    Family.OPTIMIZER: _optimizer, Family.COPY: _copy, Family.QUANTIZE: _quantize,
 }
 
 
@@ -386,6 +444,11 @@ def ceiling(k: Kernel, tensor_core: bool, device: Device) -> tuple[Any, Ceiling]
         rate = device.achievable.rates.get(k.dtype)
         if rate is not None:
             return rate, Ceiling.ACHIEVABLE
+        fp8 = device.achievable.rates.get(Dtype.FP8)
+        if k.dtype.block_scaled and fp8 is not None and Dtype.FP8 in device.peak_flops:
+            # A microscaling GEMM runs on the same tensor-core pipeline as per-tensor FP8: with no
+            # measurement of its own it reaches the fraction of its peak FP8 was measured at.
+            return fp8 * peak / device.peak_flops[Dtype.FP8], Ceiling.ACHIEVABLE
     return peak, Ceiling.PEAK
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import kinds, layout, shard
+from llmp.analytic import kinds, layout, lowp, shard
 from llmp.analytic.kernels import (
     AttentionKernel,
     Collective,
@@ -95,9 +95,14 @@ class Context:
     act: Dtype
     """Activation storage dtype (element-wise kernels, messages)."""
     gemm: Dtype
-    """Dtype whose peak GEMMs run at."""
+    """Dtype whose peak the linear layers' GEMMs run at."""
+    wide: Dtype
+    """Dtype of the GEMMs a low-precision recipe leaves in BF16 (router, output head); = gemm
+    otherwise."""
     attn: Dtype
-    """Dtype of the attention core (FP8 training keeps attention in BF16)."""
+    """Dtype of the attention core (low-precision recipes keep attention in BF16)."""
+    recipe: lowp.Recipe | None
+    """The low-precision recipe quantising the linear GEMMs' operands; None in 16/32-bit training."""
     groups: dict[str, layout.Group]
     vocab: Any
     """Rows of the embedding and head: the vocab padded as the stack pads it."""
@@ -121,7 +126,9 @@ class Context:
                    q_width=m.heads * qk / p.tp, kv_width=kv, v_width=kv * v / qk, o_width=m.heads * v / p.tp,
                    head_dim_qk=qk, head_dim_v=v,
                    act=act, gemm=prec.compute_dtype,
-                   attn=Dtype.BF16 if prec is Precision.FP8 else prec.compute_dtype, groups=groups,
+                   wide=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
+                   attn=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
+                   recipe=lowp.Recipe.of(spec), groups=groups,
                    vocab=spec.padded_vocab, profile=profile(spec.train.stack))
 
     @property
@@ -151,9 +158,21 @@ class Block:
         The dgrad is task B's, the wgrad task W's (phase ``bwd_w``), or B's when the second
         operand is an activation (``weights = false``: its "weight gradient" is an input gradient)."""
         dt = dtype or self.ctx.gemm
+        recipe = self.ctx.recipe if dt.low_precision and weights else None
+        quantize_grad = []
+        if recipe is not None:
+            # The recipe's quantisation of the input and the weight before the forward GEMM, and
+            # of the output gradient before dgrad (see :mod:`llmp.analytic.lowp`).
+            for what, kernels_ in (("input", recipe.operand(batch * m * k, Pass.FWD)),
+                                   ("weight", recipe.weight(batch * k * n))):
+                for step, kern in kernels_:
+                    self.fwd.append(self._op(f"{name}.quantize_{what}.{step}", kern, Phase.FWD, Part.FORWARD))
+            quantize_grad = [self._op(f"{name}.quantize_grad.{step}", kern, Phase.BWD_ACT, Part.BACKWARD)
+                             for step, kern in recipe.operand(batch * m * n, Pass.BWD)]
         fwd = Kernel.make(Family.GEMM, dt, m=m, n=n, k=k, batch=batch)
         self.fwd.append(self._op(name, fwd, Phase.FWD, Part.FORWARD))
         self._bwd.append([
+            *quantize_grad,
             self._op(f"{name}.dgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=m, n=k, k=n, batch=batch),
                      Phase.BWD_ACT, Part.BACKWARD),
             *bwd_comm,
@@ -482,7 +501,7 @@ def _router(blk: Block, rows: Any) -> None:
     if e.router is Router.BALANCED:
         return
     scores = rows * e.experts
-    blk.gemm("moe.router", rows, e.experts, m.hidden)
+    blk.gemm("moe.router", rows, e.experts, m.hidden, dtype=ctx.wide)
     if e.router is Router.SIGMOID:
         # A one-input elementwise function: priced as the GELU kernel (same traffic, one launch).
         blk.kernel("moe.router.sigmoid", Family.ELEMENTWISE, variant=Elementwise.GELU, elements=scores)
@@ -837,6 +856,19 @@ def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
             and redo[-1].name.endswith("residual"):
         redo.pop()
     return _recomputed(redo)
+
+
+def lowp_weights(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:
+    """(weight elements, linear modules) one layer of ``kind`` quantises for its low-precision
+    GEMMs, read off the layer's own weight-quantisation ops (so memory counts exactly the GEMMs
+    the graph runs in low precision); (0, 0) without a recipe."""
+    if ctx.recipe is None:
+        return 0, 0
+    blk = Block(ctx, Scope.LAYER, "layer")
+    _layer_body(ctx, kind, blk)
+    casts = [op.work for op in blk.fwd if ".quantize_weight." in op.name and op.name.endswith(".cast")]
+    elements = sum(k.dim("elements") for k in casts if isinstance(k, Kernel))
+    return elements, len(casts)
 
 
 def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:

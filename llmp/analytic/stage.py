@@ -83,7 +83,8 @@ def head_ops(ctx: Context) -> list[Op]:
     m, p = ctx.spec.model, ctx.spec.parallel
     blk = Block(ctx, Scope.LAST, "head")
     norm(blk, "norm")
-    blk.gemm("logits", ctx.tokens, ctx.vocab / p.tp, m.hidden, bwd_comm=tp_in(blk, "logits", "logits"))
+    blk.gemm("logits", ctx.tokens, ctx.vocab / p.tp, m.hidden, dtype=ctx.wide,
+             bwd_comm=tp_in(blk, "logits", "logits"))
     variant = Fusion.FUSED if ctx.spec.train.fused_cross_entropy else Fusion.UNFUSED
     blk.kernel("cross_entropy", Family.CROSS_ENTROPY, variant=variant, tokens=ctx.tokens, vocab=ctx.vocab / p.tp)
     if ctx.st.active("tp"):
@@ -130,7 +131,8 @@ def mtp_ops(ctx: Context) -> list[Op]:
         ops += transformer_layer(ctx, kind, Block(ctx, Scope.LAST, f"mtp{depth}.layer"))
         out = Block(ctx, Scope.LAST, f"mtp{depth}.head")
         norm(out, "norm")
-        out.gemm("logits", ctx.tokens, ctx.vocab / p.tp, m.hidden, bwd_comm=tp_in(out, "logits", "logits"))
+        out.gemm("logits", ctx.tokens, ctx.vocab / p.tp, m.hidden, dtype=ctx.wide,
+                 bwd_comm=tp_in(out, "logits", "logits"))
         variant = Fusion.FUSED if ctx.spec.train.fused_cross_entropy else Fusion.UNFUSED
         out.kernel("cross_entropy", Family.CROSS_ENTROPY, variant=variant, tokens=ctx.tokens, vocab=ctx.vocab / p.tp)
         if ctx.st.active("tp"):

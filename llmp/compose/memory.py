@@ -75,7 +75,7 @@ import numpy as np
 from llmp.analytic import shard
 from llmp.analytic.algebra import vmax
 from llmp.analytic.kinds import LayerKind
-from llmp.analytic.layer import Context, grad_bytes, op_sac_matmuls
+from llmp.analytic.layer import Context, grad_bytes, lowp_weights, op_sac_matmuls
 from llmp.analytic.op import RankKind, rank_kind_of
 from llmp.analytic.structure import Structure, chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
@@ -331,12 +331,29 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
                 acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
             logits = logits * (1 + mtp)
         cand = Memory(
-            weights=split(3, _weight_bytes(spec, e)) + gathered, grads=split(2, grad_bytes(ctx)),
+            weights=split(3, _weight_bytes(spec, e)) + gathered + _lowp_copies(ctx, counts, sharded == 3), grads=split(2, grad_bytes(ctx)),
             optimizer=split(1, _state_bytes(spec)), activations=acts + working, logits=logits,
             overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)
     assert best is not None
     return best
+
+
+def _lowp_copies(ctx: Context, counts: tuple[Any, ...], gathered_only: bool) -> Any:
+    """Bytes of a low-precision recipe's quantised weight copies and amax history on a rank
+    holding ``counts`` layers of each kind (:meth:`~llmp.analytic.lowp.Recipe.weight_copy_bytes`,
+    ``amax_history_bytes``). Under ZeRO-3/FSDP the copies exist for the gathered layers only (two
+    at a time, as the BF16 gathers); the MTP layers' copies are not counted."""
+    recipe = ctx.recipe
+    if recipe is None:
+        return 0
+    per_kind = [lowp_weights(ctx, kind) for kind in ctx.st.kinds]
+    if gathered_only:
+        weights = 2 * vmax(*(w for w, _ in per_kind)) if len(per_kind) > 1 else 2 * per_kind[0][0]
+    else:
+        weights = sum(n * w for n, (w, _) in zip(counts, per_kind))
+    modules = sum(n * mods for n, (_, mods) in zip(counts, per_kind))
+    return weights * recipe.weight_copy_bytes() + recipe.amax_history_bytes(modules)
 
 
 def _fuller(a: Memory, b: Memory) -> Memory:

@@ -39,6 +39,7 @@ def check(spec: Spec, span_of: SpanOf) -> None:
         c.fail(v.message, v.paths, v.label, v.hint)
     _imbalance(c)
     _ceilings(c)
+    _precision(c)
     _links(c)
     _model_shape(c)
     _stack(c)
@@ -71,6 +72,34 @@ def _ceilings(c: _Checker) -> None:
                        f"({_rate(peak, 1e12, 'TFLOP/s')}): a "
                        "measured rate cannot beat the datasheet peak", (path,), "bad value",
                        "check the units and the dtype of the measurement")
+
+
+_LOW_PRECISION_GPUS = {
+    "fp8": "FP8 tensor cores (Ada, Hopper, Blackwell, MI300)",
+    "mxfp8": "block-scaled FP8 tensor cores (Blackwell B200/B300/GB200/GB300, MI350)",
+    "nvfp4": "NVFP4 tensor cores (Blackwell B200/B300/GB200/GB300)",
+}
+
+
+def _precision(c: _Checker) -> None:
+    """A low-precision recipe needs the GPU's tensor cores for its format (a peak in the catalog:
+    TransformerEngine refuses FP8 below SM 8.9 and MXFP8/NVFP4 below SM 10.0, ``check_fp8_support``
+    and ``check_mxfp8_support`` in transformer_engine/pytorch/fp8.py); ``fp8_scaling`` belongs to
+    precision = fp8 alone."""
+    t, gpu = c.spec.train, c.spec.cluster.gpu
+    if t.fp8_scaling is not None and t.precision.value != "fp8":
+        c.fail(f"train.fp8_scaling = {t.fp8_scaling.value} is given but precision = {t.precision.value}: only "
+               "fp8 takes a scaling recipe (mxfp8 and nvfp4 fix their block scales)",
+               ("train.fp8_scaling", "train.precision"), "contradictory fields",
+               "remove fp8_scaling, or set precision = fp8")
+    dtype = t.precision.compute_dtype
+    if dtype.low_precision and dtype not in gpu.peak_flops:
+        have = ", ".join(d.value for d in gpu.peak_flops) or "none"
+        fits = [p for p in ("nvfp4", "mxfp8", "fp8") if any(d.value == p for d in gpu.peak_flops)]
+        fix = f"use precision = {fits[0]} (or bf16) on this GPU" if fits else "use precision = bf16 on this GPU"
+        c.fail(f"train.precision = {dtype.value} needs {_LOW_PRECISION_GPUS[dtype.value]}, but gpu "
+               f"'{gpu.id}' has no {dtype.value} peak (it declares: {have})", ("train.precision",), "no peak",
+               f"{fix}, or pick a GPU that has one")
 
 
 def _links(c: _Checker) -> None:

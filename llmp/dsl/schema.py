@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Attention, Dispatcher, Norm, Optimizer, OptimizerKernel, PipeModule,
-                           Position, Precision, Recompute, Router, Schedule, Stack, ZeroStage)
+from llmp.dsl.spec import (Activation, Arch, Attention, Dispatcher, Fp8Scaling, Norm, Optimizer, OptimizerKernel,
+                           PipeModule, Position, Precision, Recompute, Router, Schedule, Stack, ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
@@ -246,7 +246,10 @@ MLA = _section("mla", "Multi-head latent attention (DeepSeek-V2/V3; absent: stan
 ])
 
 TRAIN = _section("train", "One optimizer step of training.", [
-    _enum("precision", Precision, "Compute precision of GEMMs and attention.", default="bf16"),
+    _enum("precision", Precision, "Number format of the linear layers' GEMMs (fp8, mxfp8 and nvfp4: "
+          "low-precision recipes over BF16 training).", default="bf16"),
+    FieldDef(name="fp8_scaling", kind=Kind.ENUM, enum=Fp8Scaling, doc="precision = fp8 only: delayed, "
+             "current or blockwise scaling (TransformerEngine recipes); default delayed.", bound=None),
     _enum("optimizer", Optimizer, "Optimizer.", default="adamw"),
     _count("global_batch", "Sequences per optimizer step.", required=True),
     _count("micro_batch", "Sequences per microbatch per data-parallel replica.", default="1"),

@@ -160,21 +160,59 @@ class Optimizer(StrEnum):
 
 
 class Precision(StrEnum):
+    """The number format of the linear layers' GEMMs. The 8- and 4-bit ones are low-precision
+    recipes over BF16 training (TransformerEngine's ``fp8_autocast``/``autocast``, torchao's
+    ``Float8Linear``): parameters, activations, attention, norms, embeddings and the output head
+    stay BF16 (:mod:`llmp.analytic.lowp`)."""
+
     FP32 = "fp32"
     TF32 = "tf32"
     BF16 = "bf16"
     FP16 = "fp16"
     FP8 = "fp8"
+    """FP8 with per-tensor or 128-element block scales (``train.fp8_scaling``)."""
+    MXFP8 = "mxfp8"
+    """MXFP8 (TransformerEngine ``MXFP8BlockScaling``; Megatron ``--fp8-recipe mxfp8``): Blackwell."""
+    NVFP4 = "nvfp4"
+    """NVFP4 (TransformerEngine ``NVFP4BlockScaling``; Megatron ``--fp4-recipe nvfp4``): Blackwell."""
 
     @property
     def compute_dtype(self) -> Dtype:
-        """The dtype whose peak rate GEMMs and attention run at."""
+        """The dtype whose peak rate the linear layers' GEMMs run at."""
         return Dtype(self.value)
 
     @property
+    def low_precision(self) -> bool:
+        """GEMMs in an 8- or 4-bit format quantised from BF16 by a recipe."""
+        return self.compute_dtype.low_precision
+
+    @property
     def activation_bytes(self) -> int:
-        """Bytes per activation element (FP8 training keeps activations in BF16)."""
-        return {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2}[self.value]
+        """Bytes per activation element (low-precision training keeps activations in BF16)."""
+        return {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}.get(self.value, 2)
+
+
+class Fp8Scaling(StrEnum):
+    """How ``precision = fp8`` scales its tensors (TransformerEngine recipes; Megatron-Core
+    ``--fp8-recipe``)."""
+
+    DELAYED = "delayed"
+    """One FP32 scale per tensor from the amax history of earlier steps (TE ``DelayedScaling``,
+    the default recipe on Hopper; Megatron ``--fp8-recipe delayed``): one read per quantisation."""
+    CURRENT = "current"
+    """One FP32 scale per tensor from this tensor's own amax (TE ``Float8CurrentScaling``;
+    Megatron ``--fp8-recipe tensorwise``; torchao ``Float8Linear`` tensorwise): an amax pass,
+    then the cast."""
+    BLOCKWISE = "blockwise"
+    """FP32 scales per 1x128 block of activations and gradients and per 128x128 block of weights
+    (DeepSeek-V3 §3.3; TE ``Float8BlockScaling``; Megatron ``--fp8-recipe blockwise``)."""
+
+
+def fp8_scaling(t: TrainSpec) -> Fp8Scaling | None:
+    """The scaling recipe of an fp8 run (delayed when the spec names none); None otherwise."""
+    if t.precision is not Precision.FP8:
+        return None
+    return Fp8Scaling.DELAYED if t.fp8_scaling is None else t.fp8_scaling
 
 
 class Router(StrEnum):
@@ -383,6 +421,9 @@ class TrainSpec:
     """One optimizer step of training."""
 
     precision: Precision = Precision.BF16
+    fp8_scaling: Fp8Scaling | None = None
+    """With ``precision = fp8``: the scaling recipe (None: delayed, TransformerEngine's default
+    on Hopper). Only fp8 takes one: MXFP8 and NVFP4 fix their block scales."""
     optimizer: Optimizer = Optimizer.ADAMW
     global_batch: Count
     """Sequences per optimizer step."""

@@ -24,11 +24,35 @@ class Dtype(StrEnum):
     BF16 = "bf16"
     FP16 = "fp16"
     FP8 = "fp8"
+    """FP8 (E4M3/E5M2) with one scale per tensor or per block held by software (Hopper, Ada,
+    CDNA3 tensor cores; Blackwell runs them too)."""
+    MXFP8 = "mxfp8"
+    """OCP microscaling FP8: E4M3 elements, one E8M0 scale per 32, applied by the tensor core
+    (Blackwell ``tcgen05`` block-scaled MMA, CDNA4). A GPU without this peak has no such MMA."""
+    NVFP4 = "nvfp4"
+    """NVIDIA FP4: E2M1 elements, one E4M3 scale per 16 and an FP32 scale per tensor, applied by
+    the tensor core (Blackwell)."""
 
     @property
-    def bytes(self) -> int:
-        """Storage size of one element (TF32 is stored as FP32)."""
-        return {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}[self.value]
+    def bits(self) -> int:
+        """Storage width of one element in bits (TF32 is stored as FP32)."""
+        return {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "mxfp8": 8,
+                "nvfp4": 4}[self.value]
+
+    @property
+    def bytes(self) -> int | sp.Rational:
+        """Storage size of one element (TF32 is stored as FP32; an FP4 element is half a byte)."""
+        return self.bits // 8 if self.bits >= 8 else sp.Rational(self.bits, 8)
+
+    @property
+    def block_scaled(self) -> bool:
+        """The tensor core applies per-block scales itself (microscaling formats)."""
+        return self in (Dtype.MXFP8, Dtype.NVFP4)
+
+    @property
+    def low_precision(self) -> bool:
+        """An 8- or 4-bit GEMM format: the operands are quantised from BF16 by a recipe."""
+        return self.bits <= 8
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -151,9 +151,30 @@ def _copy(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, int]:
     return (lambda: dst.copy_(src)), _nbytes(src, dst)
 
 
+def _quantize(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, int]:
+    """A recipe's quantisation of a BF16 tensor to ``dt`` (FP8): scale and cast (``""``), also a
+    transposed copy (``both``), the amax pass (``amax``), or a transpose of an FP8 copy."""
+    width = c.width
+    rows = c.dim("elements") // width
+    src = _randn((rows, width), torch.bfloat16, dev)
+    scale = torch.tensor(0.5, dtype=torch.bfloat16, device=dev)
+    if c.variant == "amax":
+        return (lambda: src.abs().amax()), _nbytes(src)
+    low = (src * scale).to(dt)
+    if c.variant == "transpose":
+        return (lambda: low.t().contiguous()), 2 * _nbytes(low)
+    if c.variant == "both":
+        def both() -> object:
+            q = (src * scale).to(dt)
+            return q, q.t().contiguous()
+        return both, _nbytes(src) + 2 * _nbytes(low)
+    return (lambda: (src * scale).to(dt)), _nbytes(src) + _nbytes(low)
+
+
 _BUILDERS = {
     "gemm": _gemm, "attention": _attention, "norm": _norm, "elementwise": _elementwise, "softmax": _softmax,
     "cross_entropy": _cross_entropy, "embedding": _embedding, "optimizer": _optimizer, "copy": _copy,
+    "quantize": _quantize,
 }
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 FAMILIES: tuple[str, ...] = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy",
-                             "embedding", "optimizer", "copy")
+                             "embedding", "optimizer", "copy", "quantize")
 """Kernel families the sampler times (the values of ``kernels.Family``)."""
 
 DIMS: dict[str, tuple[str, ...]] = {
@@ -37,6 +37,7 @@ DIMS: dict[str, tuple[str, ...]] = {
     "embedding": ("tokens", "hidden", "vocab"),
     "optimizer": ("params",),
     "copy": ("elements",),
+    "quantize": ("elements", "scales"),
 }
 """Dims per family, in the order of ``kernels.DIMS`` (a test checks they agree)."""
 
@@ -304,10 +305,27 @@ def _copy(u: np.ndarray, r: Ranges, dtypes: tuple[str, ...]) -> Case | None:
     return Case(family="copy", pass_="fwd", variant="", dtype=dtype, dims=(("elements", elements),), width=1024)
 
 
+_QUANTIZE_VARIANTS = ("", "both", "amax", "transpose")
+_QUANTIZE_BLOCKS = ((0, "fp8"), (128, "fp8"), (32, "mxfp8"))
+"""(elements per block scale, target format) the sampler quantises to: per-tensor and 1x128 FP8,
+MXFP8 (torch has no BF16-to-FP4 cast to time NVFP4 with)."""
+
+
+def _quantize(u: np.ndarray, r: Ranges, dtypes: tuple[str, ...]) -> Case | None:
+    # A low-precision recipe's quantisation of a BF16 tensor (whatever the spec dtypes: the source
+    # is BF16 and the target the recipe's format).
+    variant = str(_choice(u[0], _QUANTIZE_VARIANTS))
+    block, dtype = _choice(u[1], _QUANTIZE_BLOCKS)  # type: ignore[misc]
+    elements = _log_pick(u[2], 4096, int(r.max_bytes / 5), 1024)
+    scales = 1 if block == 0 or variant == "amax" else (2 if variant == "both" else 1) * elements // block
+    return Case(family="quantize", pass_="fwd", variant=variant, dtype=dtype,
+                dims=(("elements", elements), ("scales", scales)), width=1024)
+
+
 _GENERATORS: dict[str, tuple[int, Generator]] = {
     "gemm": (10, _gemm), "attention": (11, _attention), "norm": (5, _norm), "elementwise": (10, _elementwise),
     "softmax": (4, _softmax), "cross_entropy": (5, _cross_entropy), "embedding": (5, _embedding),
-    "optimizer": (3, _optimizer), "copy": (2, _copy),
+    "optimizer": (3, _optimizer), "copy": (2, _copy), "quantize": (3, _quantize),
 }
 
 

@@ -64,6 +64,7 @@ _SPECIFIC: dict[str, tuple[str, ...]] = {
     Family.EMBEDDING: ("log_tokens", "log_hidden", "log_vocab"),
     Family.OPTIMIZER: ("log_params",),
     Family.COPY: ("log_elements",),
+    Family.QUANTIZE: ("log_elements", "log_scales"),
 }
 _SPECIFIC = {f: (*names, *_variant_names(Family(f))) for f, names in _SPECIFIC.items()}
 
@@ -173,6 +174,8 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
         specific = [_log(d["tokens"]), _log(d["hidden"]), _log(d["vocab"])]
     elif f is Family.OPTIMIZER:
         specific = [_log(d["params"])]
+    elif f is Family.QUANTIZE:
+        specific = [_log(d["elements"]), _log(d["scales"])]
     else:
         specific = [_log(d["elements"])]
     variants = [float(k.variant == v) for v in kernels.VARIANTS[f][1:]]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+                "fp8": torch.float8_e4m3fn, "mxfp8": torch.float8_e4m3fn}
+"""Storage dtype per llmp dtype (the FP8 formats: the target of a ``quantize`` kernel)."""
 
 DROPOUT_P = 0.1
 NORM_EPS = 1e-5

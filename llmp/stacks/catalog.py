@@ -84,7 +84,7 @@ GENERIC = Profile(
     fsdp=Item(True, "llmp default"),
     userbuffers=Item(True, "llmp default"),
     pipeline_zero_max=Item(ZeroStage.FSDP, "llmp default"),
-    fp32_grads=Item((P.BF16, P.FP8), "llmp default", "FP32 main grads when the parameters are BF16 (FP8 GEMMs run over BF16 parameters)"),
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "llmp default", "FP32 main grads when the parameters are BF16 (FP8 GEMMs run over BF16 parameters)"),
     selective_recompute=Item(SR.CORE_ATTENTION, "llmp default (Korthikanti et al. 2022, §5)"),
 )
 
@@ -184,7 +184,7 @@ MEGATRON_CORE = Profile(
     fsdp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
-    fp32_grads=Item((P.BF16, P.FP8), f"{_MC_ARGS} (validate_args: bf16 sets accumulate_allreduce_grads_in_fp32, which "
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_MC_ARGS} (validate_args: bf16 sets accumulate_allreduce_grads_in_fp32, which "
                     f"becomes DistributedDataParallelConfig.grad_reduce_in_fp32; FP8 runs pass --bf16 with --fp8-format); "
                     f"{_MC_DDP} (grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype: the gradient-accumulation "
                     "fusion adds each microbatch's wgrad into this FP32 main_grad)", "fp16 runs keep fp16 main grads"),
@@ -228,7 +228,7 @@ NEMO = Profile(
     fsdp=Item(True, f"{_MC_DDP_CONFIG}"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
-    fp32_grads=Item((P.BF16, P.FP8), f"{_NEMO}/recipes/llama31_405b.py (DistributedDataParallelConfig("
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_NEMO}/recipes/llama31_405b.py (DistributedDataParallelConfig("
                     "grad_reduce_in_fp32=True)); NeMo 1 (24.07): optim.grad_sync_dtype defaults to fp32, and the "
                     "NeMo-Framework-Launcher configs that change it say so (nemotron_340b.yaml: grad_sync_dtype: bf16)"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
@@ -381,7 +381,7 @@ COMPOSER = Profile(
     fsdp=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py"),
     userbuffers=_no("no TransformerEngine", _FOUNDRY),
     pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not restricted"),
-    fp32_grads=Item((P.BF16, P.FP8), "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_flat_param.py (the sharded "
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_flat_param.py (the sharded "
                     "flat parameter stays FP32 and its gradient is cast to it after the reduce-scatter)",
                     "the reduce-scatter itself runs in Composer's mixed_precision reduce_dtype (FP32 or the 16-bit "
                     "dtype, by version and setting); llmp prices it in FP32"),
@@ -428,7 +428,7 @@ TORCHTITAN = Profile(
     fsdp=Item(True, _TITAN),
     userbuffers=_no("no TransformerEngine", _TITAN),
     pipeline_zero_max=Item(ZeroStage.FSDP, "pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/pipeline_llama.py (PP with FSDP2)"),
-    fp32_grads=Item((P.BF16, P.FP8), f"{_TITAN} (training.mixed_precision_reduce = 'float32': FSDP2 "
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_TITAN} (training.mixed_precision_reduce = 'float32': FSDP2 "
                     "MixedPrecisionPolicy(reduce_dtype=float32)); pytorch/pytorch@v2.5.0:torch/distributed/_composable/"
                     "fsdp/_fsdp_param.py (the sharded parameter, and so its gradient, stays FP32; Float8 casts only "
                     "the GEMM inputs)"),
@@ -472,7 +472,7 @@ NEMO_AUTOMODEL = Profile(
     fsdp=Item(True, _AUTOMODEL),
     userbuffers=_no("no TransformerEngine", _AUTOMODEL),
     pipeline_zero_max=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0 (PP with FSDP2)"),
-    fp32_grads=Item((P.BF16, P.FP8), "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/_fsdp_param.py "
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/_fsdp_param.py "
                     "(the sharded FP32 parameter's gradient); NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/"
                     "distributed/fsdp2.py (MixedPrecisionPolicy reduce_dtype float32)"),
     selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/"

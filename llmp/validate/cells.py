@@ -201,8 +201,9 @@ _DTYPE_WORDS: tuple[tuple[str, Dtype], ...] = (
 _WIDTH = {Dtype.NVFP4: 4, Dtype.MXFP8: 8, Dtype.FP8: 8, Dtype.FP16: 16, Dtype.BF16: 16, Dtype.TF32: 19, Dtype.FP32: 32}
 
 PRECISIONS: dict[Dtype, Precision] = {Dtype.BF16: Precision.BF16, Dtype.FP16: Precision.FP16, Dtype.FP8: Precision.FP8,
-                                      Dtype.FP32: Precision.FP32, Dtype.TF32: Precision.TF32}
-"""Formats llmp trains in; MXFP8 and NVFP4 have no training precision in llmp."""
+                                      Dtype.FP32: Precision.FP32, Dtype.TF32: Precision.TF32,
+                                      Dtype.MXFP8: Precision.MXFP8, Dtype.NVFP4: Precision.NVFP4}
+"""Formats llmp trains in (each cell format is a training precision)."""
 
 
 def dtypes_named(cell: str) -> tuple[Dtype, ...]:

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from llmp.analytic.split import OPTIONS
-from llmp.dsl.spec import Precision, Recompute, Schedule, Stack, ZeroStage
+from llmp.dsl.spec import Fp8Scaling, Precision, Recompute, Schedule, Stack, ZeroStage
 from llmp.stacks import profile
 from llmp.validate import cells
 from llmp.validate.cells import CellError, Framework, Sharding
@@ -198,6 +198,30 @@ def stack_of(m: Measurement, sharding: Sharding | None, notes: Notes) -> tuple[S
         if re.search(r.pattern, m.notes, re.IGNORECASE):
             return r.stack, r.why
     return Stack.GENERIC, f"no stack recognised for source {row.text('source')!r}: generic (fused kernels everywhere)"
+
+
+_SCALING_WORDS: tuple[tuple[str, Fp8Scaling, str], ...] = (
+    (r"block[- ]?wise|1x128|128x128", Fp8Scaling.BLOCKWISE, "the row names block scaling"),
+    (r"tensorwise|current scaling|dynamic scaling|torchao|float8 ?nn\.linear|float8linear", Fp8Scaling.CURRENT,
+     "the row names per-tensor current scaling (Megatron --fp8-recipe tensorwise = TE Float8CurrentScaling; "
+     "torchao Float8Linear's tensorwise recipe scales from each tensor's own amax)"),
+    (r"delayed", Fp8Scaling.DELAYED, "the row names delayed scaling"),
+)
+
+
+def fp8_scaling_of(row: Row, stack: Stack) -> tuple[Fp8Scaling, str]:
+    """The FP8 scaling recipe an fp8 row ran, and why: named in its precision or notes, else the
+    stack's default: torchao's tensorwise recipe for torchtitan (pytorch/torchtitan@v0.1.0 float8
+    converter: ``Float8LinearConfig`` with dynamic scaling), TransformerEngine's ``DelayedScaling``
+    for the TE stacks (Megatron ``--fp8-recipe`` default ``delayed``; NeMo and Composer's
+    ``amp_fp8`` pass a ``DelayedScaling`` recipe)."""
+    text = f"{row.text('precision')} {row.text('notes')}".lower()
+    for pattern, scaling, because in _SCALING_WORDS:
+        if re.search(pattern, text):
+            return scaling, because
+    if stack is Stack.TORCHTITAN:
+        return Fp8Scaling.CURRENT, "torchtitan trains FP8 with torchao Float8Linear, tensorwise scaling"
+    return Fp8Scaling.DELAYED, "TransformerEngine's default recipe (DelayedScaling) for a TE stack"
 
 
 def precision_of(row: Row, stack: Stack, notes: list[str]) -> Precision:
@@ -392,6 +416,10 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
                 if f not in train:
                     train[f] = value
                     notes.append(f"{f} = {value_text(value)} ({recipe.why})")
+    if precision is Precision.FP8 and "fp8_scaling" not in train:
+        scaling, because = fp8_scaling_of(row, stack)
+        train["fp8_scaling"] = scaling
+        notes.append(f"fp8_scaling = {scaling} ({because})")
     parallel = {f: fact.value for f, fact in noted.section("parallel").items() if f != "sequence_parallel"}
     for f, fact in (*noted.section("train").items(), *noted.section("parallel").items()):
         if f not in ("recompute", "sequence_parallel"):

@@ -254,7 +254,7 @@ def test_a_tunable_interleaved_schedule_keeps_its_microbatch_group(map_snippet):
     (P.edit(P.SC21_1P7B, "gpu_id", "tpu_v5p"), SkipReason.UNKNOWN_GPU, "'tpu_v5p'"),
     (P.edit(P.edit(P.SC21_1P7B, "dtype", "fp8"), "precision", "FP8"), SkipReason.UNSUPPORTED_DTYPE, "no fp8 peak"),
     (P.edit(P.edit(P.NEMO_LLAMA2_70B, "dtype", "nvfp4"), "precision", "NVFP4"), SkipReason.UNSUPPORTED_DTYPE,
-     "dtype nvfp4"),
+     "no nvfp4 peak"),  # an NVFP4 row on an H100: the format has no tensor cores there
     (P.edit(P.SC21_1P7B, "global_batch", ""), SkipReason.MISSING_BATCH, "global_batch blank"),
     (P.edit(P.SC21_1P7B, "gpus_per_node", "16"), SkipReason.UNKNOWN_GPU, "no catalog node has 16 x a100_sxm4_80gb"),
 ], ids=lambda x: x.name if isinstance(x, SkipReason) else "")

@@ -111,3 +111,29 @@ def test_non_utf8_file(tmp_path):
     path.write_bytes(P.SC21_1P7B.replace("Narayanan", "Narayánan").encode("latin-1"))
     with pytest.raises(InputError, match="is not UTF-8"):
         read_csv(path)
+
+
+# -- the FP8 scaling recipe of an fp8 row --------------------------------------------------------
+def _fp8_row(precision: str, notes: str = "") -> "Row":
+    from llmp.validate.rows import COLUMNS, Row
+
+    values = {c: "" for c in COLUMNS}
+    values.update(precision=precision, dtype="fp8", notes=notes)
+    return Row(file="t.csv", line=2, values=values)
+
+
+@pytest.mark.parametrize("precision,notes,stack,want", [
+    ("FP8 hybrid tensorwise (TE)", "", "megatron_core", "current"),
+    ("BF16 mixed + Float8 nn.Linear (torchao)", "", "torchtitan", "current"),
+    ("FP8", "", "torchtitan", "current"),
+    ("FP8", "", "nemo", "delayed"),
+    ("amp_fp8", "", "composer", "delayed"),
+    ("FP8", "--fp8-recipe blockwise", "megatron_core", "blockwise"),
+    ("FP8 delayed scaling", "", "torchtitan", "delayed"),
+])
+def test_an_fp8_row_runs_the_scaling_recipe_it_names_else_its_stacks(precision, notes, stack, want):
+    from llmp.dsl.spec import Stack
+    from llmp.validate.frameworks import fp8_scaling_of
+
+    scaling, because = fp8_scaling_of(_fp8_row(precision, notes), Stack(stack))
+    assert scaling.value == want and because

@@ -1,0 +1,156 @@
+"""Low-precision training recipes: which GEMMs run in FP8/FP4, the kernels that quantise their
+operands, and the low-precision copies they keep.
+
+A recipe (``train.precision = fp8 | mxfp8 | nvfp4``, with ``train.fp8_scaling`` for fp8) runs
+over BF16 training, as TransformerEngine's ``fp8_autocast`` and torchao's ``Float8Linear`` do:
+
+* Low precision: the linear layers' GEMMs, forward, dgrad and wgrad alike (QKV, MLA's
+  projections, proj, fc1, fc2, routed and shared experts, the MTP projection). TE's recipes
+  quantise all three GEMMs of a ``Linear`` (NVIDIA/TransformerEngine docs/features/
+  low_precision_training/performance_considerations, Table 2: forward, weight gradient and input
+  gradient each read quantised operands); torchao ``Float8Linear`` likewise
+  (pytorch/ao torchao/float8/float8_linear.py: ``matmul_with_hp_or_float8_args`` for the
+  output, grad_input and grad_weight products).
+* BF16: attention (TE runs ``DotProductAttention`` in BF16 unless ``fp8_dpa``, off by default),
+  norms, softmax, the MoE router (a plain ``torch`` linear in Megatron-Core's ``TopKRouter``),
+  embeddings and the output head (Megatron's ``output_layer`` is a ``ColumnParallelLinear``, not
+  a TE module). Parameters, gradients and activations stay BF16/FP32 as in BF16 training.
+
+Each low-precision GEMM operand is quantised by a kernel of its own (:class:`Quantize`): the
+input and the weight in the forward, the output gradient in the backward, each in the views its
+GEMMs read (rowwise for the forward, columnwise for wgrad and dgrad). Per recipe (TE docs,
+"Handling transposes" in each recipe's page):
+
+* ``delayed``: one read per tensor, the scale from the amax history (docs fp8_delayed_scaling:
+  "this reduces tensor reads per quantization from two to one"); Hopper writes a physical
+  transpose next to the rowwise copy (TE ``cast_transpose``), Blackwell reads FP8 in any layout
+  and keeps one copy ("Blackwell: supports columnwise access natively, so no transpose is
+  needed").
+* ``current``: an amax pass, then the cast (docs fp8_current_scaling: "two tensor reads were
+  needed - one to compute the amax, and one to apply the scaling"); copies as delayed.
+* ``blockwise``: 1x128 blocks for inputs and gradients, quantised rowwise and columnwise from
+  the BF16 source (docs fp8_blockwise_scaling: "transposing a 1D quantized tensor is not
+  supported ... Both versions must be quantized separately"); 128x128 blocks for weights, whose
+  columnwise copy on Hopper is a transpose of data and scales. DeepSeek-V3 §3.3.2 uses the same
+  1x128 / 128x128 tiles.
+* ``mxfp8``: 1x32 blocks both ways, no 2D (docs mxfp8: "rowwise and columnwise MXFP8 tensors
+  are numerically different ... Both must be quantized independently"), no transpose.
+* ``nvfp4``: a global amax pass (the FP32 ``s_global``), then 1x16 blocks rowwise and columnwise
+  (the columnwise one after a 16x16 random Hadamard transform, stored transposed: "NVFP4 GEMM
+  only supports the TN layout"); weights 16x16 2D blocks (docs nvfp4).
+
+Not modelled: TE's ``LayerNormLinear`` fusion of the norm with the rowwise cast of QKV and fc1
+(Megatron-Core's TE layers; torchao and ``te.Linear`` users cast separately), Megatron-Core's
+caching of quantised weights across the microbatches of a step (``is_first_microbatch``; llmp
+casts them every microbatch, as ``te.Linear`` without that argument and torchao do), quantised
+all-gathers under sequence parallelism, and the tiny amax all-reduces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmp.analytic.kernels import Family, Kernel, Pass, Quantize
+from llmp.dsl.spec import Fp8Scaling, Spec, fp8_scaling
+from llmp.hardware.spec import Device, Dtype
+
+AMAX_HISTORY = 1024
+"""Amax history length of delayed scaling: TE ``DelayedScaling(amax_history_len=1024)``
+(transformer_engine/common/recipe/__init__.py; docs/api/common.rst). Megatron-Core passes its
+``--fp8-amax-history-len``, whose default is 1."""
+AMAX_TENSORS = 5
+"""Amax entries per linear module: input, weight, output in the forward; output gradient and
+input gradient in the backward (TE ``FP8GlobalStateManager`` meta: ``num_fp8_tensors`` = 3
+forward, 2 backward per GEMM)."""
+
+
+def any_layout(device: Device) -> bool:
+    """The tensor cores read an FP8 operand rowwise or columnwise from one copy (Blackwell: TN,
+    NT and NN FP8 GEMMs). Blackwell is the generation whose tensor cores also apply block scales,
+    which is what the catalog's ``mxfp8`` peak records; Hopper, Ada and CDNA3 have neither and need a
+    physical transpose for the columnwise view."""
+    return Dtype.MXFP8 in device.peak_flops
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Recipe:
+    """The low-precision recipe of a spec: the linear GEMMs' format and how operands are quantised."""
+
+    dtype: Dtype
+    """The linear layers' GEMM format (fp8, mxfp8 or nvfp4)."""
+    scaling: Fp8Scaling | None
+    """fp8's scaling recipe; None for the microscaling formats."""
+    any_layout: bool
+    """One FP8 copy serves both views (Blackwell); else Hopper's transposes."""
+
+    @classmethod
+    def of(cls, spec: Spec) -> Recipe | None:
+        """The spec's recipe, or None when its GEMMs run in a 16- or 32-bit format."""
+        dtype = spec.train.precision.compute_dtype
+        if not dtype.low_precision:
+            return None
+        return cls(dtype=dtype, scaling=fp8_scaling(spec.train), any_layout=any_layout(spec.cluster.gpu))
+
+    @property
+    def block(self) -> int:
+        """Elements per 1D block scale of inputs and gradients (0: one scale per tensor)."""
+        if self.dtype is Dtype.FP8:
+            return 128 if self.scaling is Fp8Scaling.BLOCKWISE else 0
+        return 32 if self.dtype is Dtype.MXFP8 else 16
+
+    @property
+    def weight_block(self) -> int:
+        """Elements per block scale of weights: 128x128 (blockwise), 16x16 (nvfp4), 1x32 (mxfp8)."""
+        return {0: 0, 128: 128 * 128, 32: 32, 16: 16 * 16}[self.block]
+
+    @property
+    def global_amax(self) -> bool:
+        """An amax pass over the whole tensor before the cast (current scaling; NVFP4's s_global)."""
+        return self.scaling is Fp8Scaling.CURRENT or self.dtype is Dtype.NVFP4
+
+    def _kernel(self, variant: Quantize, pass_: Pass, elements: Any, scales: Any) -> Kernel:
+        return Kernel.make(Family.QUANTIZE, self.dtype, pass_, variant, elements=elements, scales=scales)
+
+    def operand(self, elements: Any, pass_: Pass) -> list[tuple[str, Kernel]]:
+        """Kernels quantising an input (forward) or an output gradient (backward) of ``elements``
+        into the rowwise and columnwise views its GEMMs read: (name suffix, kernel) pairs."""
+        out = [("amax", self._kernel(Quantize.AMAX, pass_, elements, 1))] if self.global_amax else []
+        if self.block == 0:
+            variant = Quantize.CAST if self.any_layout else Quantize.BOTH
+            return out + [("cast", self._kernel(variant, pass_, elements, 1))]
+        return out + [("cast", self._kernel(Quantize.BOTH, pass_, elements, 2 * elements / self.block))]
+
+    def weight(self, elements: Any) -> list[tuple[str, Kernel]]:
+        """Kernels quantising a weight of ``elements`` for the forward (rowwise) and dgrad
+        (columnwise). A 2D-blocked weight's columnwise copy is its transpose (blockwise on
+        Hopper), or comes out of the same kernel (nvfp4); MXFP8 quantises 1x32 blocks both ways."""
+        if self.block in (0, 32):
+            return self.operand(elements, Pass.FWD)
+        out = [("amax", self._kernel(Quantize.AMAX, Pass.FWD, elements, 1))] if self.global_amax else []
+        scales = elements / self.weight_block
+        if self.dtype is Dtype.NVFP4:
+            return out + [("cast", self._kernel(Quantize.BOTH, Pass.FWD, elements, scales))]
+        out.append(("cast", self._kernel(Quantize.CAST, Pass.FWD, elements, scales)))
+        if not self.any_layout:
+            out.append(("transpose", self._kernel(Quantize.TRANSPOSE, Pass.FWD, elements, scales)))
+        return out
+
+    def weight_copy_bytes(self) -> Any:
+        """Bytes per weight element of the quantised copies a module keeps next to its BF16 weight
+        (TE's FP8 weight workspaces, docs performance_considerations "Memory usage": "2 MB
+        (weight) + 1 MB (weight in FP8)" on Hopper, plus its transpose for the backward): the
+        rowwise copy, the columnwise one unless one copy serves both (per-tensor or 2D-blocked
+        FP8 on Blackwell), and the block scales."""
+        element = self.dtype.bits / 8
+        copies = 1 if self.any_layout and self.block in (0, 128) else 2
+        scale = {Dtype.FP8: 4, Dtype.MXFP8: 1, Dtype.NVFP4: 1}[self.dtype]
+        per_block = 0 if self.weight_block == 0 else copies * scale / self.weight_block
+        return copies * element + per_block
+
+    def amax_history_bytes(self, modules: Any) -> Any:
+        """FP32 amax history of delayed scaling over ``modules`` linear modules; other recipes
+        keep none (current scaling and the block recipes scale from the tensor at hand)."""
+        if self.scaling is not Fp8Scaling.DELAYED:
+            return 0
+        return 4 * AMAX_HISTORY * AMAX_TENSORS * modules
