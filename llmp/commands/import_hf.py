@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmp.commands.flags import bounded_int
 from llmp.dsl.includes import read_file
+from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
 from llmp.grammar import BLOCK_KINDS
 from llmp.units import UNITS
@@ -228,7 +230,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json")
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     parser.add_argument("--name", help="model id in the .llmp file (default: from the config)")
-    parser.add_argument("--seq-len", type=int, metavar="N",
+    parser.add_argument("--seq-len", type=bounded_int(MAXIMA["model.seq_len"]), metavar="N",
                         help="training sequence length (default: the config's maximum context)")
 
 

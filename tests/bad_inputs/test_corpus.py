@@ -29,7 +29,7 @@ class Case:
     """One parsed case file: what to write, what to run, what must come out."""
 
     path: Path
-    run: list[str] = field(default_factory=list)
+    run: list[str] | None = None
     exit: int = 1
     stderr: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
@@ -53,7 +53,7 @@ def parse_case(path: Path) -> Case:
         key, _, value = line[2:].strip().partition(":")
         key, value = key.strip(), value.strip()
         if key == "run":
-            case.run += shlex.split(value)
+            case.run = shlex.split(value)
         elif key == "exit":
             case.exit = int(value)
         elif key == "stderr":
@@ -69,7 +69,7 @@ def parse_case(path: Path) -> Case:
         else:
             raise ValueError(f"{path}: unknown header key {key!r}")
     case.files = {name: "".join(lines) for name, lines in chunks.items()}
-    if not case.run:
+    if case.run is None:
         raise ValueError(f"{path}: no '#! run:' line")
     if not case.stderr and case.exit != 0:
         raise ValueError(f"{path}: no '#! stderr:' pattern")
@@ -121,7 +121,7 @@ def materialise(case: Case, root: Path) -> list[str]:
         _edit(root, op, args)
     values = {"case": str(root / case.main_name), "dir": str(root), "repo": str(REPO)}
     argv = []
-    for arg in case.run:
+    for arg in case.run or []:
         for key, value in values.items():
             arg = arg.replace("{" + key + "}", value)
         argv.append(arg)
