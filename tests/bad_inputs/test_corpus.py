@@ -32,6 +32,7 @@ class Case:
     run: list[str] | None = None
     exit: int = 1
     stderr: list[str] = field(default_factory=list)
+    stdout: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     copies: list[tuple[str, str]] = field(default_factory=list)
     edits: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -58,6 +59,8 @@ def parse_case(path: Path) -> Case:
             case.exit = int(value)
         elif key == "stderr":
             case.stderr.append(value)
+        elif key == "stdout":
+            case.stdout.append(value)
         elif key == "file":
             current = value
             chunks.setdefault(current, [])
@@ -71,7 +74,7 @@ def parse_case(path: Path) -> Case:
     case.files = {name: "".join(lines) for name, lines in chunks.items()}
     if case.run is None:
         raise ValueError(f"{path}: no '#! run:' line")
-    if not case.stderr and case.exit != 0:
+    if not (case.stderr or case.stdout) and case.exit != 0:
         raise ValueError(f"{path}: no '#! stderr:' pattern")
     return case
 
@@ -148,7 +151,9 @@ def test_bad_input(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "Traceback" not in out + err
     assert status == case.exit, f"exit {status}, expected {case.exit}; stderr:\n{err}\nstdout:\n{out[:2000]}"
     for pattern in case.stderr:
-        assert re.search(pattern, err, re.S), f"stderr does not match {pattern!r}:\n{err}"
+        assert re.search(pattern, err, re.DOTALL), f"stderr does not match {pattern!r}:\n{err}"
+    for pattern in case.stdout:
+        assert re.search(pattern, out, re.DOTALL), f"stdout does not match {pattern!r}:\n{out[:2000]}"
 
 
 def test_corpus_is_large_and_covers_every_area() -> None:
