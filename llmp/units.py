@@ -12,7 +12,9 @@ Formatting follows one rule: decimal SI prefixes for counts and rates (a "G" is 
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -111,7 +113,9 @@ def _table() -> MappingProxyType[str, Unit]:
         entries.append((f"{prefix}b/s", Fraction(1000) ** power / 8, BANDWIDTH))
     for prefix, power in (("", 0), ("G", 3), ("T", 4), ("P", 5)):
         entries.append((f"{prefix}FLOP/s", Fraction(1000) ** power, COMPUTE))
+    # the micro sign (U+00B5) and the Greek mu (U+03BC) both spell micro, as does ASCII "u"
     for symbol, factor in (("s", 1), ("ms", Fraction(1, 10**3)), ("us", Fraction(1, 10**6)),
+                           ("\u00b5s", Fraction(1, 10**6)), ("\u03bcs", Fraction(1, 10**6)),
                            ("ns", Fraction(1, 10**9))):
         entries.append((symbol, Fraction(factor), TIME))
     entries += [("W", Fraction(1), POWER), ("kW", Fraction(1000), POWER),
@@ -125,12 +129,45 @@ UNITS = _table()
 
 
 def unit(symbol: str) -> Unit:
-    """The :class:`Unit` spelled ``symbol``; :class:`InputError` naming the known ones if none."""
+    """The :class:`Unit` spelled ``symbol``; :class:`InputError` with a did-you-mean if none."""
     try:
         return UNITS[symbol]
     except KeyError:
-        known = ", ".join(UNITS)
-        raise InputError(f"unknown unit {symbol!r}", hint=f"known units: {known}") from None
+        raise InputError(unknown_unit_message(symbol), hint=f"known units: {', '.join(UNITS)}") from None
+
+
+def _fold(symbol: str) -> str:
+    """A spelling with the usual slips undone: case, ``ps``/``sec``/``S`` for per second,
+    ``FLOPS`` for FLOP/s, ``u``/``µ`` for micro. Units that fold alike are the candidates."""
+    text = symbol.lower().replace("\u00b5", "u").replace("\u03bc", "u")
+    text = re.sub(r"flop(?:s|/s|/sec)?$", "flop/s", text)
+    text = re.sub(r"bytes?$", "b", text)
+    text = re.sub(r"(?:/sec|/secs|ps)$", "/s", text)
+    text = re.sub(r"(?<=b)s$", "/s", text)  # TBs, GBs
+    return re.sub(r"^([mun]?)(?:sec|secs)$", r"\1s", text)
+
+
+def suggest_units(symbol: str) -> tuple[str, ...]:
+    """The units a misspelt ``symbol`` most likely meant, best first (empty: no good guess).
+
+    ``gib`` -> GiB, ``TFLOPS`` -> TFLOP/s, ``Gbps`` -> Gb/s, ``usec`` -> us; a spelling that
+    folds onto two units (``tb/s``: bytes or bits) gets both; else the closest spellings.
+    """
+    folded = _fold(symbol)
+    alike = [s for s in UNITS if _fold(s) == folded and s != symbol and s[-2:] not in ("\u00b5s", "\u03bcs")]
+    if alike:
+        return tuple(sorted(alike, key=lambda s: -difflib.SequenceMatcher(None, symbol, s).ratio()))
+    ascii_units = [s for s in UNITS if s.isascii()]
+    return tuple(difflib.get_close_matches(symbol, ascii_units, n=1, cutoff=0.7))
+
+
+def unknown_unit_message(symbol: str) -> str:
+    """``unknown unit 'GiBB' — did you mean 'GiB'?`` (or without a guess)."""
+    guesses = suggest_units(symbol)
+    text = f"unknown unit {symbol!r}"
+    if guesses:
+        text += " \u2014 did you mean " + " or ".join(f"'{g}'" for g in guesses[:2]) + "?"
+    return text
 
 
 @dataclass(frozen=True, slots=True)

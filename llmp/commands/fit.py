@@ -18,17 +18,8 @@ import json
 import math
 from pathlib import Path
 
+from llmp.commands.flags import nonnegative_int, open_unit_interval, positive_int
 from llmp.errors import InputError
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"needs a positive number, got {value}")
-    return value
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +32,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     new = parser.add_argument_group("fitting a new store")
     new.add_argument("--group-by", default="family", help="comma-separated: family[,device][,dtype][,pass]")
-    new.add_argument("--alpha", type=float, default=0.1, help="miscoverage of the conformal band (default 0.1)")
+    new.add_argument("--alpha", type=open_unit_interval, default=0.1, help="miscoverage of the conformal band (default 0.1)")
     new.add_argument("--seed", type=int, default=0)
-    new.add_argument("--members", type=int, default=0, help="bootstrap members per group (for active sampling)")
+    new.add_argument("--members", type=nonnegative_int, default=0, help="bootstrap members per group (for active sampling)")
     new.add_argument("--serves", metavar="any|ID,...",
                      help="devices the store serves: 'any' for a cross-GPU store (default: the sampled devices)")
     new.add_argument("--upweight", metavar="DEVICE_ID",
@@ -51,7 +42,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                           "each family (the best adaptation in benchmarks/unseen_gpu.py)")
     adapting = parser.add_argument_group("adapting a store to a new device")
     adapting.add_argument("--base", type=Path, metavar="STORE", help="adapt this fitted store to the samples' device")
-    adapting.add_argument("--budget", type=_positive, metavar="K",
+    adapting.add_argument("--budget", type=positive_int, metavar="K",
                           help="samples per (operator, pass) stratum to adapt with, chosen actively (default: all)")
 
 

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmp.commands.flags import bounded_int
 from llmp.dsl.includes import read_file
+from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
 from llmp.grammar import BLOCK_KINDS
 from llmp.units import UNITS
@@ -228,7 +230,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json")
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     parser.add_argument("--name", help="model id in the .llmp file (default: from the config)")
-    parser.add_argument("--seq-len", type=int, metavar="N",
+    parser.add_argument("--seq-len", type=bounded_int(MAXIMA["model.seq_len"]), metavar="N",
                         help="training sequence length (default: the config's maximum context)")
 
 
@@ -328,6 +330,9 @@ def _int(config: dict[str, Any], keys: tuple[str, ...], field: str, model_type: 
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise InputError(f"config key {key!r} = {value!r} is not a positive integer "
                              f"(needed for {field})")
+        most = MAXIMA.get(f"model.{field}")
+        if most is not None and value > most:
+            raise InputError(f"config key {key!r} = {value} is beyond any real model (model.{field} at most {most:.0e})")
         return value
     if field in _OPTIONAL:
         return None
@@ -358,7 +363,23 @@ def model_fields(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         fields["moe"] = {name: _int(config, (key,), f"moe.{name}", model_type) for name, key in family.moe.items()}
     if family.extras is not None:
         family.extras(config, model_type, fields, notes)
+    _check_shapes(fields)
     return fields, notes
+
+
+def _check_shapes(fields: dict[str, Any]) -> None:
+    """The relations the language checks on load (dsl/checks.py), refused here before a file
+    that no llmp command could read is written."""
+    heads, kv = fields.get("heads"), fields.get("kv_heads")
+    if heads and kv and (kv > heads or heads % kv):
+        raise InputError(f"the config has {heads} attention heads and {kv} key/value heads (kv_heads); "
+                         "key/value heads must divide the attention heads")
+    if heads and "head_dim" not in fields and fields.get("hidden", 0) % heads:
+        raise InputError(f"hidden size {fields['hidden']} is not a multiple of the {heads} heads, "
+                         "and the config gives no head_dim")
+    moe = fields.get("moe") or {}
+    if moe.get("experts") and moe.get("top_k") and moe["top_k"] > moe["experts"]:
+        raise InputError(f"each token is routed to {moe['top_k']} experts (top_k) of only {moe['experts']}")
 
 
 def _gpt_extras(config: dict[str, Any], model_type: str, notes: list[str]) -> dict[str, Any]:

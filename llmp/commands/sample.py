@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from llmp.commands.flags import positive_float, positive_int
 from llmp.errors import InputError
 
 COLLECTIVES = "collectives"
@@ -27,17 +28,17 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"comma-separated subset of {','.join(FAMILIES)},{COLLECTIVES} (default: all kernels)")
     limit = parser.add_mutually_exclusive_group()
-    limit.add_argument("--minutes", type=float, help="stop after this many minutes (rerun to continue)")
-    limit.add_argument("--budget", type=int, help="cases per family (default 40; with --minutes: 400)")
+    limit.add_argument("--minutes", type=positive_float, help="stop after this many minutes (rerun to continue)")
+    limit.add_argument("--budget", type=positive_int, help="cases per family (default 40; with --minutes: 400)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (cpu: fp32,bf16; cuda: bf16,fp16,fp32,tf32)")
     parser.add_argument("--seed", type=int, default=0, help="design seed (default 0)")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as llmp measure); recorded")
+    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads (default 1, as llmp measure); recorded")
     parser.add_argument("--device-id", help="catalog id of this device when it is not recognised automatically")
-    parser.add_argument("--nproc", type=int, default=None, help="ranks for collectives (default: GPUs, or 2 on CPU)")
+    parser.add_argument("--nproc", type=positive_int, default=None, help="ranks for collectives (default: GPUs, or 2 on CPU)")
     parser.add_argument("--node-id", help="catalog node id the collectives run on (default cpu_host on CPU)")
-    parser.add_argument("--scale", type=float, default=1.0,
+    parser.add_argument("--scale", type=positive_float, default=1.0,
                         help="multiply the per-case work caps (e.g. 0.01 for a quick smoke run; default 1)")
-    parser.add_argument("--repeat-seconds", type=float, default=0.15,
+    parser.add_argument("--repeat-seconds", type=positive_float, default=0.15,
                         help="timed repeats per case fill about this long (at least 5 repeats; default 0.15)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -79,13 +80,11 @@ def run(args: argparse.Namespace) -> int:
     from llmp.residuals.design import FAMILIES, RANGES
 
     families = _split(args.families)
+    if not families:
+        raise InputError("--families names no family", hint=f"choose from {', '.join(FAMILIES)}, {COLLECTIVES}")
     unknown = [f for f in families if f not in FAMILIES and f != COLLECTIVES]
     if unknown:
         raise InputError(f"unknown families {unknown}", hint=f"choose from {', '.join(FAMILIES)}, {COLLECTIVES}")
-    if args.budget is not None and args.budget < 1:
-        raise InputError(f"--budget must be positive, got {args.budget}")
-    if not (args.scale > 0 and args.repeat_seconds > 0):
-        raise InputError("--scale and --repeat-seconds must be positive")
     kernels = tuple(f for f in families if f != COLLECTIVES)
     if kernels:
         base = RANGES[args.device]

@@ -17,6 +17,7 @@ from lark.tree import Meta
 from llmp.dsl import ast
 from llmp.errors import LlmpError, LlmpSyntaxError, Span
 from llmp.grammar import parse as parse_tree
+from llmp.units import suggest_units, unknown_unit_message
 
 # rule name -> (class, children packed into one tuple?)
 _RULES: dict[str, tuple[type, bool]] = {
@@ -85,6 +86,8 @@ class ToAst(Transformer):
     def __default__(self, data: str, children: list[Any], meta: Meta) -> Any:
         if data == "kind":  # `!kind` keeps the keyword token: the block kind is that word
             return children[0]
+        if data == "div":
+            _refuse_split_unit(*children)
         cls, packed = _RULES[data]
         args = (tuple(children),) if packed else tuple(children)
         return cls(*args, self._meta_span(meta, children))
@@ -103,6 +106,21 @@ class ToAst(Transformer):
 
     def FALSE(self, token: Token) -> ast.Boolean:
         return ast.Boolean(False, self._token_span(token))
+
+
+def _refuse_split_unit(left: Any, right: Any) -> None:
+    """``2 TB/sec`` and ``2 TB/S`` parse as a size divided by a field called ``sec``: when the
+    quantity, the ``/`` and a plain name touch and together resemble a unit, say so."""
+    if not (isinstance(left, ast.Quantity) and isinstance(right, ast.Ref) and len(right.parts) == 1):
+        return
+    unit, name = left.unit.span, right.span
+    if unit.end_line != name.line or name.column != unit.end_column + 1:
+        return
+    word = f"{left.unit.text}/{right.parts[0].text}"
+    if suggest_units(word):
+        raise LlmpSyntaxError(unknown_unit_message(word), Span(unit.file, unit.line, unit.column,
+                                                               name.end_line, name.end_column),
+                              hint="a rate's unit is one word, e.g. 400 GB/s")
 
 
 def _transform(tree: Tree, transformer: ToAst) -> Any:

@@ -26,6 +26,21 @@ Magnitude = Fraction | sp.Expr
 LIMIT = Fraction(10) ** 30
 """Largest magnitude a field accepts; far above any real count or rate, far below overflow."""
 
+MAXIMA: dict[str, int] = {
+    "model.layers": 10**5,          # deepest trained: DeepNet, 1,000 layers (arXiv 2203.00555)
+    "model.hidden": 10**7,          # widest dense models: ~2.5e4 (PaLM 540B: 18,432)
+    "model.ffn_hidden": 10**8,
+    "model.vocab": 10**8,           # largest vocabularies: ~2.6e5 (Gemma)
+    "model.seq_len": 10**9,         # longest contexts trained: ~1e7 tokens (Llama 4 Scout)
+    "model.moe.experts": 10**7,     # most experts: ~1e6 (PEER, arXiv 2407.04153)
+    "train.global_batch": 10**8,    # sequences per step; real runs use ~1e3-1e5
+    "cluster.nodes": 10**7,
+    "node.gpus_per_node": 10**6,
+}
+"""Counts far beyond any training run to date (about 100x or more past the record, cited):
+a value above them is a slip (an extra exponent digit, a token count in a sequence field),
+and accepting it would print an astronomically long "prediction" instead of an error."""
+
 
 @dataclass(frozen=True, slots=True)
 class Num:
@@ -163,6 +178,11 @@ def _check_range(num: Num, path: str, span: Span) -> None:
     if isinstance(num.value, Fraction) and abs(num.value) > LIMIT:
         raise SpecError(f"{path} is out of range (beyond 1e30 in SI units)", span,
                         label="bad value")
+    most = MAXIMA.get(path)
+    if most is not None and isinstance(num.value, Fraction) and num.value > most:
+        raise SpecError(f"{path} = {num.show()} is beyond any real training run (at most {most:.0e})", span,
+                        label="bad value", hint="check the exponent and the field: the limits are "
+                        "llmp.dsl.values.MAXIMA, about 100x past the largest runs published")
 
 
 def _check_bound(num: Num, fdef: FieldDef, path: str, span: Span) -> None:

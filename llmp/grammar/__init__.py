@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import re
 from collections.abc import Iterator
 
 import lark.lexer
@@ -20,6 +21,7 @@ from lark.lexer import PatternStr
 
 from llmp.errors import LlmpSyntaxError, Span
 from llmp.grammar.error_examples import EXAMPLES, HINTS
+from llmp.units import UNITS, suggest_units, unknown_unit_message
 
 START_RULES = ("start", "set_value")
 """``start``: a whole file. ``set_value``: the right-hand side of ``--set section.field=value``."""
@@ -71,16 +73,91 @@ def _collision_analysis(*, enabled: bool) -> Iterator[None]:
         lark.lexer.has_interegular = saved
 
 
+MAX_DEPTH = 200
+"""Deepest nesting of operators a value may have (``1 + 1 + ... + 1`` with 200 terms). Every
+later stage walks expressions recursively; far deeper than any real spec, far below Python's
+recursion limit."""
+
+
 def parse(text: str, *, filename: str = "<string>", start: str = "start") -> Tree:
     """Parse ``text`` into a ``lark.Tree``; raise :class:`LlmpSyntaxError` on malformed input."""
     try:
-        return parser().parse(text, start=start)
+        tree = parser().parse(text, start=start)
     except UnexpectedInput as err:
         raise syntax_error(err, text, filename, start) from None
+    _check_depth(tree, text, filename)
+    return tree
+
+
+def _check_depth(tree: Tree, text: str, filename: str) -> None:
+    """Refuse expressions nested deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            meta = node.meta
+            line = getattr(meta, "line", 1)
+            column = getattr(meta, "column", 1)
+            lines = text.splitlines()
+            raise LlmpSyntaxError(
+                f"expression nested too deeply (more than {MAX_DEPTH} operators inside one another)",
+                Span(filename, line, column, line, column + 1), label="expression too long",
+                hint=f"split it over named fields, or write the value it computes; the limit is {MAX_DEPTH}",
+                source_line=lines[line - 1] if 0 < line <= len(lines) else None)
+        for child in node.children:
+            if isinstance(child, Tree):
+                grows = child.data in _OPERATORS
+                stack.append((child, depth + 1 if grows else depth))
+
+
+_OPERATORS = frozenset({"add", "sub", "mul", "div", "neg"})
+
+_NUMBER_THEN_WORD = re.compile(
+    r"(?<![A-Za-z0-9_.])[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9]+)?[ \t]*"
+    r"([A-Za-z\u00b5\u03bc][A-Za-z0-9_/\u00b5\u03bc]*)")
+
+
+def unit_typo(text: str, offset: int, filename: str) -> LlmpSyntaxError | None:
+    """An "unknown unit" diagnostic when the parse failed at, or just after, a word written
+    after a number that is not a unit but resembles one (``80 GiBB``, ``989 TFLOPS``,
+    ``2 TiB/s``); None when the failure is something else.
+
+    A misspelt unit lexes as a name, so the parser reports the *next* token ("missing '='"):
+    the number-then-word pair just before ``offset`` is the real mistake.
+    """
+    found = None
+    for match in _NUMBER_THEN_WORD.finditer(text, 0, min(len(text), offset + 64)):
+        start, end = match.span(1)
+        if start > offset:
+            break
+        if start <= offset <= end or _blank(text[end:offset]):
+            found = match
+    if found is None:
+        return None
+    word = found.group(1)
+    start, end = found.span(1)
+    following = text[end:].lstrip(" \t\r\n")
+    if word in UNITS or following.startswith(("=", "{")) or not (suggest_units(word) or "/" in word):
+        return None
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    lines = text.splitlines()
+    return LlmpSyntaxError(unknown_unit_message(word), Span(filename, line, column, line, column + len(word)),
+                           hint=f"units are {', '.join(u for u in UNITS if u.isascii())}",
+                           source_line=lines[line - 1] if 0 < line <= len(lines) else None)
+
+
+def _blank(gap: str) -> bool:
+    """Only whitespace and comments between two points of the text."""
+    return not re.sub(r"#[^\n]*", "", gap).strip()
 
 
 def syntax_error(err: UnexpectedInput, text: str, filename: str, start: str) -> LlmpSyntaxError:
     """A compiler-style diagnostic for a Lark parse error."""
+    offset = _offset(err, text)
+    typo = unit_typo(text, offset, filename)
+    if typo is not None:
+        return typo
     lines = text.splitlines()
     label = _label(err, start)
     if isinstance(err, UnexpectedToken):
@@ -109,6 +186,14 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, start: str) -> 
     hint = _hint(label, err)
     source_line = lines[span.line - 1] if 0 < span.line <= len(lines) else None
     return LlmpSyntaxError(message, span, label=label, hint=hint, source_line=source_line)
+
+
+def _offset(err: UnexpectedInput, text: str) -> int:
+    """Character offset where the parse failed (the end of the text for an early end)."""
+    token = getattr(err, "token", None)
+    if token is not None:
+        return len(text) if token.type == "$END" else (token.start_pos or 0)
+    return getattr(err, "pos_in_stream", None) or 0
 
 
 def _label(err: UnexpectedInput, start: str) -> str:

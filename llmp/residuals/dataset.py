@@ -87,6 +87,11 @@ def _choice(enum: type, text: str, column: str) -> Any:
         raise ValueError(f"{column} {text!r} is not one of {', '.join(e.value for e in enum)}") from None
 
 
+MAX_DIM = 2**53
+"""Largest kernel dimension a row may carry: beyond it float features lose whole numbers, and no
+tensor on any device comes near it."""
+
+
 def _count(row: dict[str, str], column: str, minimum: int = 1) -> int:
     if column not in row:
         raise ValueError(f"column {column!r} is missing")
@@ -97,6 +102,8 @@ def _count(row: dict[str, str], column: str, minimum: int = 1) -> int:
         raise ValueError(f"{column} {text!r} is not a whole number") from None
     if value < minimum:
         raise ValueError(f"{column} {value} must be at least {minimum}")
+    if value > MAX_DIM:
+        raise ValueError(f"{column} {value} is beyond any kernel's size (at most 2^53)")
     return value
 
 
@@ -187,11 +194,11 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
         links = node_links(node) if node is not None else None
         devices[device.id] = device
         for row in table.rows:
-            seconds = _seconds(row)
-            if seconds is None:
-                skip("failed or empty rows")
-                continue
             try:
+                seconds = _seconds(row)
+                if seconds is None:
+                    skip("failed or empty rows")
+                    continue
                 item = collective_of(row) if is_coll else kernel_of(row)
             except ValueError as err:
                 raise InputError(f"{path}: row {row.get('key', '?')!r}: {err}",
@@ -209,5 +216,10 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
                 skip(f"{kernel.dtype} rows: device '{device.id}' has no {kernel.dtype} peak")
                 continue
             observations.append(Observation(item=kernel, device=device, seconds=seconds))
+    if not observations:
+        why = "; ".join(f"{n} {reason}" for reason, n in skipped.items()) or "the files hold no rows"
+        picked = f" of families {', '.join(families)}" if families is not None else ""
+        raise InputError(f"no usable sample rows{picked} in {', '.join(map(str, dirs))} ({why})",
+                         hint="sample with llmp sample, or import with llmp import-samples")
     return LoadReport(observations=tuple(observations), devices=tuple(devices.values()),
                       files=tuple(str(f) for f in files), skipped=skipped)

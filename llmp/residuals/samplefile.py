@@ -56,9 +56,12 @@ def read(path: str | Path) -> SampleTable:
     """Read a sample file, tolerating (and counting) a truncated last line."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise InputError(f"cannot read sample file {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResidualSchemaError(f"{path} is not an llmp sample file (not UTF-8 text)",
+                                  hint="sample files are written by `llmp sample`") from None
     lines = text.split("\n")
     complete, tail = lines[:-1], lines[-1]  # ``tail`` is non-empty only if the last write was cut
     dropped = 1 if tail else 0

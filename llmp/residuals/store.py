@@ -337,6 +337,19 @@ def serving(devices: Sequence[Device], serves: str | Sequence[str] | None) -> st
     return served
 
 
+def make_store_dir(directory: str | Path) -> Path:
+    """Create ``directory/groups`` for a store, or raise ``InputError`` saying why it cannot be."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"cannot write the store to {directory}: it exists and is not a directory",
+                         hint="pass -o a new or existing directory")
+    try:
+        (directory / "groups").mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot write the store to {directory}: {err.strerror}") from None
+    return directory
+
+
 def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Device],
          serves: str | Sequence[str] | None = None, samples: Sequence[str] = (),
          adjustments: Mapping[Stratum, Adjustment] | None = None, extra: dict[str, Any] | None = None) -> Path:
@@ -351,8 +364,7 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
                               samples=samples, adjustments=adjustments, extra=extra)
     model._check_fitted()
     served = serving(devices, serves)
-    directory = Path(directory)
-    (directory / "groups").mkdir(parents=True, exist_ok=True)
+    directory = make_store_dir(directory)
     groups, versions = [], set()
     every = {key: [model.models_[key], *model.members_.get(key, [])] for key in sorted(model.models_)}
     for i, (key, forests) in enumerate(every.items()):  # all read before any is written (out == source)
@@ -395,7 +407,7 @@ def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Devic
     serves any device; adapted to one device (``adjustments``), it serves that device."""
     from llmp.residuals import transfer
 
-    directory = Path(directory)
+    directory = make_store_dir(directory)
     entries = transfer.to_manifest(model, directory)
     versions = sorted({fit.forest.version for fit in model.families_.values() if fit.forest is not None})
     manifest = {

@@ -11,6 +11,7 @@ ordering, Pareto front), ``report`` (typed results).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import Counter
@@ -43,7 +44,7 @@ def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Se
     """
     start = time.perf_counter()
     objective = Objective(objective)
-    if gpu_hour_price <= 0:
+    if not (math.isfinite(gpu_hour_price) and gpu_hour_price > 0):
         raise InputError(f"--gpu-hour-price must be positive, got {gpu_hour_price:g}")
     built = engine.build(str(source), sets, vary, gpus, layouts)
     grid, spec = built.grid, built.spec

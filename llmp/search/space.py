@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from llmp.analytic import specpath
 from llmp.compose.schedules import entry
 from llmp.dsl import schema
 from llmp.dsl.spec import Recompute, Schedule, Spec, ZeroStage
+from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
 
 LAYOUT_VP = (1, 2, 4)
@@ -99,7 +101,9 @@ def _plain(v: Any) -> Any:
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n``, ascending (pairs up to its square root, so 10^12 GPUs is quick)."""
+    low = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return low + [n // d for d in reversed(low) if d * d != n]
 
 
 def layout_axes(spec: Spec, gpus: int) -> tuple[list[Axis], dict[str, Any]]:
@@ -113,6 +117,8 @@ def layout_axes(spec: Spec, gpus: int) -> tuple[list[Axis], dict[str, Any]]:
     per_node = int(spec.cluster.node.gpus_per_node)
     if gpus < 1:
         raise InputError(f"--gpus needs a positive count, got {gpus}")
+    if gpus > MAXIMA["cluster.nodes"] * per_node:
+        raise InputError(f"--gpus {gpus} is beyond any real cluster (at most {MAXIMA['cluster.nodes']:.0e} nodes)")
     if gpus % per_node == 0:
         fixed: dict[str, Any] = {"cluster.nodes": gpus // per_node, "node.gpus_per_node": per_node}
     elif gpus < per_node and per_node % gpus == 0:

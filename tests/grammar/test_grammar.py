@@ -45,7 +45,7 @@ def test_building_writes_nothing_into_the_package() -> None:
 
 def test_unit_terminal_is_exactly_the_unit_table() -> None:
     pattern = re.compile(parser().get_terminal("UNIT").pattern.to_regexp())
-    prefixes = ["", "K", "k", "M", "m", "G", "T", "P", "u", "n", "Ki", "Mi", "Gi", "Ti", "Pi"]
+    prefixes = ["", "K", "k", "M", "m", "G", "T", "P", "u", "\u00b5", "\u03bc", "n", "Ki", "Mi", "Gi", "Ti", "Pi"]
     bases = ["B", "b", "B/s", "b/s", "iB/s", "FLOP/s", "FLOP", "s", "W", "Hz", "Flop/s"]
     candidates = {p + b for p, b in itertools.product(prefixes, bases)}
     assert set(UNITS) <= candidates
