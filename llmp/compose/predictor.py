@@ -27,7 +27,7 @@ from llmp.compose import band, calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
-from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance, ResidualUse
+from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance, Report, ResidualUse
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
@@ -203,15 +203,12 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
                 overhead: float = 0.0, calibrated: str = "") -> Prediction:
     spec, graph, prices, corr = p.spec, p.graph, p.prices, p.correction
     st = graph.structure
-    residuals = p.residuals
-    use = None if residuals is None else _residual_use(residuals, graph, corr)
     breakdown = _clean(step.breakdown, t) | ({"overhead": overhead} if overhead > 0 else {})
     mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
     world = st.world_size
     tokens = float(spec.tokens_per_step)
     peak = float(hw.peak_of(spec.train.precision.compute_dtype, f"precision {spec.train.precision.value}"))
     model_flops = tokens * float(model_flops_per_token(spec))
-    uncovered = sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})
     derived = {
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
@@ -227,12 +224,19 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
                             activations=float(mem.activations), logits=float(mem.logits),
                             overhead=float(mem.overhead), total=float(mem.total), capacity=float(mem.capacity),
                             oom=bool(mem.oom), rank=int(mem.rank)),
-        band=(uncertainty.low, uncertainty.high), uncertainty=uncertainty, ops=_rows(graph, prices, corr, hw),
-        provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
-                              uncorrected=tuple(uncovered), residuals_note=p.note, residual_store=use,
-                              calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
-                              calibrated_by=calibrated),
-        derived=derived, step=step)
+        band=(uncertainty.low, uncertainty.high), uncertainty=uncertainty, derived=derived, step=step,
+        report=Report(ops=lambda: _rows(graph, prices, corr, hw),
+                      provenance=lambda: _provenance(p, model_id, calibrated)))
+
+
+def _provenance(p: Priced, model_id: str, calibrated: str) -> Provenance:
+    spec, graph, corr, residuals = p.spec, p.graph, p.correction, p.residuals
+    return Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
+                      uncorrected=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})),
+                      residuals_note=p.note,
+                      residual_store=None if residuals is None else _residual_use(residuals, graph, corr),
+                      calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
+                      calibrated_by=calibrated)
 
 
 def _clean(breakdown: dict[str, Any], total: float) -> dict[str, float]:
