@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from llmp.analytic import kernels, params, specpath
 from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose
@@ -31,13 +30,14 @@ from llmp.compose.prediction import MemoryReport, OpRow, Prediction, Provenance,
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
+from llmp.sym import has_free_symbols
 
 ROOFLINE_ONLY = "roofline only (no residual models)"
 
 
 def _require_numbers(spec: Spec) -> None:
     free = sorted({str(s) for path in specpath.paths(spec)
-                   for v in [specpath.get(spec, path)] if isinstance(v, sp.Basic) for s in v.free_symbols})
+                   for v in [specpath.get(spec, path)] if has_free_symbols(v) for s in v.free_symbols})
     if free:
         raise SpecError(f"the spec leaves {', '.join(free)} free; a prediction needs numbers",
                         hint="give them values with --set section.field=value (free symbols are for sensitivity)")

@@ -12,33 +12,35 @@ when ``kv_heads >= tp``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from llmp.dsl.spec import Position, Spec, ZeroStage
 from llmp.errors import SpecError, Span
+from llmp.sym import is_expr, sympy
+
+if TYPE_CHECKING:  # SymPy only decides checks on free symbols (llmp.sym)
+    import sympy as sp
 
 SpanOf = Callable[[str], Span | None]
 
 
 def _expr(x: Any) -> sp.Expr:
-    return sp.Integer(x) if isinstance(x, int) else x
+    return sympy().Integer(x) if isinstance(x, int) else x
 
 
 def divides(d: Any, n: Any) -> bool | None:
     """Whether ``d`` divides ``n``; None when free symbols leave it undecided."""
     if isinstance(d, int) and isinstance(n, int):
         return n % d == 0
-    zero = sp.Mod(_expr(n), _expr(d)).is_zero
+    zero = sympy().Mod(_expr(n), _expr(d)).is_zero
     return None if zero is None else bool(zero)
 
 
 def _compare(a: Any, b: Any) -> int | None:
     """-1, 0 or 1 as ``a`` <, ==, > ``b``; None when undecided."""
-    if isinstance(a, int) and isinstance(b, int):
+    if not (is_expr(a) or is_expr(b)):  # plain numbers: no SymPy needed
         return (a > b) - (a < b)
-    diff = sp.expand(_expr(a) - _expr(b))
+    diff = sympy().expand(_expr(a) - _expr(b))
     if diff.is_zero:
         return 0
     if diff.is_positive:
