@@ -22,7 +22,7 @@ from llmp.analytic.graph import Op, OpGraph, Part, Scope, decompose
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
-from llmp.compose import band, calibration
+from llmp.compose import band, calibration, reuse
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
@@ -151,15 +151,43 @@ class Priced:
 
 
 def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Priced:
-    """Decompose ``spec``, price every op and correct it with the chosen residual store."""
+    """Decompose ``spec``, price every op and correct it with the chosen residual store; the graph,
+    prices and correction of a spec seen lately are reused (``compose.reuse``)."""
     _require_numbers(spec)
+    # A store read from a directory on every call is not kept: each read is a new object.
+    transient = isinstance(residuals, (str, os.PathLike)) and residuals not in ("default", "none")
     residuals, note = choose_residuals(residuals, spec)
-    graph = decompose(spec, structure_of(spec))
-    prices = price(graph, spec)
-    n = len(graph.ops)
-    corr = (Correction.identity(n) if residuals is None else
-            residuals.correct([op.work for op in graph.ops], spec).check(n))
+    key = reuse.graph_key(spec)
+    graph = reuse.GRAPHS.get(key, lambda: decompose(spec, structure_of(spec)))
+
+    def make() -> tuple[Residuals | None, Prices, Correction]:
+        n = len(graph.ops)
+        corr = (Correction.identity(n) if residuals is None else
+                residuals.correct([op.work for op in graph.ops], spec).check(n))
+        for a in (corr.factor, corr.low, corr.high, corr.covered, corr.out_of_domain):
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False  # shared by every prediction that reuses it
+        return residuals, price(graph, spec), corr
+
+    which = None if transient else _store_identity(residuals)
+    if which is not None:
+        # The entry holds the store, so no other object can take its id while the entry lives.
+        _, prices, corr = reuse.PRICED.get((key, reuse.hardware_key(spec), which), make)
+    else:
+        _, prices, corr = make()
     return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note)
+
+
+def _store_identity(residuals: Residuals | None) -> tuple[int, ...] | None:
+    """Which loaded store corrects (``()``: none), for llmp's own read-only stores, whose correction
+    reads only the ops and the cluster; None for any other ``Residuals`` (not kept)."""
+    if residuals is None:
+        return ()
+    from llmp.residuals import store
+
+    if isinstance(residuals, store.Layered):  # made afresh by each choice, of two loaded stores
+        return (id(residuals.primary), id(residuals.fallback))
+    return (id(residuals),) if isinstance(residuals, store.Residuals) else None
 
 
 def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default", *,

@@ -86,6 +86,11 @@ class Plan:
     its W counts as run); see :func:`in_flight` for the W's share."""
     copies: int = 1
 
+    def __hash__(self) -> int:
+        # Plans key the caches of their waves and memory states; hashing every node on each
+        # lookup would cost more than the lookup saves. Equal plans share these fields.
+        return hash((self.schedule, self.pp, self.vp, self.microbatches, len(self.rank)))
+
 
 def _steps_to_nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | None) -> Plan:
     e = entry(schedule)
