@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ ROOFLINE_ONLY = "roofline only (no residual models)"
 
 
 def _require_numbers(spec: Spec) -> None:
+    if "sympy" not in sys.modules:  # nothing has made an expression, so every field is a number
+        return
     free = sorted({str(s) for path in specpath.paths(spec)
                    for v in [specpath.get(spec, path)] if has_free_symbols(v) for s in v.free_symbols})
     if free:
@@ -136,6 +139,8 @@ class Priced:
     residuals: Residuals | None
     note: str
     """How the residual store was chosen."""
+    errors: band.OpErrors
+    """Each op's error in the zero-shot band (``band.op_errors``)."""
 
     @property
     def times(self) -> list[float]:
@@ -160,22 +165,25 @@ def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "d
     key = reuse.graph_key(spec)
     graph = reuse.GRAPHS.get(key, lambda: decompose(spec, structure_of(spec)))
 
-    def make() -> tuple[Residuals | None, Prices, Correction]:
+    def make() -> tuple[Residuals | None, Prices, Correction, band.OpErrors]:
         n = len(graph.ops)
         corr = (Correction.identity(n) if residuals is None else
                 residuals.correct([op.work for op in graph.ops], spec).check(n))
         for a in (corr.factor, corr.low, corr.high, corr.covered, corr.out_of_domain):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False  # shared by every prediction that reuses it
-        return residuals, price(graph, spec), corr
+        errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
+        errors.sigma.flags.writeable = errors.column.flags.writeable = False
+        return residuals, price(graph, spec), corr, errors
 
     which = None if transient else _store_identity(residuals)
     if which is not None:
         # The entry holds the store, so no other object can take its id while the entry lives.
-        _, prices, corr = reuse.PRICED.get((key, reuse.hardware_key(spec), which), make)
+        _, prices, corr, errors = reuse.PRICED.get((key, reuse.hardware_key(spec), which), make)
     else:
-        _, prices, corr = make()
-    return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note)
+        _, prices, corr, errors = make()
+    return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note,
+                  errors=errors)
 
 
 def _store_identity(residuals: Residuals | None) -> tuple[int, ...] | None:
@@ -210,8 +218,7 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     if calibration is None:
         step = p.compose(times)
         t = float(step.step_time)
-        errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
-        return _prediction(p, step, t, band.zero_shot(p.step_time, times, errors, band.composition_term(), level),
+        return _prediction(p, step, t, band.zero_shot(p.step_time, times, p.errors, band.composition_term(), level),
                            hw, model_id)
     from llmp.calibrate.fit import scaled
     from llmp.calibrate.record import as_calibration
