@@ -15,9 +15,8 @@ Module names avoid the function names (``graph``, ``symbolic``, ``compiled``) so
 
 from __future__ import annotations
 
-from typing import Any
-
 import importlib
+from typing import Any
 
 from llmp.analytic.graph import Op, OpGraph, decompose
 from llmp.dsl.spec import Spec

@@ -212,7 +212,7 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     """
     level = band.check_level(level)
     p = priced(spec, residuals)
-    graph, corr, hw = p.graph, p.correction, Hardware.of(spec)
+    graph, hw = p.graph, Hardware.of(spec)
     model_id = ROOFLINE_ONLY if p.residuals is None else p.residuals.id
     times = p.times
     if calibration is None:
