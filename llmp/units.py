@@ -20,9 +20,8 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-import sympy as sp
-
 from llmp.errors import InputError
+from llmp.sym import has_free_symbols
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +219,7 @@ def _digits(x: float, sig: int) -> str:
 
 def _symbolic(x: Any) -> str | None:
     """The text of a value that is still a SymPy expression with free symbols, else None."""
-    if isinstance(x, sp.Basic) and x.free_symbols:
+    if has_free_symbols(x):
         return str(x)
     return None
 

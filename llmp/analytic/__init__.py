@@ -15,13 +15,20 @@ Module names avoid the function names (``graph``, ``symbolic``, ``compiled``) so
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from llmp.analytic.compiled import CompiledCost, compile  # noqa: A004
 from llmp.analytic.graph import decompose
 from llmp.analytic.op import Op, OpGraph
-from llmp.analytic.symbolic import OpCost, SymbolicCost, cost
 from llmp.dsl.spec import Spec
+
+_LAZY = {
+    # SymPy-backed: imported on first use, so a numeric prediction never loads SymPy (llmp.sym).
+    "CompiledCost": "llmp.analytic.compiled", "compile": "llmp.analytic.compiled",
+    "OpCost": "llmp.analytic.symbolic", "SymbolicCost": "llmp.analytic.symbolic", "cost": "llmp.analytic.symbolic",
+    # Composition depends on the analytic layer, not the reverse.
+    "step_time_expr": "llmp.compose", "evaluate": "llmp.compose",
+}
 
 
 def ops(spec: Spec) -> OpGraph:
@@ -30,11 +37,8 @@ def ops(spec: Spec) -> OpGraph:
 
 
 def __getattr__(name: str) -> Any:
-    # Composition depends on the analytic layer, not the reverse: resolve these lazily.
-    if name in ("step_time_expr", "evaluate"):
-        import llmp.compose
-
-        return getattr(llmp.compose, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'llmp.analytic' has no attribute {name!r}")
 
 

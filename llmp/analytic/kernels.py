@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-import sympy as sp
-
 from llmp.hardware.spec import Device, Dtype
+from llmp.sym import sympy
 
 
 class Family(StrEnum):
@@ -404,7 +403,7 @@ def roofline(c: KernelCost, dtype: Dtype, *, peak_flops: dict[Dtype, Any], mem_b
     whatever ceiling the caller prices against: the datasheet table, or :func:`ceiling`'s.
     """
     peak = peak_flops[dtype] if c.tensor_core else peak_flops[Dtype.FP32]
-    return sp.Max(c.flops / peak, c.bytes / mem_bandwidth) + c.launches * launch_overhead
+    return sympy().Max(c.flops / peak, c.bytes / mem_bandwidth) + c.launches * launch_overhead
 
 
 class Ceiling(StrEnum):

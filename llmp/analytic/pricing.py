@@ -25,13 +25,6 @@ import numpy as np
 
 from llmp.analytic import collectives, kernels
 from llmp.analytic.algebra import to_float, vmax
-from llmp.analytic.compiled import (
-    LINK_ARGS,
-    collective_evaluator,
-    kernel_evaluator,
-    kernel_key,
-    numeric_dims,
-)
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.analytic.op import OpGraph
 from llmp.dsl.spec import Spec
@@ -111,6 +104,9 @@ def price(graph: OpGraph, spec: Spec) -> Prices:
 
 def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
     """Price a sweep of ``n`` configurations: arrays of shape (ops, n), one call per op kind."""
+    # Compiling the kinds' costs needs SymPy, which one prediction never imports.
+    from llmp.analytic.compiled import LINK_ARGS, collective_evaluator, kernel_evaluator, kernel_key, numeric_dims
+
     hw = Hardware.of(spec)
     shape = (len(graph.ops), n)
     flops, nbytes, seconds = np.zeros(shape), np.zeros(shape), np.zeros(shape)

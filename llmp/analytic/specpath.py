@@ -15,15 +15,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
-from typing import Any
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from llmp.dsl import schema
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.hardware.spec import Dtype
+from llmp.sym import is_expr
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 # First path component → attribute chain from the Spec root.
 _ROOTS: dict[str, tuple[str, ...]] = {
@@ -114,7 +116,7 @@ def symbolize(spec: Spec) -> tuple[Spec, dict[sp.Symbol, Any]]:
     point: dict[sp.Symbol, Any] = {}
     for path in paths(spec):
         value = get(spec, path)
-        if isinstance(value, sp.Basic) and not value.is_number:
+        if is_expr(value) and not value.is_number:
             continue
         sym = symbol_for(path)
         values[path] = sym

@@ -7,11 +7,21 @@ contract), :func:`evaluate` (vectorised sweeps), :func:`step_time_expr` (closed 
 
 from __future__ import annotations
 
-from llmp.compose.closed_form import step_time_expr
+from typing import Any
+
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.prediction import Prediction
 from llmp.compose.predictor import predict
 from llmp.compose.sweep import evaluate
+
+
+def __getattr__(name: str) -> Any:
+    # The closed form is SymPy's: imported on first use, so ``predict`` never loads SymPy.
+    if name == "step_time_expr":
+        from llmp.compose.closed_form import step_time_expr
+
+        return step_time_expr
+    raise AttributeError(f"module 'llmp.compose' has no attribute {name!r}")
 
 __all__ = ["Correction", "OverlapRules", "Prediction", "Residuals", "evaluate", "predict", "step_time_expr"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,34 @@ class Provenance:
         return out
 
 
+class Report:
+    """The op table and the provenance of a prediction, each built on first use and then kept.
+
+    ``llmp predict`` prints both, but a sweep, a search or a plan asks only for the step time and
+    its band; building a row per op, hashing the spec and writing the calibration notes would be
+    a fifth of every warm prediction that nobody reads.
+    """
+
+    __slots__ = ("_make_ops", "_make_provenance", "_ops", "_provenance")
+
+    def __init__(self, ops: Callable[[], tuple[OpRow, ...]], provenance: Callable[[], Provenance]) -> None:
+        self._make_ops, self._make_provenance = ops, provenance
+        self._ops: tuple[OpRow, ...] | None = None
+        self._provenance: Provenance | None = None
+
+    @property
+    def ops(self) -> tuple[OpRow, ...]:
+        if self._ops is None:
+            self._ops = self._make_ops()
+        return self._ops
+
+    @property
+    def provenance(self) -> Provenance:
+        if self._provenance is None:
+            self._provenance = self._make_provenance()
+        return self._provenance
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prediction:
     """One training step: time, throughput, utilisation, where the time goes, memory, band."""
@@ -143,12 +171,22 @@ class Prediction:
     """[low, high] step time at ``uncertainty.level`` (``compose.band``)."""
     uncertainty: Band
     """The band with its level and where its width comes from."""
-    ops: tuple[OpRow, ...]
-    provenance: Provenance
     derived: Mapping[str, Any]
     """Quantities computed from the spec: world size, microbatches, tokens per step, parameters."""
     step: Step
     """The composed step (timeline, chunk work) for the trace export."""
+    report: Report
+    """Builds :attr:`ops` and :attr:`provenance` when they are first read."""
+
+    @property
+    def ops(self) -> tuple[OpRow, ...]:
+        """Every op with its per-call cost, factor and bound (built on first use)."""
+        return self.report.ops
+
+    @property
+    def provenance(self) -> Provenance:
+        """Spec hash, residual store, calibration notes (built on first use)."""
+        return self.report.provenance
 
     @property
     def total_s(self) -> float:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from llmp.analytic import kernels, params, specpath
 from llmp.analytic.graph import decompose
@@ -24,7 +24,7 @@ from llmp.analytic.kernels import Kernel
 from llmp.analytic.op import Op, OpGraph, Part, Scope
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
-from llmp.compose import band, calibration
+from llmp.compose import band, calibration, reuse
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
@@ -33,18 +33,22 @@ from llmp.compose.prediction import (
     OpRow,
     Prediction,
     Provenance,
+    Report,
     ResidualUse,
 )
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
+from llmp.sym import has_free_symbols
 
 ROOFLINE_ONLY = "roofline only (no residual models)"
 
 
 def _require_numbers(spec: Spec) -> None:
+    if "sympy" not in sys.modules:  # nothing has made an expression, so every field is a number
+        return
     free = sorted({str(s) for path in specpath.paths(spec)
-                   for v in [specpath.get(spec, path)] if isinstance(v, sp.Basic) for s in v.free_symbols})
+                   for v in [specpath.get(spec, path)] if has_free_symbols(v) for s in v.free_symbols})
     if free:
         raise SpecError(f"the spec leaves {', '.join(free)} free; a prediction needs numbers",
                         hint="give them values with --set section.field=value (free symbols are for sensitivity)")
@@ -143,6 +147,8 @@ class Priced:
     residuals: Residuals | None
     note: str
     """How the residual store was chosen."""
+    errors: band.OpErrors
+    """Each op's error in the zero-shot band (``band.op_errors``)."""
 
     @property
     def times(self) -> list[float]:
@@ -158,15 +164,46 @@ class Priced:
 
 
 def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Priced:
-    """Decompose ``spec``, price every op and correct it with the chosen residual store."""
+    """Decompose ``spec``, price every op and correct it with the chosen residual store; the graph,
+    prices and correction of a spec seen lately are reused (``compose.reuse``)."""
     _require_numbers(spec)
+    # A store read from a directory on every call is not kept: each read is a new object.
+    transient = isinstance(residuals, (str, os.PathLike)) and residuals not in ("default", "none")
     residuals, note = choose_residuals(residuals, spec)
-    graph = decompose(spec, structure_of(spec))
-    prices = price(graph, spec)
-    n = len(graph.ops)
-    corr = (Correction.identity(n) if residuals is None else
-            residuals.correct([op.work for op in graph.ops], spec).check(n))
-    return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note)
+    key = reuse.graph_key(spec)
+    graph = reuse.GRAPHS.get(key, lambda: decompose(spec, structure_of(spec)))
+
+    def make() -> tuple[Residuals | None, Prices, Correction, band.OpErrors]:
+        n = len(graph.ops)
+        corr = (Correction.identity(n) if residuals is None else
+                residuals.correct([op.work for op in graph.ops], spec).check(n))
+        for a in (corr.factor, corr.low, corr.high, corr.covered, corr.out_of_domain):
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False  # shared by every prediction that reuses it
+        errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
+        errors.sigma.flags.writeable = errors.column.flags.writeable = False
+        return residuals, price(graph, spec), corr, errors
+
+    which = None if transient else _store_identity(residuals)
+    if which is not None:
+        # The entry holds the store, so no other object can take its id while the entry lives.
+        _, prices, corr, errors = reuse.PRICED.get((key, reuse.hardware_key(spec), which), make)
+    else:
+        _, prices, corr, errors = make()
+    return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note,
+                  errors=errors)
+
+
+def _store_identity(residuals: Residuals | None) -> tuple[int, ...] | None:
+    """Which loaded store corrects (``()``: none), for llmp's own read-only stores, whose correction
+    reads only the ops and the cluster; None for any other ``Residuals`` (not kept)."""
+    if residuals is None:
+        return ()
+    from llmp.residuals import store
+
+    if isinstance(residuals, store.Layered):  # made afresh by each choice, of two loaded stores
+        return (id(residuals.primary), id(residuals.fallback))
+    return (id(residuals),) if isinstance(residuals, store.Residuals) else None
 
 
 def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default", *,
@@ -183,14 +220,13 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     """
     level = band.check_level(level)
     p = priced(spec, residuals)
-    graph, corr, hw = p.graph, p.correction, Hardware.of(spec)
+    graph, hw = p.graph, Hardware.of(spec)
     model_id = ROOFLINE_ONLY if p.residuals is None else p.residuals.id
     times = p.times
     if calibration is None:
         step = p.compose(times)
         t = float(step.step_time)
-        errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
-        return _prediction(p, step, t, band.zero_shot(p.step_time, times, errors, band.composition_term(), level),
+        return _prediction(p, step, t, band.zero_shot(p.step_time, times, p.errors, band.composition_term(), level),
                            hw, model_id)
     from llmp.calibrate.fit import scaled
     from llmp.calibrate.record import as_calibration
@@ -210,15 +246,12 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
                 overhead: float = 0.0, calibrated: str = "") -> Prediction:
     spec, graph, prices, corr = p.spec, p.graph, p.prices, p.correction
     st = graph.structure
-    residuals = p.residuals
-    use = None if residuals is None else _residual_use(residuals, graph, corr)
     breakdown = _clean(step.breakdown, t) | ({"overhead": overhead} if overhead > 0 else {})
     mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
     world = st.world_size
     tokens = float(spec.tokens_per_step)
     peak = float(hw.peak_of(spec.train.precision.compute_dtype, f"precision {spec.train.precision.value}"))
     model_flops = tokens * float(model_flops_per_token(spec))
-    uncovered = sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})
     derived = {
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
@@ -234,12 +267,19 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
                             activations=float(mem.activations), logits=float(mem.logits),
                             overhead=float(mem.overhead), total=float(mem.total), capacity=float(mem.capacity),
                             oom=bool(mem.oom), rank=int(mem.rank)),
-        band=(uncertainty.low, uncertainty.high), uncertainty=uncertainty, ops=_rows(graph, prices, corr, hw),
-        provenance=Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
-                              uncorrected=tuple(uncovered), residuals_note=p.note, residual_store=use,
-                              calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
-                              calibrated_by=calibrated),
-        derived=derived, step=step)
+        band=(uncertainty.low, uncertainty.high), uncertainty=uncertainty, derived=derived, step=step,
+        report=Report(ops=lambda: _rows(graph, prices, corr, hw),
+                      provenance=lambda: _provenance(p, model_id, calibrated)))
+
+
+def _provenance(p: Priced, model_id: str, calibrated: str) -> Provenance:
+    spec, graph, corr, residuals = p.spec, p.graph, p.correction, p.residuals
+    return Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
+                      uncorrected=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})),
+                      residuals_note=p.note,
+                      residual_store=None if residuals is None else _residual_use(residuals, graph, corr),
+                      calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
+                      calibrated_by=calibrated)
 
 
 def _clean(breakdown: dict[str, Any], total: float) -> dict[str, float]:

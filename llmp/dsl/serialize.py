@@ -10,9 +10,8 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
-import sympy as sp
-
 from llmp.dsl.spec import Spec
+from llmp.sym import is_expr
 
 
 def plain(value: Any) -> Any:
@@ -21,7 +20,7 @@ def plain(value: Any) -> Any:
         return value.value
     if isinstance(value, bool | int | float | str) or value is None:
         return value
-    if isinstance(value, sp.Basic):
+    if is_expr(value):
         if value.is_Integer:
             return int(value)
         if value.is_Number:

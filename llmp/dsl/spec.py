@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from llmp.hardware.spec import Cluster, Dtype
 
-Count = int | sp.Expr
-Real = float | sp.Expr
+if TYPE_CHECKING:  # SymPy is imported only where a spec leaves a symbol free (llmp.sym)
+    import sympy as sp
+
+Count: TypeAlias = "int | sp.Expr"
+Real: TypeAlias = "float | sp.Expr"
 
 
 class Arch(StrEnum):

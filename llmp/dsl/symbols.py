@@ -21,12 +21,15 @@ import difflib
 import functools
 from collections.abc import Mapping
 from types import MappingProxyType
-
-import sympy as sp
+from typing import TYPE_CHECKING
 
 from llmp.dsl import schema
 from llmp.dsl.schema import Bound, FieldDef, Kind
 from llmp.errors import SpecError
+from llmp.sym import sympy
+
+if TYPE_CHECKING:  # the registry imports SymPy on first use: a numeric spec never needs it
+    import sympy as sp
 
 
 def symbol_name(path: str) -> str:
@@ -56,7 +59,7 @@ def registry() -> Mapping[str, tuple[str, sp.Symbol]]:
             continue
         name = symbol_name(path)
         assert name not in table, f"two spec paths map to the symbol {name!r}"
-        table[name] = (path, sp.Symbol(name, **assumptions(fdef)))
+        table[name] = (path, sympy().Symbol(name, **assumptions(fdef)))
     return MappingProxyType(table)
 
 

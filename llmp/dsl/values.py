@@ -13,15 +13,17 @@ import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from llmp.dsl.schema import Bound, FieldDef
 from llmp.errors import SpecError, Span
+from llmp.sym import is_expr, sympy
 from llmp.units import COUNT, Dimension, format_quantity
 
-Magnitude = Fraction | sp.Expr
+if TYPE_CHECKING:
+    import sympy as sp
+
+Magnitude: TypeAlias = "Fraction | sp.Expr"
 
 LIMIT = Fraction(10) ** 30
 """Largest magnitude a field accepts; far above any real count or rate, far below overflow."""
@@ -104,13 +106,13 @@ def number(text: str, span: Span) -> Fraction:
 
 def _sym(x: Magnitude) -> sp.Expr:
     if isinstance(x, Fraction):
-        return sp.Rational(x.numerator, x.denominator)
+        return sympy().Rational(x.numerator, x.denominator)
     return x
 
 
 def _normal(x: Any) -> Magnitude:
     """Back to a Fraction when SymPy arithmetic has cancelled every symbol."""
-    if isinstance(x, sp.Basic) and x.is_Rational:
+    if is_expr(x) and x.is_Rational:
         return Fraction(int(x.p), int(x.q))
     return x
 
@@ -139,7 +141,7 @@ def arith(op: str, left: Val, right: Val, span: Span) -> Num:
             return Num(a.value * b.value, a.dim * b.dim)
         return Num(_normal(_sym(a.value) * _sym(b.value)), a.dim * b.dim)
     if (isinstance(b.value, Fraction) and b.value == 0) or (
-            isinstance(b.value, sp.Basic) and b.value.is_zero):
+            is_expr(b.value) and b.value.is_zero):
         raise SpecError("division by zero", span, label="bad expression")
     if isinstance(a.value, Fraction) and isinstance(b.value, Fraction):
         return Num(a.value / b.value, a.dim / b.dim)
@@ -272,7 +274,7 @@ def to_string(val: Val, fdef: FieldDef, path: str, span: Span) -> str:
 
 
 def _expr(x: Any) -> sp.Expr:
-    return sp.Integer(x) if isinstance(x, int) else x
+    return sympy().Integer(x) if isinstance(x, int) else x
 
 
 def divides(d: Any, n: Any) -> bool | None:
@@ -280,15 +282,15 @@ def divides(d: Any, n: Any) -> bool | None:
     undecided (``8*x`` is divisible by 8 for any integer ``x``)."""
     if isinstance(d, int) and isinstance(n, int):
         return n % d == 0
-    zero = sp.Mod(_expr(n), _expr(d)).is_zero
+    zero = sympy().Mod(_expr(n), _expr(d)).is_zero
     return None if zero is None else bool(zero)
 
 
 def compare(a: Any, b: Any) -> int | None:
     """-1, 0 or 1 as ``a`` <, ==, > ``b`` (spec values: numbers or SymPy); None when undecided."""
-    if isinstance(a, int) and isinstance(b, int):
+    if not (is_expr(a) or is_expr(b)):  # plain numbers: no SymPy needed (llmp.sym)
         return (a > b) - (a < b)
-    diff = sp.expand(_expr(a) - _expr(b))
+    diff = sympy().expand(_expr(a) - _expr(b))
     if diff.is_zero:
         return 0
     if diff.is_positive:

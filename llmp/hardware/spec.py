@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, TypeAlias
 
-import sympy as sp
+if TYPE_CHECKING:  # SymPy is imported only where a spec leaves a symbol free (llmp.sym)
+    import sympy as sp
 
-Real = float | sp.Expr
-Count = int | sp.Expr
+Real: TypeAlias = "float | sp.Expr"
+Count: TypeAlias = "int | sp.Expr"
 
 
 class Dtype(StrEnum):

@@ -160,13 +160,18 @@ class Residuals:
     manifest: dict[str, Any]
     model: ResidualModel
     adjustments: dict[Stratum, Adjustment] = field(default_factory=dict)
+    _id: str = field(init=False, repr=False, compare=False, default="")
+
+    def __post_init__(self) -> None:
+        # Hashed once: the manifest is read-only, and every prediction names the store.
+        digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()[:12]
+        object.__setattr__(self, "_id", f"{self.path.name}@{digest}")
 
     @property
     def id(self) -> str:
         """The store's folder name and the content hash of its manifest, for the provenance
         record (``cpu@dd4b45785e75``: a shipped default is named for its device)."""
-        digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()[:12]
-        return f"{self.path.name}@{digest}"
+        return self._id
 
     @property
     def serves(self) -> str | tuple[str, ...]:

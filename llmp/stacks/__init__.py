@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from llmp.dsl.spec import Spec, Stack
 from llmp.stacks.catalog import PROFILES
 from llmp.stacks.profile import (DEFAULT_FIELDS, ClipScale, Item, LossSync, Profile, SelectiveRecompute, Unscale,
                                  ZeroGrad)
+from llmp.sym import has_free_symbols, sympy
 
 __all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "SelectiveRecompute", "Unscale",
            "ZeroGrad", "padded_vocab", "profile"]
@@ -33,6 +33,7 @@ def _ceil_to(x: Any, multiple: Any) -> Any:
         return -(-x // multiple) * multiple
     if isinstance(x, np.ndarray) or isinstance(multiple, np.ndarray):
         return np.ceil(np.asarray(x, float) / multiple) * multiple
+    sp = sympy()
     return sp.ceiling(sp.sympify(x) / multiple) * multiple
 
 
@@ -44,6 +45,6 @@ def padded_vocab(spec: Spec) -> Any:
     rounding is a step function, flat almost everywhere, and a closed form needs it smooth."""
     m, t, p = spec.model, spec.train, spec.parallel
     multiple = t.vocab_divisible_by * (p.tp if profile(t.stack).vocab_pad_tp.value else 1)
-    if (isinstance(multiple, int) and multiple == 1) or (isinstance(multiple, sp.Basic) and multiple.free_symbols):
+    if (isinstance(multiple, int) and multiple == 1) or has_free_symbols(multiple):
         return m.vocab
     return _ceil_to(m.vocab, multiple)

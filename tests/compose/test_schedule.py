@@ -88,3 +88,24 @@ def test_array_durations_time_each_column_like_floats(pp, m, f, b):
     for col, (x, y) in enumerate(((f, b), (b, f))):
         one = simulate(p, uniform_durations(p, [x] * pp, [y] * pp))
         assert max(e[col] for e in arrays.rank_end) == pytest.approx(max(one.rank_end), rel=1e-12)
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(list(Schedule)), st.sampled_from([1, 2, 3, 4, 6]), st.sampled_from([1, 2, 3]),
+       st.integers(1, 24), st.integers(0, 2**32 - 1))
+def test_timing_a_wave_at_a_time_gives_the_node_loop_bit_for_bit(schedule, pp, vp, m, seed):
+    """Arrays are timed a wave of independent nodes at a time (``schedule.waves``); every node
+    sees the same max and sum as in the float loop, so each column is the float timeline exactly."""
+    from llmp.compose.schedules import entry
+
+    if entry(schedule).requires(pp, vp, m, None):
+        return
+    p = plan(schedule, pp, vp, m)
+    rng = np.random.default_rng(seed)
+    draws = [rng.uniform(0.1, 10, 5) for _ in p.keys]
+    arrays = simulate(p, draws, np.maximum)
+    for col in range(5):
+        one = simulate(p, [float(d[col]) for d in draws])
+        assert [float(e[col]) for e in arrays.end] == list(one.end)
+        assert [float(s[col]) for s in arrays.start] == list(one.start)
+        assert [float(e[col]) for e in arrays.rank_end] == [float(e) for e in one.rank_end]

@@ -1,0 +1,90 @@
+"""SymPy functions of the symbolic path: a unit step, and max / min that evaluate only on numbers.
+
+Imported by :mod:`llmp.analytic.algebra` the first time a formula meets a SymPy expression, so
+a numeric prediction never loads SymPy (:mod:`llmp.sym`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+
+def _printed(printer: Any, func: str, args: tuple[sp.Basic, ...]) -> str:
+    return f"{func}({', '.join(printer._print(a) for a in args)})"
+
+
+class Step(sp.Function):
+    """Unit step (1 for x > 0, 1/2 at 0, 0 below): the derivative of :class:`Maximum`.
+
+    Evaluates on numbers only, like :class:`Maximum` and for the same reason.
+    """
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: sp.Basic) -> sp.Basic | None:
+        if x.is_number:
+            return sp.S.One if bool(x > 0) else (sp.S.Half if x == 0 else sp.S.Zero)
+        return None
+
+    def _numpycode(self, printer: Any) -> str:
+        return f"{printer._module_format('numpy.heaviside')}({printer._print(self.args[0])}, 0.5)"
+
+
+class Maximum(sp.Function):
+    """max(a, b) that SymPy evaluates only when both arguments are numbers.
+
+    ``sympy.Max`` decides symbolic comparisons from assumptions, and those are wrong for ratios
+    of positive integers in SymPy 1.14 (``Max(1, 8/(x*y))`` becomes ``8/(x*y)``, though
+    ``x = y = 4`` gives 1/2), so a partially substituted cost could silently take the wrong
+    branch. This function stays unevaluated until its arguments are numbers; it differentiates
+    with :class:`Step` and prints as ``numpy.maximum`` (broadcasting scalars against arrays).
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: sp.Basic, b: sp.Basic) -> sp.Basic | None:
+        if a.is_number and b.is_number:
+            return a if bool(a >= b) else b
+        return None
+
+    def fdiff(self, argindex: int = 1) -> sp.Basic:
+        a, b = self.args
+        return Step(a - b) if argindex == 1 else Step(b - a)
+
+    def _numpycode(self, printer: Any) -> str:
+        return _printed(printer, printer._module_format("numpy.maximum"), self.args)
+
+    def _pythoncode(self, printer: Any) -> str:
+        return _printed(printer, "max", self.args)
+
+    def _latex(self, printer: Any) -> str:
+        return rf"\max\left({printer._print(self.args[0])}, {printer._print(self.args[1])}\right)"
+
+
+class Minimum(sp.Function):
+    """min(a, b), evaluated only on numbers (see :class:`Maximum`)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: sp.Basic, b: sp.Basic) -> sp.Basic | None:
+        if a.is_number and b.is_number:
+            return a if bool(a <= b) else b
+        return None
+
+    def fdiff(self, argindex: int = 1) -> sp.Basic:
+        a, b = self.args
+        return Step(b - a) if argindex == 1 else Step(a - b)
+
+    def _numpycode(self, printer: Any) -> str:
+        return _printed(printer, printer._module_format("numpy.minimum"), self.args)
+
+    def _pythoncode(self, printer: Any) -> str:
+        return _printed(printer, "min", self.args)
+
+    def _latex(self, printer: Any) -> str:
+        return rf"\min\left({printer._print(self.args[0])}, {printer._print(self.args[1])}\right)"

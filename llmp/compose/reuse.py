@@ -1,0 +1,85 @@
+"""What a prediction reuses from the last ones: each stage kept on exactly what it reads.
+
+A what-if (``--set``, a search, a plan) changes a few numbers of a spec and predicts again, and a
+warm ``predict`` of an unchanged spec should cost only what changed. Each stage below is a pure
+function of its key, so a hit returns what a fresh computation would, bit for bit:
+
+* the pipeline plan and its compiled timeline (:func:`~llmp.compose.schedule.plan`,
+  :func:`~llmp.compose.schedule.waves`): on the schedule, ``pp``, ``vp``, microbatches and group,
+  the structure alone; any other number may change;
+* the structure and the operator graph (:func:`graph`): on the model, train and parallel
+  sections and the cluster's shape (nodes, GPUs per node, NVLink domain). The graph reads no
+  device or link number (those enter through the prices), so a hardware what-if reuses it;
+* the prices and the residual correction (:func:`priced`): on the graph's key, the whole
+  cluster (device and links) and the residual store. Only llmp's own read-only stores
+  (``llmp.residuals.store``) are kept; any other ``Residuals`` may read more of the spec, so its
+  correction is computed afresh each time.
+
+Keys are the ``repr`` of what is read, so ``4096`` and ``4096.0`` (equal, but not the same
+arithmetic) never share an entry. Each cache keeps the most recent :data:`SIZE` entries.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from llmp.analytic import lowp
+from llmp.dsl.spec import Spec
+
+SIZE = 32
+"""Entries kept per cache (a search or plan revisits a few structures; a graph is small)."""
+
+T = TypeVar("T")
+
+
+class Recent:
+    """The :data:`SIZE` most recently used values by key."""
+
+    def __init__(self, size: int = SIZE) -> None:
+        self._values: OrderedDict[Any, Any] = OrderedDict()
+        self._size = size
+
+    def get(self, key: Any, make: Callable[[], T]) -> T:
+        """The value of ``key``, made (and kept) on a miss; a ``make`` that raises keeps nothing."""
+        try:
+            self._values.move_to_end(key)
+            return self._values[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = make()
+            self._values[key] = value
+            if len(self._values) > self._size:
+                self._values.popitem(last=False)
+            return value
+
+    def clear(self) -> None:
+        self._values.clear()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+GRAPHS = Recent()
+PRICED = Recent()
+
+
+def graph_key(spec: Spec) -> str:
+    """What :func:`~llmp.analytic.structure.structure_of` and
+    :func:`~llmp.analytic.graph.decompose` read of ``spec``."""
+    c = spec.cluster
+    # The one device fact the graph reads: whether low-precision casts serve both GEMM layouts
+    # from one copy (Blackwell), which decides the quantize kernels (llmp.analytic.lowp).
+    return repr((spec.model, spec.train, spec.parallel, c.nodes, c.node.gpus_per_node, c.node.nvlink_domain,
+                 lowp.any_layout(c.gpu)))
+
+
+def hardware_key(spec: Spec) -> str:
+    """What the prices and a store's correction read besides the graph: the device and links."""
+    return repr(spec.cluster)
+
+
+def clear() -> None:
+    """Forget every kept graph, price and correction (the plan caches are not numbers-dependent)."""
+    GRAPHS.clear()
+    PRICED.clear()
