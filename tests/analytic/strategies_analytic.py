@@ -107,8 +107,9 @@ def with_train(spec: Spec, **over: Any) -> Spec:
 
 
 @st.composite
-def small_models(draw: st.DrawFn) -> ModelSpec:
-    """Llama-like (maybe MoE) or GPT-like models with heads dividing hidden, kv_heads dividing heads."""
+def small_models(draw: st.DrawFn, *, moe: bool | None = None) -> ModelSpec:
+    """Llama-like (maybe MoE) or GPT-like models with heads dividing hidden, kv_heads dividing heads
+    (``moe``: only MoE models, or only dense ones)."""
     heads = draw(st.sampled_from([4, 8, 16, 32]))
     head_dim = draw(st.sampled_from([32, 64, 128]))
     kv = draw(st.sampled_from([h for h in (1, 2, 4, 8, 16, 32) if heads % h == 0]))
@@ -116,7 +117,8 @@ def small_models(draw: st.DrawFn) -> ModelSpec:
     seq = draw(st.sampled_from([512, 1024, 2048, 4096]))
     vocab = draw(st.sampled_from([32000, 50304, 128256]))
     hidden = heads * head_dim
-    kind = draw(st.sampled_from(["llama", "gpt", "moe", "deepseek"]))
+    kinds = {None: ["llama", "gpt", "moe", "deepseek"], True: ["moe", "deepseek"], False: ["llama", "gpt"]}[moe]
+    kind = draw(st.sampled_from(kinds))
     if kind == "gpt":
         return gpt(layers=layers, hidden=hidden, heads=heads, vocab=vocab, seq_len=seq,
                    dropout=draw(st.sampled_from([0.0, 0.1])))
@@ -143,9 +145,11 @@ def small_models(draw: st.DrawFn) -> ModelSpec:
 
 
 @st.composite
-def specs(draw: st.DrawFn, *, max_world: int = 64) -> Spec:
-    """Feasible specs: degrees divide the model, dp * tp * pp * cp = GPUs, ep divides dp * cp."""
-    model = draw(small_models())
+def specs(draw: st.DrawFn, *, max_world: int = 64, moe: bool | None = None,
+          recompute: Recompute | None = None) -> Spec:
+    """Feasible specs: degrees divide the model, dp * tp * pp * cp = GPUs, ep divides dp * cp
+    (``moe``, ``recompute``: fixed, so a property about one case filters no examples away)."""
+    model = draw(small_models(moe=moe))
     tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if model.heads % t == 0
                                and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]))
     pp = draw(st.sampled_from([p for p in (1, 2, 4) if model.layers % p == 0]))
@@ -169,7 +173,7 @@ def specs(draw: st.DrawFn, *, max_world: int = 64) -> Spec:
         vp = 2
     schedule = Schedule.INTERLEAVED if vp > 1 else draw(st.sampled_from([Schedule.GPIPE, Schedule.ONE_F_ONE_B]))
     return make_spec(model, nodes=nodes, gpus_per_node=gpn, global_batch=m * micro * dp, micro_batch=micro,
-                     recompute=draw(st.sampled_from(list(Recompute))), flash=draw(st.booleans()),
+                     recompute=recompute if recompute is not None else draw(st.sampled_from(list(Recompute))), flash=draw(st.booleans()),
                      tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, dispatcher=dispatcher, vp=vp, schedule=schedule,
                      # Megatron-Core (and llmp.load) refuse MoE with tp > 1 but no sequence parallelism
                      sequence_parallel=tp > 1 and (model.moe is not None or draw(st.booleans())),
