@@ -47,6 +47,7 @@ from llmp.analytic.structure import Structure
 from llmp.dsl.spec import (
     Activation,
     Attention,
+    CpComm,
     Dispatcher,
     Norm,
     Position,
@@ -382,8 +383,7 @@ def _core(blk: Block, kind: LayerKind) -> str:
     """
     ctx = blk.ctx
     m, p, t = ctx.spec.model, ctx.spec.parallel, ctx.spec.train
-    heads = m.heads / p.tp
-    seq_q = m.seq_len / p.cp
+    heads, seq_q = _core_shape(ctx)
     batch = t.micro_batch
     if t.attention.fused:
         blk.kernel("attn.core", Family.ATTENTION, variant=_FUSED_KERNEL[t.attention], dtype=ctx.attn, batch=batch,
@@ -405,6 +405,64 @@ def _core(blk: Block, kind: LayerKind) -> str:
         blk.kernel("attn.prob_dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=scores)
     blk.gemm("attn.context", seq_q, ctx.head_dim_v, m.seq_len, batch=bh, weights=False, dtype=ctx.attn)
     return "attn.context"
+
+
+def _core_shape(ctx: Context) -> tuple[Any, Any]:
+    """(heads, query rows) of one rank's attention: a sequence shard of every tp head, or with
+    Ulysses (``cp_comm = a2a``) the whole sequence of its 1/cp of them. Either way the rank does
+    1/cp of the causal work."""
+    m, p = ctx.spec.model, ctx.spec.parallel
+    if ctx.st.active("cp") and p.cp_comm is CpComm.A2A:
+        return m.heads / (p.tp * p.cp), m.seq_len
+    return m.heads / p.tp, m.seq_len / p.cp
+
+
+def _cp_sizes(ctx: Context) -> tuple[Any, Any, Any]:
+    """Bytes of one rank's K and V block, of its Q, K, V, and of its attention output (its sequence
+    shard: ``micro_batch * seq_len / cp`` rows of its tp heads)."""
+    rows = ctx.spec.train.micro_batch * ctx.spec.model.seq_len / ctx.spec.parallel.cp
+    return (rows * (ctx.kv_width + ctx.v_width) * ctx.e, rows * (ctx.q_width + ctx.kv_width + ctx.v_width) * ctx.e,
+            rows * ctx.o_width * ctx.e)
+
+
+def _cp_before(blk: Block) -> None:
+    """What the cp ranks exchange before the attention core (``parallel.cp_comm``, TE's
+    ``cp_comm_type``; see :class:`~llmp.dsl.spec.CpComm`), with its backward, which runs after the
+    core's backward."""
+    ctx = blk.ctx
+    p = ctx.spec.parallel
+    kv_block, qkv, _ = _cp_sizes(ctx)
+    if p.cp_comm is CpComm.ALL_GATHER:
+        # The whole sequence's K and V, exposed; dK and dV reduce-scattered back.
+        blk.comm("attn.cp_kv_all_gather", CollectiveKind.ALL_GATHER, p.cp * kv_block, "cp", Axis.CP)
+        blk.bwd_comm(blk.comm("attn.cp_dkv_reduce_scatter", CollectiveKind.REDUCE_SCATTER, p.cp * kv_block, "cp",
+                              Axis.CP, part=Part.BACKWARD))
+    elif p.cp_comm is CpComm.A2A:
+        # Ulysses: sequence shards of every head become whole sequences of 1/cp of the heads (an
+        # all-to-all's size is the rank's own buffer); dQ, dK, dV go back the same way.
+        blk.comm("attn.cp_qkv_all_to_all", CollectiveKind.ALL_TO_ALL, qkv, "cp", Axis.CP)
+        blk.bwd_comm(blk.comm("attn.cp_dqkv_all_to_all", CollectiveKind.ALL_TO_ALL, qkv, "cp", Axis.CP,
+                              part=Part.BACKWARD))
+
+
+def _cp_after(blk: Block, core: str) -> None:
+    """What the cp ranks exchange with or after the attention core, and its backward."""
+    ctx = blk.ctx
+    p = ctx.spec.parallel
+    kv_block, _, out = _cp_sizes(ctx)
+    if p.cp_comm is CpComm.P2P:
+        # Ring attention (Liu et al. 2023): cp - 1 exchanges of the local K and V block, each
+        # overlapped with the attention of the block in hand; the backward also returns dK, dV.
+        blk.comm("attn.cp_ring", CollectiveKind.SEND_RECV, kv_block, "cp", Axis.CP,
+                 overlap=Overlap.PARTNER, partner=core, count=p.cp - 1)
+        blk.bwd_comm(blk.comm("attn.cp_ring_grad", CollectiveKind.SEND_RECV, 2 * kv_block, "cp", Axis.CP,
+                              part=Part.BACKWARD, overlap=Overlap.PARTNER,
+                              partner=f"{core}.bwd" if core == "attn.core" else f"{core}.dgrad",
+                              count=p.cp - 1))
+    elif p.cp_comm is CpComm.A2A:
+        blk.comm("attn.cp_out_all_to_all", CollectiveKind.ALL_TO_ALL, out, "cp", Axis.CP)
+        blk.bwd_comm(blk.comm("attn.cp_dout_all_to_all", CollectiveKind.ALL_TO_ALL, out, "cp", Axis.CP,
+                              part=Part.BACKWARD))
 
 
 _FUSED_KERNEL: dict[Attention, AttentionKernel] = {
@@ -429,18 +487,12 @@ def _attention(blk: Block, kind: LayerKind, *, reduce: bool = True) -> list[str]
     else:
         _mla(blk)
     start = len(blk.fwd)
+    cp = ctx.st.active("cp")
+    if cp:
+        _cp_before(blk)
     core = _core(blk, kind)
-    if ctx.st.active("cp"):
-        # Ring attention (Liu et al. 2023; Megatron CP): cp - 1 exchanges of the local K and V
-        # block, overlapped with the attention of the block in hand; backward also returns dK, dV.
-        seq_q, batch = m.seq_len / p.cp, ctx.spec.train.micro_batch
-        kv_block = batch * seq_q * (ctx.kv_width + ctx.v_width) * ctx.e
-        blk.comm("attn.cp_ring", CollectiveKind.SEND_RECV, kv_block, "cp", Axis.CP,
-                 overlap=Overlap.PARTNER, partner=core, count=p.cp - 1)
-        blk.bwd_comm(blk.comm("attn.cp_ring_grad", CollectiveKind.SEND_RECV, 2 * kv_block, "cp", Axis.CP,
-                              part=Part.BACKWARD, overlap=Overlap.PARTNER,
-                              partner=f"{core}.bwd" if core == "attn.core" else f"{core}.dgrad",
-                              count=p.cp - 1))
+    if cp:
+        _cp_after(blk, core)
     core_ops = [op.name for op in blk.fwd[start:]]
     blk.gemm("attn.proj", ctx.tokens, m.hidden, ctx.o_width)
     if reduce:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.split import SplitError, split
-from llmp.dsl.spec import Spec, ZeroStage
+from llmp.dsl.spec import CpComm, Spec, ZeroStage
 from llmp.dsl.values import compare, divides
 from llmp.stacks import profile
 
@@ -61,7 +61,7 @@ def layout(spec: Spec) -> Iterator[Violation]:
 
 def shape(spec: Spec) -> Iterator[Violation]:
     """The rules of the mesh, the widths, the batch and the pipeline split."""
-    for rule in (_world, _heads, _widths, _pipeline, _batch, _experts):
+    for rule in (_world, _heads, _ulysses, _widths, _pipeline, _batch, _experts):
         yield from rule(spec)
 
 
@@ -93,6 +93,22 @@ def _heads(spec: Spec) -> Iterator[Violation]:
     else:
         yield from _divides(tp, m.kv_heads, f"model.kv_heads({m.kv_heads}) % tp({tp}){{rem}}: tp must divide the "
                             "kv heads", ("parallel.tp", "model.kv_heads"))
+
+
+def _ulysses(spec: Spec) -> Iterator[Violation]:
+    """``cp_comm = a2a`` hands each cp rank 1/cp of a tp rank's query and kv heads (TE
+    ``flash_attn_a2a_communicate`` splits the head dimension by cp)."""
+    m, p = spec.model, spec.parallel
+    if p.cp_comm is not CpComm.A2A or compare(p.cp, 1) != 1:
+        return
+    hint = "use parallel.cp_comm = p2p or all_gather, or a cp that divides the heads of a tp rank"
+    yield from _divides(p.cp * p.tp, m.heads, f"model.heads({m.heads}) % (tp({p.tp}) * cp({p.cp})){{rem}}: Ulysses "
+                        "context parallelism splits each tp rank's heads over cp", ("parallel.cp", "model.heads"), hint)
+    # Fewer kv heads than tp: each tp rank holds one replicated kv head, which cp cannot split.
+    kv_heads = m.kv_heads if compare(m.kv_heads, p.tp) != -1 else p.tp
+    yield from _divides(p.cp * p.tp, kv_heads, f"model.kv_heads({m.kv_heads}) % (tp({p.tp}) * cp({p.cp})){{rem}}: "
+                        "Ulysses context parallelism splits each tp rank's kv heads over cp",
+                        ("parallel.cp", "model.kv_heads"), hint)
 
 
 def _widths(spec: Spec) -> Iterator[Violation]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Attention, Dispatcher, Fp8Scaling, Norm, Optimizer, OptimizerKernel,
-                           PipeModule, Position, Precision, Recompute, Router, Schedule, Stack, ZeroStage)
+from llmp.dsl.spec import (Activation, Arch, Attention, CpComm, Dispatcher, Fp8Scaling, Norm, Optimizer,
+                           OptimizerKernel, PipeModule, Position, Precision, Recompute, Router, Schedule, Stack, ZeroStage)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
@@ -281,6 +281,8 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("tp", "Tensor-parallel degree.", default="1"),
     _count("pp", "Pipeline-parallel degree.", default="1"),
     _count("cp", "Context-parallel degree.", default="1"),
+    _enum("cp_comm", CpComm, "How context-parallel ranks share K and V (Megatron --cp-comm-type): "
+          "p2p (ring), all_gather or a2a (Ulysses).", default=STACK),
     _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
     _count("etp", "Expert tensor-parallel degree, a divisor of tp (Megatron "
            "--expert-tensor-parallel-size); absent: tp."),

@@ -230,6 +230,23 @@ class Router(StrEnum):
     ``FakeBalancedGate``, a benchmark setting: no gating GEMM, a perfectly even load)."""
 
 
+class CpComm(StrEnum):
+    """How context-parallel ranks share keys and values (Megatron-Core ``--cp-comm-type``, passed to
+    TransformerEngine's ``DotProductAttention(cp_comm_type=...)``; TE
+    ``transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py``)."""
+
+    P2P = "p2p"
+    """Ring attention (``AttnFuncWithCPAndKVP2P``): cp - 1 exchanges of the local K/V block with the
+    ring neighbours, each overlapped with the attention of the block in hand; dK/dV travel back."""
+    ALL_GATHER = "all_gather"
+    """All-gather K and V over cp before attention, reduce-scatter dK and dV after its backward
+    (``AttnFuncWithCPAndKVAllGather``: "KV all-gather between CP ranks is exposed"; Llama 3 §3.3.2)."""
+    A2A = "a2a"
+    """DeepSpeed-Ulysses (``AttnFuncWithCPAndQKVOA2A``): all-to-all Q, K, V from sequence shards to head
+    shards, attention over the whole sequence with heads / cp heads, all-to-all the output back; the
+    backward mirrors both. Needs cp to divide the heads of a tp rank."""
+
+
 class Dispatcher(StrEnum):
     """How tokens reach their experts across the expert-parallel ranks (Megatron-Core
     ``--moe-token-dispatcher-type``)."""
@@ -372,6 +389,8 @@ class ParallelSpec:
     """Expert tensor-parallel degree: the tp ranks that split one expert's matrices (Megatron
     ``--expert-tensor-parallel-size``; a divisor of tp). None: tp."""
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
+    cp_comm: CpComm = CpComm.P2P
+    """How the cp ranks share keys and values (see :class:`CpComm`)."""
     """How MoE tokens reach their experts."""
     vp: Count = 1
     """Virtual pipeline chunks per pipeline rank (interleaved schedule; zb_v places two in a V)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from llmp.dsl.spec import Attention as A
-from llmp.dsl.spec import OptimizerKernel, PipeModule, Stack, ZeroStage
+from llmp.dsl.spec import CpComm, OptimizerKernel, PipeModule, Stack, ZeroStage
 from llmp.dsl.spec import Precision as P
 from llmp.stacks.profile import ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
 from llmp.stacks.profile import SelectiveRecompute as SR
@@ -67,6 +67,7 @@ GENERIC = Profile(
     grad_clip=Item(False, "llmp default", "no per-step clipping work"),
     vocab_divisible_by=Item(1, "llmp default", "the vocab as given"),
     zero=Item(ZeroStage.NONE, "llmp default"),
+    cp_comm=Item(CpComm.P2P, "llmp default", "ring attention"),
     tp_comm_overlap=Item(False, "llmp default"),
     dp_overlap=Item(True, "llmp default"),
     dp_bucket_size=Item(100e6, "llmp default", "100 MB buckets"),
@@ -110,6 +111,7 @@ MEGATRON_LM = Profile(
     grad_clip=Item(True, f"{_MLM_ARGS} (--clip-grad, default 1.0); megatron/optimizer/clip_grads.py (clip_grad_norm_fp32)"),
     vocab_divisible_by=Item(128, f"{_MLM_ARGS} (--make-vocab-size-divisible-by, default 128)"),
     zero=Item(ZeroStage.NONE, f"{_MLM_ARGS} (--use-distributed-optimizer arrived in v3.0, off by default)"),
+    cp_comm=Item(CpComm.P2P, _MLM_ARGS, "no context parallelism before Megatron-Core"),
     tp_comm_overlap=_no("no userbuffers before Megatron-Core + TransformerEngine", _MLM_ARGS),
     dp_overlap=_no("the local DDP all-reduces the contiguous gradient buffer after the last backward",
                    "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py (DistributedDataParallel.allreduce_gradients); "
@@ -163,6 +165,7 @@ MEGATRON_CORE = Profile(
     grad_clip=Item(True, f"{_MC_ARGS} (--clip-grad, default 1.0); {_MC_CLIP}"),
     vocab_divisible_by=Item(128, f"{_MC_ARGS} (--make-vocab-size-divisible-by, default 128)"),
     zero=Item(ZeroStage.Z1, f"{_MC_ARGS} (--use-distributed-optimizer, set by the examples/gpt3 and llama scripts)"),
+    cp_comm=Item(CpComm.P2P, f"{_MC_ARGS} (--cp-comm-type, default p2p)", "ring attention in TransformerEngine"),
     tp_comm_overlap=_no("opt-in: --tp-comm-overlap needs userbuffers bootstrapping", f"{_MC_ARGS} (--tp-comm-overlap)"),
     dp_overlap=Item(True, f"{_MC_DDP_CONFIG} (overlap_grad_reduce; --overlap-grad-reduce in the examples scripts)"),
     dp_bucket_size=Item(160e6, f"{_MC_DDP} (bucket_size = max(40000000, 1000000 * dp_size) parameters)",
@@ -207,6 +210,8 @@ NEMO = Profile(
     grad_clip=Item(True, f"{_NEMO}/recipes/optim/adam.py (clip_grad = 1.0)"),
     vocab_divisible_by=Item(128, f"{_NEMO}/gpt/model/base.py (GPTConfig.make_vocab_size_divisible_by = 128)"),
     zero=Item(ZeroStage.Z1, f"{_NEMO}/recipes/optim/adam.py (use_distributed_optimizer = True)"),
+    cp_comm=Item(CpComm.P2P, f"{_NEMO} (cp_comm_type passed to Megatron-Core, default p2p)",
+                 "ring attention in TransformerEngine"),
     tp_comm_overlap=Item(True, f"{_NEMO}/recipes/tp_overlap_configs/userbuffers.py; "
                          "nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py (MegatronCommOverlapCallback)",
                          "the performance recipes turn it on for tp > 1"),
@@ -254,6 +259,7 @@ MEGATRON_DEEPSPEED = Profile(
     vocab_divisible_by=Item(128, f"{_MDS}/arguments.py (--make-vocab-size-divisible-by, default 128)"),
     zero=Item(ZeroStage.NONE, f"{_DS_CONFIG} (zero_optimization.stage default 0)",
               "BLOOM-176B ran DeepSpeed's bf16 optimizer, which shards like ZeRO-1: set zero = 1 there"),
+    cp_comm=Item(CpComm.P2P, _MDS, "no context parallelism in these runs (DeepSpeed-Ulysses: cp_comm = a2a)"),
     tp_comm_overlap=_no("no userbuffers", _MDS),
     dp_overlap=_no("the pipeline engine reduces gradients in its ReduceGrads instruction, after the last backward",
                    f"{_DS_PIPE} (PipelineEngine._exec_reduce_grads)"),
@@ -305,6 +311,7 @@ GPT_NEOX = Profile(
     grad_clip=Item(True, f"{_NEOX} (clip_grad = 1.0); {_NEOX_20B} (gradient_clipping: 1.0)"),
     vocab_divisible_by=Item(128, f"{_NEOX} (make_vocab_size_divisible_by = 128)"),
     zero=Item(ZeroStage.Z1, f"{_NEOX_20B} (zero_optimization.stage: 1, as in the repository's configs)"),
+    cp_comm=Item(CpComm.P2P, _NEOX, "no context parallelism"),
     tp_comm_overlap=_no("no userbuffers", _NEOX),
     dp_overlap=_no("every NeoX model is a DeepSpeed PipelineModule (pipe_parallel_size >= 1): gradients are "
                    "reduced in the ReduceGrads instruction after the last backward",
@@ -360,6 +367,7 @@ COMPOSER = Profile(
                             "already padded)"),
     zero=Item(ZeroStage.FSDP, f"{_FOUNDRY}:scripts/train/yamls/pretrain/mpt-7b.yaml (fsdp_config.sharding_strategy: "
               "FULL_SHARD)"),
+    cp_comm=Item(CpComm.P2P, _FOUNDRY, "no context parallelism"),
     tp_comm_overlap=_no("no tensor parallelism in these runs", _FOUNDRY),
     dp_overlap=Item(True, "pytorch/pytorch@v2.3.0:torch/distributed/fsdp (reduce-scatter per wrapped block)",
                     "FSDP reduces per layer; no DDP buckets"),
@@ -410,6 +418,8 @@ TORCHTITAN = Profile(
     grad_clip=Item(True, f"{_TITAN} (training.max_norm = 1.0); {_TORCH_CLIP}"),
     vocab_divisible_by=Item(1, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/__init__.py (vocab from the tokenizer)"),
     zero=Item(ZeroStage.FSDP, f"{_TITAN} (training.data_parallel_shard_degree = -1: FSDP2 over every GPU)"),
+    cp_comm=Item(CpComm.ALL_GATHER, f"{_TITAN} (experimental.context_parallel_rotate_method = 'allgather')",
+                 "K/V shards all-gathered after the first sub-SDPA; modelled exposed"),
     tp_comm_overlap=_no("async TP is opt-in", f"{_TITAN} (experimental.enable_async_tensor_parallel = False)"),
     dp_overlap=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp (reduce-scatter per block)"),
     dp_bucket_size=Item(100e6, "unused with FSDP", "FSDP2 reduce-scatters per block"),
@@ -454,6 +464,7 @@ NEMO_AUTOMODEL = Profile(
     grad_clip=Item(True, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/recipes/llm/train_ft.py (max_grad_norm)"),
     vocab_divisible_by=Item(1, "the Hugging Face config's vocab_size"),
     zero=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/fsdp2.py"),
+    cp_comm=Item(CpComm.P2P, f"llmp default ({_AUTOMODEL}: context parallelism not read)"),
     tp_comm_overlap=_no("no userbuffers", _AUTOMODEL),
     dp_overlap=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp (reduce-scatter per block)"),
     dp_bucket_size=Item(100e6, "unused with FSDP", "FSDP2 reduce-scatters per block"),

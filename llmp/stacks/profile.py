@@ -119,6 +119,7 @@ class Profile:
     vocab_divisible_by: Item
     # parallel fields
     zero: Item
+    cp_comm: Item
     tp_comm_overlap: Item
     dp_overlap: Item
     dp_bucket_size: Item
@@ -172,7 +173,7 @@ class Profile:
 DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
     "train": ("attention", "fused_norm", "fused_bias_act", "fused_bias_dropout_add", "fused_rope",
               "fused_cross_entropy", "grad_accum_fusion", "optimizer_kernel", "grad_clip", "vocab_divisible_by"),
-    "parallel": ("zero", "tp_comm_overlap", "dp_overlap", "dp_bucket_size", "param_gather_overlap",
+    "parallel": ("zero", "cp_comm", "tp_comm_overlap", "dp_overlap", "dp_bucket_size", "param_gather_overlap",
                  "fsdp_prefetch", "partition", "pipe_module"),
 }
 """Spec fields whose default comes from the stack profile, by section."""
