@@ -43,6 +43,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recording import commit, machine, record
+
 from llmp.calibrate import fit as fitting
 from llmp.calibrate.inputs import contradictions
 from llmp.compose import band
@@ -51,7 +53,6 @@ from llmp.compose.predictor import Priced, priced
 from llmp.errors import LlmpError
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.rows import group_measurements, read_csvs
-from recording import commit, machine, record
 
 TERM = ROOT / "llmp" / "compose" / band.TERM_FILE
 MIN_ROWS = 10

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import sys
 import time
 from collections import defaultdict
@@ -36,12 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import fit_public  # noqa: E402  (benchmarks/ is not a package)
+from recording import commit, machine, record  # noqa: E402
+
 from llmp.analytic.kernels import Kernel  # noqa: E402
 from llmp.residuals import adapt, dataset, features  # noqa: E402
 from llmp.residuals.model import Observation, ResidualModel  # noqa: E402
 from llmp.residuals.store import Residuals  # noqa: E402
 from llmp.residuals.transfer import CrossGpuModel  # noqa: E402
-from recording import commit, machine, record  # noqa: E402
 
 KS = (5, 10, 30)
 HELD_OUT = ("a100_sxm4_80gb", "h100_sxm5_80gb", "a40", "b200", "gb200", "gb300", "h200_sxm_141gb", "mi300x",

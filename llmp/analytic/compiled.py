@@ -64,7 +64,8 @@ def _compile(exprs: tuple[sp.Expr, ...], args: tuple[sp.Symbol, ...]) -> Compile
     return CompiledCost(args=args, exprs=exprs, fn=fn)
 
 
-def compile(exprs: Sequence[Any], args: Sequence[sp.Symbol] | None = None) -> CompiledCost:  # noqa: A001
+# Shadows the builtin on purpose: `llmp.analytic.compile` is the API's name for this stage.
+def compile(exprs: Sequence[Any], args: Sequence[sp.Symbol] | None = None) -> CompiledCost:
     """Lambdify ``exprs`` (cached on the expressions and the argument tuple)."""
     exprs_t = tuple(sp.sympify(e) for e in exprs)
     if args is None:

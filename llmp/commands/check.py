@@ -20,10 +20,10 @@ from llmp import stacks
 from llmp.analytic import params
 from llmp.analytic.split import SplitError, split
 from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
+from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.schema import Kind, Section
 from llmp.dsl.serialize import plain
 from llmp.dsl.spec import Spec
-from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.symbols import symbol_name
 from llmp.hardware.spec import Derivation, Device
 from llmp.units import BANDWIDTH, COUNT, TIME, format_count, format_flops, format_quantity

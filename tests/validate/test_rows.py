@@ -114,7 +114,7 @@ def test_non_utf8_file(tmp_path):
 
 
 # -- the FP8 scaling recipe of an fp8 row --------------------------------------------------------
-def _fp8_row(precision: str, notes: str = "") -> "Row":
+def _fp8_row(precision: str, notes: str = "") -> Row:
     from llmp.validate.rows import COLUMNS, Row
 
     values = {c: "" for c in COLUMNS}
