@@ -130,7 +130,7 @@ def l0(samples: Path, seed: int) -> dict:
     meas = np.array([o.seconds for o in test])
     out: dict[str, dict[str, float]] = {}
     fams = np.array([features.family_of(o.item) for o in test])
-    for fam in sorted(set(fams)) + ["all"]:
+    for fam in [*sorted(set(fams)), "all"]:
         sel = np.ones(len(test), bool) if fam == "all" else fams == fam
         ape = np.abs(roof[sel] * np.exp(pred.log_factor[sel]) / meas[sel] - 1)
         ape0 = np.abs(roof[sel] / meas[sel] - 1)

@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recording import commit, machine, record  # noqa: E402
+from recording import commit, machine, record
 
-from llmp import dsl  # noqa: E402
-from llmp.compose import predict  # noqa: E402
+from llmp import dsl
+from llmp.compose import predict
 
 GIB = 2**30
 

@@ -34,14 +34,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import fit_public  # noqa: E402  (benchmarks/ is not a package)
-from recording import commit, machine, record  # noqa: E402
+import fit_public
+from recording import commit, machine, record
 
-from llmp.analytic.kernels import Kernel  # noqa: E402
-from llmp.residuals import adapt, dataset, features  # noqa: E402
-from llmp.residuals.model import Observation, ResidualModel  # noqa: E402
-from llmp.residuals.store import Residuals  # noqa: E402
-from llmp.residuals.transfer import CrossGpuModel  # noqa: E402
+from llmp.analytic.kernels import Kernel
+from llmp.residuals import adapt, dataset, features
+from llmp.residuals.model import Observation, ResidualModel
+from llmp.residuals.store import Residuals
+from llmp.residuals.transfer import CrossGpuModel
 
 KS = (5, 10, 30)
 HELD_OUT = ("a100_sxm4_80gb", "h100_sxm5_80gb", "a40", "b200", "gb200", "gb300", "h200_sxm_141gb", "mi300x",
@@ -60,7 +60,7 @@ def _mape_by_family(model, obs: list[Observation]) -> dict[str, tuple[float, flo
     for family, (err, roof) in sorted(fit_public._errors(model, obs).items()):
         out[family] = (float(err.mean()), float(roof.mean()), len(err))
     if obs:
-        e, r = fit_public._errors(model, obs), None
+        e = fit_public._errors(model, obs)
         allerr = np.concatenate([v[0] for v in e.values()])
         allroof = np.concatenate([v[1] for v in e.values()])
         out["all"] = (float(allerr.mean()), float(allroof.mean()), len(allerr))

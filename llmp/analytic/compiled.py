@@ -104,7 +104,7 @@ def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
     c = kernels.cost(k)
     t = kernels.roofline(c, dtype, peak_flops={dtype: PEAK, Dtype.FP32: PEAK},
                          mem_bandwidth=MEM_BW, launch_overhead=LAUNCH)
-    args = tuple(v for v in dims.values() if isinstance(v, sp.Symbol)) + (PEAK, MEM_BW, LAUNCH)
+    args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH)
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 
 

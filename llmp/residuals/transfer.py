@@ -250,7 +250,7 @@ class CrossGpuModel:
             for cand in _candidates(len(gpus)):
                 held = _held_out(unit, family, rows, cand, seed) if len(gpus) > 1 else {}
                 scored.append((_criterion(held) if held else (False, 1.0), cand, held))
-            crit, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
+            _, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
             fit = _fit_family(unit, family, rows, best, seed)
             if held:
                 errors = np.concatenate([np.abs(p - y) for p, y in held.values()])
@@ -403,7 +403,8 @@ def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alph
         except (KeyError, TypeError, ValueError, OSError, ResidualSchemaError) as err:
             raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {unit!r} is malformed "
                                       f"({str(err).splitlines()[0] if str(err) else type(err).__name__})",
-                                      hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)")
+                                      hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)"
+                                      ) from err
         model.families_[unit] = FamilyFit(
             unit=unit, family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
             columns=columns, forest=forest, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),

@@ -104,7 +104,7 @@ def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_
 
 def _memory(read: tuple[tuple[Reading, Row], ...], noted: Notes) -> tuple[MemoryReading, ...]:
     out = list(noted.memory)
-    for r, row in read:
+    for r, _row in read:
         if r.quantity is Quantity.MEMORY:
             name = r.name.lower()
             kind = (MemoryKind.RESERVED if "reserved" in name else MemoryKind.ALLOCATED if "alloc" in name

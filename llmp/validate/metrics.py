@@ -173,7 +173,7 @@ def megatron_sc21_flops(*, global_batch: int, seq_len: int, layers: int, hidden:
     every GEMM, attention scores and the logits layer. Their "achieved TFLOP/s per GPU" is this
     count over (step time · GPUs), so dividing it by the reported rate recovers the step time.
     """
-    b, s, l, h, v = global_batch, seq_len, layers, hidden, vocab
+    b, s, l, h, v = global_batch, seq_len, layers, hidden, vocab  # noqa: E741 - the paper's symbols
     return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
 
 

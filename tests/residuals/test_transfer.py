@@ -52,7 +52,7 @@ def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
     model = CrossGpuModel().fit([o for g in GPUS[:3] for o in data[g]])
     fit = model.families_["elementwise/fp32"]
     assert fit.candidate.kind == "roofline"
-    for g, held in fit.logo.items():
+    for held in fit.logo.values():
         assert held["mape"] == pytest.approx(held["roofline_mape"])
     pred = model.predict([o.item for o in data["mi300x"]], devices["mi300x"])
     assert np.all(pred.log_factor == 0) and np.all(pred.has_model)
@@ -125,7 +125,7 @@ def test_collectives_transfer_across_machines_by_tier(devices):
         for _ in range(30):
             c = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=int(2 ** rng.uniform(16, 30)), group=8,
                            ranks_per_node=8, tier=Tier.INTRA)
-            row, base = features.collective_row(c, links)
+            _, base = features.collective_row(c, links)
             obs.append(Observation(item=c, device=devices[g], seconds=base * math.exp(0.4 + rng.normal(0, 0.02)),
                                    links=links))
     model = CrossGpuModel().fit([o for o in obs if o.device.id != "mi300x"])

@@ -170,8 +170,10 @@ def test_parallel_residual_reduces_once_and_counts_its_norms() -> None:
                 and op.axis is not None and op.axis.value == "tp"]
 
     assert len(fwd_tp(seq)) == 2 and fwd_tp(par) == ["layer.mlp.tp_all_reduce"]
-    norms = lambda g: [op.name for op in g if op.scope is Scope.LAYER and op.part is Part.FORWARD
-                       and isinstance(op.work, Kernel) and op.work.family is Family.NORM]
+    def norms(graph):
+        return [op.name for op in graph if op.scope is Scope.LAYER and op.part is Part.FORWARD
+                and isinstance(op.work, Kernel) and op.work.family is Family.NORM]
+
     assert len(norms(par)) == 2 and len(norms(shared)) == 1
     m_par, m_shared = spec_of(model="parallel_residual = true").model, spec_of(
         model="parallel_residual = true   shared_norm = true").model
