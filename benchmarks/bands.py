@@ -221,7 +221,8 @@ def main() -> None:
     if not args.no_record:
         record("\n".join([
             f"## Bands and calibration (issue: calibrated bands, llmp calibrate) — {time.strftime('%Y-%m-%d')}", "",
-            f"- command: `python benchmarks/bands.py --draws {args.draws} --seed {args.seed}{' --ship' if args.ship else ''}`",
+            f"- command: `python benchmarks/bands.py --draws {args.draws} --seed "
+            f"{args.seed}{' --ship' if args.ship else ''}`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}",
             "- data: validation/*.csv (published end-to-end runs; dev measurements for the band's composition term "
             "and for scoring calibration; zero-shot predictions are not tuned on them)",

@@ -120,7 +120,8 @@ def _cap(obs: list[Observation], seed: int) -> list[Observation]:
     for i, o in enumerate(obs):
         by_family[features.family_of(o.item)].append(i)
     rng = np.random.default_rng(seed)
-    keep = sorted(i for idx in by_family.values() for i in (idx if len(idx) <= CAP else rng.choice(idx, CAP, replace=False)))
+    keep = sorted(i for idx in by_family.values()
+                  for i in (idx if len(idx) <= CAP else rng.choice(idx, CAP, replace=False)))
     return [obs[i] for i in keep]
 
 

@@ -197,8 +197,8 @@ def repeatability(samples: Path, per_family: int, seed: int) -> dict[str, dict[s
             ratios.append(timing.time_calls(fn, dev).median_s / float(row["time_s"]))
         dev_ = np.abs(np.array(ratios) - 1)
         out[family] = {"n": len(ratios), "mean": float(dev_.mean()), "p90": float(np.quantile(dev_, 0.9))}
-        print(f"  {family:<14} re-timed vs stored: mean |r-1| {100 * dev_.mean():5.1f}%  p90 {100 * np.quantile(dev_, 0.9):5.1f}%"
-              f"  (n={len(ratios)}, load {os.getloadavg()[0]:.2f})", flush=True)
+        print(f"  {family:<14} re-timed vs stored: mean |r-1| {100 * dev_.mean():5.1f}%  p90 "
+              f"{100 * np.quantile(dev_, 0.9):5.1f}%  (n={len(ratios)}, load {os.getloadavg()[0]:.2f})", flush=True)
     return out
 
 

@@ -33,7 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
-    lines = ["| run | GPUs | layout pp/tp/dp | roofline only | llmp (default stores) | band | MFU | memory / GPU | residual store |",
+    lines = ["| run | GPUs | layout pp/tp/dp | roofline only | llmp (default stores) | band | MFU | memory / GPU | "
+             "residual store |",
              "|---|---|---|---|---|---|---|---|---|"]
     for path in sorted((ROOT / "examples" / "seed").glob("*.llmp")):
         spec = dsl.load(path)

@@ -75,7 +75,8 @@ def leave_one_gpu_out(per_device: dict[str, list[Observation]], seed: int) -> li
             continue
         t0 = time.monotonic()
         others = [o for g, v in per_device.items() if g != gpu for o in v]
-        cross = Residuals(path=Path("cross_gpu"), manifest={"serves": "any"}, model=CrossGpuModel(random_state=seed).fit(others))
+        cross = Residuals(path=Path("cross_gpu"), manifest={"serves": "any"},
+                          model=CrossGpuModel(random_state=seed).fit(others))
         pool = [o for o in obs if _half(o)]
         test = [o for o in obs if not _half(o)]
         result = {"gpu": gpu, "pool": len(pool), "test": len(test), "k": {}}
@@ -129,7 +130,8 @@ def _pct(x: float) -> str:
 
 
 def _gpu_table(rows: list[dict]) -> list[str]:
-    lines = ["| held-out GPU | family | test rows | roofline | k = 0 (cross-GPU) | k = 5 | k = 10 | k = 30 | own model (pool) |",
+    lines = ["| held-out GPU | family | test rows | roofline | k = 0 (cross-GPU) | k = 5 | k = 10 | k = 30 | own "
+             "model (pool) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for fam, (e0, roof, n) in r["k"]["0"].items():
@@ -141,7 +143,8 @@ def _gpu_table(rows: list[dict]) -> list[str]:
 
 
 def _source_table(rows: list[dict]) -> list[str]:
-    lines = ["| device | held-out source | trained on | family | rows | MAPE | roofline |", "|---|---|---|---|---|---|---|"]
+    lines = ["| device | held-out source | trained on | family | rows | MAPE | roofline |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         for fam, (e, roof, n) in r["result"].items():
             lines.append(f"| {r['device']} | {r['held_out']} | {', '.join(r['train'])} | {fam} | {n} | {_pct(e)} | "

@@ -3,7 +3,8 @@
 The table groups fields by section with units formatted (``80 GiB``, ``3.35 TB/s``); the
 derived block shows what is computed, never typed in: world size, microbatches per step,
 tokens per step, parameters (and active parameters for MoE), layers per pipeline stage (each
-stage's own count when the split is uneven) and the cluster's peak. ``--json`` prints the same as one object: the spec's fields plus ``derived``.
+stage's own count when the split is uneven) and the cluster's peak. ``--json`` prints the same
+as one object: the spec's fields plus ``derived``.
 """
 
 from __future__ import annotations

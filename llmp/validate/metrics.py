@@ -112,7 +112,8 @@ _NAME_RULES: tuple[tuple[str, Quantity, frozenset[Dim]], ...] = (
     (r"model[-_ ]?tflops|model[-_ ]flops|mfu_tflops", Quantity.MODEL_FLOP_RATE, frozenset({Dim.FLOP_RATE})),
     (r"flops|flop[-_ ]rate", Quantity.FLOP_RATE, frozenset({Dim.FLOP_RATE})),
     (r"tokens?[-_ ]?(?:per|/)|(?<![a-z])(?:tps|wps|tgs)(?![a-z])", Quantity.TOKEN_RATE, frozenset({Dim.TOKEN_RATE})),
-    (r"samples?[-_ ]?(?:per|/)|sequences?[-_ ]?(?:per|/)|(?<![a-z])sps(?![a-z])", Quantity.SAMPLE_RATE, frozenset({Dim.SAMPLE_RATE})),
+    (r"samples?[-_ ]?(?:per|/)|sequences?[-_ ]?(?:per|/)|"
+     r"(?<![a-z])sps(?![a-z])", Quantity.SAMPLE_RATE, frozenset({Dim.SAMPLE_RATE})),
     (r"iter(?:ation)?|step|time|latency|duration", Quantity.STEP_TIME, frozenset({Dim.TIME})),
     (r"throughput", Quantity.TOKEN_RATE, frozenset({Dim.TOKEN_RATE, Dim.SAMPLE_RATE})),
 )

@@ -120,7 +120,8 @@ def test_gpt_neox_runs_eager_rmsnorm_rope_and_cross_entropy_megatron_core_fused(
     head = {op.name: op.work for op in decompose(neox) if op.scope is Scope.LAST and isinstance(op.work, Kernel)}
     assert head["head.cross_entropy"].variant == Fusion.UNFUSED
     # GPT-NeoX: unfused attention with masked_fill; a bias-add kernel of its own
-    assert {"layer.attn.scores", "layer.attn.mask", "layer.attn.context", "layer.attn.bias", "layer.mlp.fc1.bias"} <= set(kn)
+    assert {"layer.attn.scores", "layer.attn.mask", "layer.attn.context", "layer.attn.bias",
+            "layer.mlp.fc1.bias"} <= set(kn)
     assert "layer.attn.core" in kc and "layer.attn.bias" not in kc
 
 
@@ -249,7 +250,8 @@ BEFORE = {"gpt3_175b_dgx_a100": 55.204149628264496, "llama3_70b_dgx_h100": 12.88
 
 @pytest.mark.parametrize("name", sorted(BEFORE))
 def test_examples_without_a_stack_keep_their_numbers(name: str) -> None:
-    assert predict(load(ROOT / "examples" / f"{name}.llmp"), residuals=None).step_time_s == pytest.approx(BEFORE[name], rel=1e-12)
+    step = predict(load(ROOT / "examples" / f"{name}.llmp"), residuals=None).step_time_s
+    assert step == pytest.approx(BEFORE[name], rel=1e-12)
 
 
 STACK_ONLY = ("grad_accumulate", "step.zero_grad", "step.grad_norm", "step.inf_check", "step.unscale_check",
