@@ -43,6 +43,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recording import commit, machine, record
+
 from llmp.calibrate import fit as fitting
 from llmp.calibrate.inputs import contradictions
 from llmp.compose import band
@@ -51,7 +53,6 @@ from llmp.compose.predictor import Priced, priced
 from llmp.errors import LlmpError
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.rows import group_measurements, read_csvs
-from recording import commit, machine, record
 
 TERM = ROOT / "llmp" / "compose" / band.TERM_FILE
 MIN_ROWS = 10
@@ -220,7 +221,8 @@ def main() -> None:
     if not args.no_record:
         record("\n".join([
             f"## Bands and calibration (issue: calibrated bands, llmp calibrate) — {time.strftime('%Y-%m-%d')}", "",
-            f"- command: `python benchmarks/bands.py --draws {args.draws} --seed {args.seed}{' --ship' if args.ship else ''}`",
+            f"- command: `python benchmarks/bands.py --draws {args.draws} --seed "
+            f"{args.seed}{' --ship' if args.ship else ''}`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}",
             "- data: validation/*.csv (published end-to-end runs; dev measurements for the band's composition term "
             "and for scoring calibration; zero-shot predictions are not tuned on them)",

@@ -36,11 +36,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recording import record
+
 from llmp.analytic.collectives import Links, bus_factor, time
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
-from llmp.hardware.spec import Link
 from llmp.dsl import catalog
-from recording import record
+from llmp.hardware.spec import Link
 
 DATA = ROOT.parent / "shared" / "data"
 MICRO = DATA / "microbench" / "collectives_published"

@@ -39,11 +39,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recording import commit, machine, record
+
 from llmp.analytic.kernels import Kernel
 from llmp.residuals import dataset, features, importers, store
 from llmp.residuals.model import Observation, ResidualModel
 from llmp.residuals.transfer import CrossGpuModel, machine_of
-from recording import commit, machine, record
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -119,7 +120,8 @@ def _cap(obs: list[Observation], seed: int) -> list[Observation]:
     for i, o in enumerate(obs):
         by_family[features.family_of(o.item)].append(i)
     rng = np.random.default_rng(seed)
-    keep = sorted(i for idx in by_family.values() for i in (idx if len(idx) <= CAP else rng.choice(idx, CAP, replace=False)))
+    keep = sorted(i for idx in by_family.values()
+                  for i in (idx if len(idx) <= CAP else rng.choice(idx, CAP, replace=False)))
     return [obs[i] for i in keep]
 
 
@@ -286,8 +288,8 @@ def main() -> None:
             f"## Public GPU residual stores, L0 on held-out shapes (issue 10) — {time.strftime('%Y-%m-%d')}", "",
             f"- command: `python benchmarks/fit_public.py --data {args.data}`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}",
-            f"- data: the public operator measurements in ../shared/data (training data); split: per device, 20% of "
-            f"shapes held out by a hash of the sorted kernel dims (passes and sources of one shape stay together)",
+            "- data: the public operator measurements in ../shared/data (training data); split: per device, 20% of "
+            "shapes held out by a hash of the sorted kernel dims (passes and sources of one shape stay together)",
             f"- took {time.monotonic() - t0:.0f} s", "", *_md(rows), "",
             *(f"- shipped `{n}`: {s / 1e6:.2f} MB" for n, s in sizes.items()), ""]))
 

@@ -130,7 +130,7 @@ def l0(samples: Path, seed: int) -> dict:
     meas = np.array([o.seconds for o in test])
     out: dict[str, dict[str, float]] = {}
     fams = np.array([features.family_of(o.item) for o in test])
-    for fam in sorted(set(fams)) + ["all"]:
+    for fam in [*sorted(set(fams)), "all"]:
         sel = np.ones(len(test), bool) if fam == "all" else fams == fam
         ape = np.abs(roof[sel] * np.exp(pred.log_factor[sel]) / meas[sel] - 1)
         ape0 = np.abs(roof[sel] / meas[sel] - 1)
@@ -197,8 +197,8 @@ def repeatability(samples: Path, per_family: int, seed: int) -> dict[str, dict[s
             ratios.append(timing.time_calls(fn, dev).median_s / float(row["time_s"]))
         dev_ = np.abs(np.array(ratios) - 1)
         out[family] = {"n": len(ratios), "mean": float(dev_.mean()), "p90": float(np.quantile(dev_, 0.9))}
-        print(f"  {family:<14} re-timed vs stored: mean |r-1| {100 * dev_.mean():5.1f}%  p90 {100 * np.quantile(dev_, 0.9):5.1f}%"
-              f"  (n={len(ratios)}, load {os.getloadavg()[0]:.2f})", flush=True)
+        print(f"  {family:<14} re-timed vs stored: mean |r-1| {100 * dev_.mean():5.1f}%  p90 "
+              f"{100 * np.quantile(dev_, 0.9):5.1f}%  (n={len(ratios)}, load {os.getloadavg()[0]:.2f})", flush=True)
     return out
 
 

@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmp.search import SearchResult, search
 from recording import commit, machine, record
+
+from llmp.search import SearchResult, search
 
 TARGET = (1e5, 10.0)
 """10^5 configurations in at most 10 seconds (DESIGN.md targets)."""

@@ -21,9 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmp import dsl  # noqa: E402
-from llmp.compose import predict  # noqa: E402
-from recording import commit, machine, record  # noqa: E402
+from recording import commit, machine, record
+
+from llmp import dsl
+from llmp.compose import predict
 
 GIB = 2**30
 
@@ -32,7 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
-    lines = ["| run | GPUs | layout pp/tp/dp | roofline only | llmp (default stores) | band | MFU | memory / GPU | residual store |",
+    lines = ["| run | GPUs | layout pp/tp/dp | roofline only | llmp (default stores) | band | MFU | memory / GPU | "
+             "residual store |",
              "|---|---|---|---|---|---|---|---|---|"]
     for path in sorted((ROOT / "examples" / "seed").glob("*.llmp")):
         spec = dsl.load(path)

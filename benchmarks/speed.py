@@ -30,8 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmp.compose import evaluate, predict  # noqa: E402
-from llmp.dsl import load  # noqa: E402
+from llmp.compose import evaluate, predict
+from llmp.dsl import load
 
 WARM_SPECS = ("llama3_8b_dgx_h100", "llama3_70b_dgx_h100", "gpt3_175b_dgx_a100")
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import sys
 import time
 from collections import defaultdict
@@ -35,13 +34,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import fit_public  # noqa: E402  (benchmarks/ is not a package)
-from llmp.analytic.kernels import Kernel  # noqa: E402
-from llmp.residuals import adapt, dataset, features  # noqa: E402
-from llmp.residuals.model import Observation, ResidualModel  # noqa: E402
-from llmp.residuals.store import Residuals  # noqa: E402
-from llmp.residuals.transfer import CrossGpuModel  # noqa: E402
-from recording import commit, machine, record  # noqa: E402
+import fit_public
+from recording import commit, machine, record
+
+from llmp.analytic.kernels import Kernel
+from llmp.residuals import adapt, dataset, features
+from llmp.residuals.model import Observation, ResidualModel
+from llmp.residuals.store import Residuals
+from llmp.residuals.transfer import CrossGpuModel
 
 KS = (5, 10, 30)
 HELD_OUT = ("a100_sxm4_80gb", "h100_sxm5_80gb", "a40", "b200", "gb200", "gb300", "h200_sxm_141gb", "mi300x",
@@ -60,7 +60,7 @@ def _mape_by_family(model, obs: list[Observation]) -> dict[str, tuple[float, flo
     for family, (err, roof) in sorted(fit_public._errors(model, obs).items()):
         out[family] = (float(err.mean()), float(roof.mean()), len(err))
     if obs:
-        e, r = fit_public._errors(model, obs), None
+        e = fit_public._errors(model, obs)
         allerr = np.concatenate([v[0] for v in e.values()])
         allroof = np.concatenate([v[1] for v in e.values()])
         out["all"] = (float(allerr.mean()), float(allroof.mean()), len(allerr))
@@ -75,7 +75,8 @@ def leave_one_gpu_out(per_device: dict[str, list[Observation]], seed: int) -> li
             continue
         t0 = time.monotonic()
         others = [o for g, v in per_device.items() if g != gpu for o in v]
-        cross = Residuals(path=Path("cross_gpu"), manifest={"serves": "any"}, model=CrossGpuModel(random_state=seed).fit(others))
+        cross = Residuals(path=Path("cross_gpu"), manifest={"serves": "any"},
+                          model=CrossGpuModel(random_state=seed).fit(others))
         pool = [o for o in obs if _half(o)]
         test = [o for o in obs if not _half(o)]
         result = {"gpu": gpu, "pool": len(pool), "test": len(test), "k": {}}
@@ -129,7 +130,8 @@ def _pct(x: float) -> str:
 
 
 def _gpu_table(rows: list[dict]) -> list[str]:
-    lines = ["| held-out GPU | family | test rows | roofline | k = 0 (cross-GPU) | k = 5 | k = 10 | k = 30 | own model (pool) |",
+    lines = ["| held-out GPU | family | test rows | roofline | k = 0 (cross-GPU) | k = 5 | k = 10 | k = 30 | own "
+             "model (pool) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for fam, (e0, roof, n) in r["k"]["0"].items():
@@ -141,7 +143,8 @@ def _gpu_table(rows: list[dict]) -> list[str]:
 
 
 def _source_table(rows: list[dict]) -> list[str]:
-    lines = ["| device | held-out source | trained on | family | rows | MAPE | roofline |", "|---|---|---|---|---|---|---|"]
+    lines = ["| device | held-out source | trained on | family | rows | MAPE | roofline |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         for fam, (e, roof, n) in r["result"].items():
             lines.append(f"| {r['device']} | {r['held_out']} | {', '.join(r['train'])} | {fam} | {n} | {_pct(e)} | "

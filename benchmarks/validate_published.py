@@ -22,12 +22,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recording import commit, machine, record
+
 from llmp.analytic import params
 from llmp.commands.validate import _residuals
 from llmp.validate import plot, score
 from llmp.validate.score import Report, Scored
 from llmp.validate.skips import SkipReason
-from recording import commit, machine, record
 
 PEERS = ROOT.parent / "shared" / "data" / "peers" / "peer_predictions_dev.csv"
 COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")

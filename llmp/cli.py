@@ -36,7 +36,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llmp", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module, help_text in COMMANDS:
+    for name, _module, help_text in COMMANDS:
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
 

@@ -3,8 +3,9 @@
 Profiles: ``dev`` (the default: few examples, fast feedback), ``ci`` (more examples,
 derandomized so a CI failure reproduces), selected when the ``CI`` environment variable is
 set, and ``thorough`` (1,000 random examples per property, for the scaling-law properties run
-on their own: ``LLMP_HYPOTHESIS_PROFILE=thorough python -m pytest tests/analytic/test_scaling.py``). Deadlines are off in both: the first example of a test may build the grammar or import
-SymPy, and a timing flake is not a finding.
+on their own: ``LLMP_HYPOTHESIS_PROFILE=thorough python -m pytest tests/analytic/test_scaling.py``).
+Deadlines are off in both: the first example of a test may build the grammar or import SymPy, and
+a timing flake is not a finding.
 """
 
 from __future__ import annotations

@@ -17,8 +17,22 @@ import math
 
 from hypothesis import strategies as st
 
-from llmp.dsl.spec import (Activation, Arch, ModelSpec, MoeSpec, Norm, Optimizer, ParallelSpec,
-                           Position, Precision, Recompute, Schedule, Spec, TrainSpec, ZeroStage)
+from llmp.dsl.spec import (
+    Activation,
+    Arch,
+    ModelSpec,
+    MoeSpec,
+    Norm,
+    Optimizer,
+    ParallelSpec,
+    Position,
+    Precision,
+    Recompute,
+    Schedule,
+    Spec,
+    TrainSpec,
+    ZeroStage,
+)
 from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
 
 GiB = 2**30

@@ -54,7 +54,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
-                    base = ".".join(package.split(".")[:len(package.split(".")) - child.level + 1] + ([base] if base else []))
+                    parent = package.split(".")[:len(package.split(".")) - child.level + 1]
+                    base = ".".join(parent + ([base] if base else []))
                 subs = [f"{base}.{a.name}" for a in child.names]
                 targets = [s for s in subs if s in modules] or [base]
             for target in targets:

@@ -42,5 +42,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'llmp.analytic' has no attribute {name!r}")
 
 
-__all__ = ["CompiledCost", "Op", "OpCost", "OpGraph", "SymbolicCost", "compile", "cost", "decompose", "ops",
-           "step_time_expr", "evaluate"]
+__all__ = [
+    "CompiledCost",
+    "Op",
+    "OpCost",
+    "OpGraph",
+    "SymbolicCost",
+    "compile",
+    "cost",
+    "decompose",
+    "evaluate",
+    "ops",
+    "step_time_expr",
+]

@@ -64,7 +64,8 @@ def _compile(exprs: tuple[sp.Expr, ...], args: tuple[sp.Symbol, ...]) -> Compile
     return CompiledCost(args=args, exprs=exprs, fn=fn)
 
 
-def compile(exprs: Sequence[Any], args: Sequence[sp.Symbol] | None = None) -> CompiledCost:  # noqa: A001
+# Shadows the builtin on purpose: `llmp.analytic.compile` is the API's name for this stage.
+def compile(exprs: Sequence[Any], args: Sequence[sp.Symbol] | None = None) -> CompiledCost:
     """Lambdify ``exprs`` (cached on the expressions and the argument tuple)."""
     exprs_t = tuple(sp.sympify(e) for e in exprs)
     if args is None:
@@ -103,7 +104,7 @@ def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
     c = kernels.cost(k)
     t = kernels.roofline(c, dtype, peak_flops={dtype: PEAK, Dtype.FP32: PEAK},
                          mem_bandwidth=MEM_BW, launch_overhead=LAUNCH)
-    args = tuple(v for v in dims.values() if isinstance(v, sp.Symbol)) + (PEAK, MEM_BW, LAUNCH)
+    args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH)
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 
 

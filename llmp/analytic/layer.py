@@ -749,7 +749,8 @@ def _layer_body(ctx: Context, kind: LayerKind, blk: Block) -> list[str]:
         if not ctx.spec.train.fused_bias_dropout_add:
             _bias(blk, "mlp", ctx.sp_tokens * m.hidden)
         if ctx.st.dropout:
-            blk.kernel("mlp.dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
+            blk.kernel("mlp.dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT,
+                       elements=ctx.sp_tokens * m.hidden)
         blk.kernel("mlp.branch_sum", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.sp_tokens * m.hidden)
         _tp_out(blk, "mlp", "mlp.fc2")
         blk.kernel("mlp.residual", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.sp_tokens * m.hidden)

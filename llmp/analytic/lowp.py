@@ -118,8 +118,8 @@ class Recipe:
         out = [("amax", self._kernel(Quantize.AMAX, pass_, elements, 1))] if self.global_amax else []
         if self.block == 0:
             variant = Quantize.CAST if self.any_layout else Quantize.BOTH
-            return out + [("cast", self._kernel(variant, pass_, elements, 1))]
-        return out + [("cast", self._kernel(Quantize.BOTH, pass_, elements, 2 * elements / self.block))]
+            return [*out, ("cast", self._kernel(variant, pass_, elements, 1))]
+        return [*out, ("cast", self._kernel(Quantize.BOTH, pass_, elements, 2 * elements / self.block))]
 
     def weight(self, elements: Any) -> list[tuple[str, Kernel]]:
         """Kernels quantising a weight of ``elements`` for the forward (rowwise) and dgrad
@@ -130,7 +130,7 @@ class Recipe:
         out = [("amax", self._kernel(Quantize.AMAX, Pass.FWD, elements, 1))] if self.global_amax else []
         scales = elements / self.weight_block
         if self.dtype is Dtype.NVFP4:
-            return out + [("cast", self._kernel(Quantize.BOTH, Pass.FWD, elements, scales))]
+            return [*out, ("cast", self._kernel(Quantize.BOTH, Pass.FWD, elements, scales))]
         out.append(("cast", self._kernel(Quantize.CAST, Pass.FWD, elements, scales)))
         if not self.any_layout:
             out.append(("transpose", self._kernel(Quantize.TRANSPOSE, Pass.FWD, elements, scales)))

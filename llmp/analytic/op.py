@@ -6,6 +6,7 @@ pipeline :class:`Task` and an overlap rule) and the :class:`OpGraph` of one step
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -206,7 +207,7 @@ class OpGraph:
         """Positions of the ``layer``-scope ops of one part (or task) and one layer kind."""
         return tuple(i for i in self.indices(Scope.LAYER, part) if self.ops[i].kind == kind)
 
-    def __iter__(self):  # noqa: ANN204 - a plain iterator over ops
+    def __iter__(self) -> Iterator[Op]:
         return iter(self.ops)
 
     def __len__(self) -> int:

@@ -38,7 +38,8 @@ def attention_params(m: ModelSpec) -> Any:
         return h * (2 * q + 2 * kv) + bias
     qk = m.heads * a.qk_head_dim
     query = h * qk if a.q_lora_rank == 0 else a.q_lora_rank * (h + 1 + qk)
-    kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * (1 + m.heads * (a.qk_nope_head_dim + a.v_head_dim))
+    kv = (h * (a.kv_lora_rank + a.qk_rope_head_dim)
+          + a.kv_lora_rank * (1 + m.heads * (a.qk_nope_head_dim + a.v_head_dim)))
     return query + kv + m.heads * a.v_head_dim * h
 
 

@@ -86,7 +86,8 @@ def _heads(spec: Spec) -> Iterator[Violation]:
     yield from _divides(tp, m.heads, f"model.heads({m.heads}) % tp({tp}){{rem}}: tp must divide the attention heads",
                         ("parallel.tp", "model.heads"))
     yield from _divides(m.kv_heads, m.heads, f"model.heads({m.heads}) % kv_heads({m.kv_heads}){{rem}}: kv_heads "
-                        "must divide heads (each kv head serves a group of query heads)", ("model.kv_heads", "model.heads"))
+                        "must divide heads (each kv head serves a group of query heads)",
+                        ("model.kv_heads", "model.heads"))
     if compare(m.kv_heads, tp) == -1:
         yield from _divides(m.kv_heads, tp, f"tp({tp}) % kv_heads({m.kv_heads}){{rem}}: with fewer kv heads than tp, "
                             "each kv head is replicated tp / kv_heads times", ("parallel.tp", "model.kv_heads"))

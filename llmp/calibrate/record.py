@@ -163,7 +163,7 @@ class _Reader:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise self.fail(f"field {where}{key} must be a finite number, got {value!r:.40}")
             return float(value)
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(f"field {where}{key} must be {getattr(kind, '__name__', kind)}, got {value!r:.40}")
         return value
 
@@ -209,7 +209,7 @@ def from_dict(d: Any, path: str) -> Calibration:
         raise r.fail(f"version {d.get('version')!r}; this llmp reads version {VERSION}")
     try:
         term = CompositionTerm.from_dict(r.get(d, "composition_term", dict), f"{path}: composition_term")
-    except Exception as err:  # noqa: BLE001 - re-raised as this file's error
+    except Exception as err:  # re-raised as this file's error
         raise r.fail(str(getattr(err, "message", err))) from None
     bases = []
     for i, b in enumerate(r.get(d, "bases", list)):

@@ -3,7 +3,8 @@
 The table groups fields by section with units formatted (``80 GiB``, ``3.35 TB/s``); the
 derived block shows what is computed, never typed in: world size, microbatches per step,
 tokens per step, parameters (and active parameters for MoE), layers per pipeline stage (each
-stage's own count when the split is uneven) and the cluster's peak. ``--json`` prints the same as one object: the spec's fields plus ``derived``.
+stage's own count when the split is uneven) and the cluster's peak. ``--json`` prints the same
+as one object: the spec's fields plus ``derived``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from llmp import stacks
 from llmp.analytic import params
 from llmp.analytic.split import SplitError, split
 from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
+from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.schema import Kind, Section
 from llmp.dsl.serialize import plain
 from llmp.dsl.spec import Spec
-from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.symbols import symbol_name
 from llmp.hardware.spec import Derivation, Device
 from llmp.units import BANDWIDTH, COUNT, TIME, format_count, format_flops, format_quantity

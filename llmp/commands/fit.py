@@ -32,9 +32,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     new = parser.add_argument_group("fitting a new store")
     new.add_argument("--group-by", default="family", help="comma-separated: family[,device][,dtype][,pass]")
-    new.add_argument("--alpha", type=open_unit_interval, default=0.1, help="miscoverage of the conformal band (default 0.1)")
+    new.add_argument("--alpha", type=open_unit_interval, default=0.1,
+                     help="miscoverage of the conformal band (default 0.1)")
     new.add_argument("--seed", type=int, default=0)
-    new.add_argument("--members", type=nonnegative_int, default=0, help="bootstrap members per group (for active sampling)")
+    new.add_argument("--members", type=nonnegative_int, default=0,
+                     help="bootstrap members per group (for active sampling)")
     new.add_argument("--serves", metavar="any|ID,...",
                      help="devices the store serves: 'any' for a cross-GPU store (default: the sampled devices)")
     new.add_argument("--upweight", metavar="DEVICE_ID",

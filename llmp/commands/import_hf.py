@@ -332,7 +332,8 @@ def _int(config: dict[str, Any], keys: tuple[str, ...], field: str, model_type: 
                              f"(needed for {field})")
         most = MAXIMA.get(f"model.{field}")
         if most is not None and value > most:
-            raise InputError(f"config key {key!r} = {value} is beyond any real model (model.{field} at most {most:.0e})")
+            raise InputError(f"config key {key!r} = {value} is beyond any real model "
+                             f"(model.{field} at most {most:.0e})")
         return value
     if field in _OPTIONAL:
         return None

@@ -32,9 +32,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     limit.add_argument("--budget", type=positive_int, help="cases per family (default 40; with --minutes: 400)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (cpu: fp32,bf16; cuda: bf16,fp16,fp32,tf32)")
     parser.add_argument("--seed", type=int, default=0, help="design seed (default 0)")
-    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads (default 1, as llmp measure); recorded")
+    parser.add_argument("--threads", type=positive_int, default=1,
+                        help="CPU threads (default 1, as llmp measure); recorded")
     parser.add_argument("--device-id", help="catalog id of this device when it is not recognised automatically")
-    parser.add_argument("--nproc", type=positive_int, default=None, help="ranks for collectives (default: GPUs, or 2 on CPU)")
+    parser.add_argument("--nproc", type=positive_int, default=None,
+                        help="ranks for collectives (default: GPUs, or 2 on CPU)")
     parser.add_argument("--node-id", help="catalog node id the collectives run on (default cpu_host on CPU)")
     parser.add_argument("--scale", type=positive_float, default=1.0,
                         help="multiply the per-case work caps (e.g. 0.01 for a quick smoke run; default 1)")

@@ -52,7 +52,8 @@ def _gpus(texts: list[str]) -> list[int]:
             try:
                 counts.append(int(item.strip()))
             except ValueError:
-                raise InputError(f"--gpus needs whole numbers, got {item.strip()!r}", hint="e.g. --gpus 64 or --gpus 8,16,32") from None
+                raise InputError(f"--gpus needs whole numbers, got {item.strip()!r}",
+                                 hint="e.g. --gpus 64 or --gpus 8,16,32") from None
     return list(dict.fromkeys(counts))
 
 

@@ -300,6 +300,12 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
     layer = vmax(*layers) if len(layers) > 1 else layers[0]
     best: Memory | None = None
+
+    def split(params: shard.LocalParams, level: int, bytes_per: Any) -> Any:
+        """``bytes_per`` of each parameter a rank holds, less what ZeRO stage ``level`` or above shards."""
+        return bytes_per * (params.dense / (dp if sharded >= level else 1)
+                            + params.expert / (edp if sharded >= level else 1))
+
     for r in range(st.pp):
         kind = rank_kind_of(st, r)
         first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
@@ -307,10 +313,6 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
         params = shard.rank(m, par, pp=st.pp, layers=counts, first=first, last=last, vocab=ctx.vocab,
                             kinds_present=st.kinds, mtp_kind=st.mtp_kind, q_compressed=st.q_compressed)
-
-        def split(level: int, bytes_per: Any) -> Any:
-            return bytes_per * (params.dense / (dp if sharded >= level else 1)
-                                + params.expert / (edp if sharded >= level else 1))
 
         gathered = 2 * layer * e if sharded == 3 else 0
         if _fsdp(spec):
@@ -331,8 +333,9 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
                 acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
             logits = logits * (1 + mtp)
         cand = Memory(
-            weights=split(3, _weight_bytes(spec, e)) + gathered + _lowp_copies(ctx, counts, sharded == 3), grads=split(2, grad_bytes(ctx)),
-            optimizer=split(1, _state_bytes(spec)), activations=acts + working, logits=logits,
+            weights=split(params, 3, _weight_bytes(spec, e)) + gathered + _lowp_copies(ctx, counts, sharded == 3),
+            grads=split(params, 2, grad_bytes(ctx)), optimizer=split(params, 1, _state_bytes(spec)),
+            activations=acts + working, logits=logits,
             overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)
     assert best is not None

@@ -249,7 +249,8 @@ class Prediction:
             f"throughput     {format_count(self.tokens_per_s)} tokens/s   "
             f"({format_count(self.tokens_per_s / d['world_size'])} per GPU)",
             f"utilisation    MFU {self.mfu:.1%}   HFU {self.hfu:.1%}",
-            f"layout         {d['world_size']} GPU{'' if d['world_size'] == 1 else 's'}, {d['microbatches']} microbatches of {d['micro_batch']}, "
+            f"layout         {d['world_size']} GPU{'' if d['world_size'] == 1 else 's'}, "
+            f"{d['microbatches']} microbatches of {d['micro_batch']}, "
             f"{format_count(d['tokens_per_step'])} tokens/step, {format_count(d['parameters'])} parameters, "
             f"{format_count(d['model_flops_per_step'])}FLOP model FLOPs/step",
             "",

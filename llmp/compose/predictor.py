@@ -255,7 +255,8 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
     derived = {
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
-        "layers_per_chunk": float(graph.layers_per_chunk), "parameters": float(params.count(spec.model, spec.padded_vocab)),
+        "layers_per_chunk": float(graph.layers_per_chunk),
+        "parameters": float(params.count(spec.model, spec.padded_vocab)),
         "active_parameters": float(params.active(spec.model, spec.padded_vocab)), "model_flops_per_step": model_flops,
         "peak_flops": peak, "critical_rank": int(step.critical_rank),
     }

@@ -11,9 +11,10 @@ zero-length node on the rank waits for the B's) and both outputs leave when it e
 
 A node's time is one of a few per-chunk durations (:attr:`Plan.keys`: the F, B, W or whole
 backward of a model chunk, or a pair), so plans depend only on ``(schedule, pp, vp,
-microbatches)`` (and the interleaved schedule's microbatch group) and are cached; the timing pass is a loop of max/plus that runs on floats (one
-prediction), or on numpy arrays (a sweep or the band's draws, ``maximum=np.maximum``) a wave of
-independent nodes at a time (:func:`waves`, compiled once per plan).
+microbatches)`` (and the interleaved schedule's microbatch group) and are cached; the timing
+pass is a loop of max/plus that runs on floats (one prediction), or on numpy arrays (a sweep or
+the band's draws, ``maximum=np.maximum``) a wave of independent nodes at a time (:func:`waves`,
+compiled once per plan).
 """
 
 from __future__ import annotations

@@ -303,26 +303,28 @@ def _zb_h1(pp: int, vp: int, m: int, group: int | None = None) -> Orders:
     # microsoft/Megatron-DeepSpeed megatron/core/pipeline_parallel/deepspeed_zbh1_schedule.py
     # (``ZeroBubbleH1Pipeline.steps``, exact semantics): warm-up F, r x (F, B), (F, B, W) while
     # forwards remain, then (B, W), then the waiting Ws.
-    out = []
-    for r in range(pp):
-        warm = min(pp - r - 1, m)
-        seq = [_f(r, j) for j in range(warm)]
-        waiting: deque[int] = deque()
+    return [_zb_h1_rank(r, pp, m) for r in range(pp)]
 
-        def backward(j: int, hold: bool) -> None:
-            seq.append(_b(r, j))
-            waiting.append(j)
-            if not hold:
-                seq.append(_w(r, waiting.popleft()))
 
-        for i in range(m - warm):
-            seq.append(_f(r, warm + i))
-            backward(i, hold=i < r)
-        for j in range(m - warm, m):
-            backward(j, hold=False)
-        seq += [_w(r, j) for j in waiting]
-        out.append(seq)
-    return out
+def _zb_h1_rank(r: int, pp: int, m: int) -> list[Step]:
+    """Rank ``r``'s order of passes under ZB-H1."""
+    warm = min(pp - r - 1, m)
+    seq = [_f(r, j) for j in range(warm)]
+    waiting: deque[int] = deque()
+
+    def backward(j: int, hold: bool) -> None:
+        seq.append(_b(r, j))
+        waiting.append(j)
+        if not hold:
+            seq.append(_w(r, waiting.popleft()))
+
+    for i in range(m - warm):
+        seq.append(_f(r, warm + i))
+        backward(i, hold=i < r)
+    for j in range(m - warm, m):
+        backward(j, hold=False)
+    seq += [_w(r, j) for j in waiting]
+    return seq
 
 
 def _zb_h1_makespan(t: Times) -> Any:
@@ -402,66 +404,68 @@ def _dualpipe(pp: int, vp: int, m: int, group: int | None = None) -> Orders:
     # (``_forward_backward_chunk``) run a forward and a full backward overlapped; the middle ranks
     # run their first pair apart. Backwards with ``enable_zb`` leave their W for a later
     # ``_weight_chunk``.
+    return [_dualpipe_rank(r, pp, m) for r in range(pp)]
+
+
+def _dualpipe_rank(r: int, pp: int, m: int) -> list[Step]:
+    """Rank ``r``'s order of passes under DualPipe."""
     half, per_copy = pp // 2, m // 2
-    out = []
-    for r in range(pp):
-        h = min(r, pp - 1 - r)
-        second = r >= half
-        chunk = (2 * pp - 1 - r, r) if second else (r, 2 * pp - 1 - r)
-        base = (per_copy, 0) if second else (0, per_copy)
-        f, b = [0, 0], [0, 0]
-        waiting: deque[tuple[int, int]] = deque()
-        seq: list[Step] = []
+    h = min(r, pp - 1 - r)
+    second = r >= half
+    chunk = (2 * pp - 1 - r, r) if second else (r, 2 * pp - 1 - r)
+    base = (per_copy, 0) if second else (0, per_copy)
+    f, b = [0, 0], [0, 0]
+    waiting: deque[tuple[int, int]] = deque()
+    seq: list[Step] = []
 
-        def fwd(ph: int, paired: bool = False) -> None:
-            seq.append(_f(chunk[ph], base[ph] + f[ph], paired))
-            f[ph] += 1
+    def fwd(ph: int, paired: bool = False) -> None:
+        seq.append(_f(chunk[ph], base[ph] + f[ph], paired))
+        f[ph] += 1
 
-        def bwd(ph: int, zb: bool = False) -> None:
-            c, j = chunk[ph], base[ph] + b[ph]
-            b[ph] += 1
-            if zb:
-                seq.append(_b(c, j))
-                waiting.append((c, j))
-            else:
-                seq.append(_bw(c, j))
+    def bwd(ph: int, zb: bool = False) -> None:
+        c, j = chunk[ph], base[ph] + b[ph]
+        b[ph] += 1
+        if zb:
+            seq.append(_b(c, j))
+            waiting.append((c, j))
+        else:
+            seq.append(_bw(c, j))
 
-        def weight() -> None:
-            seq.append(_w(*waiting.popleft()))
+    def weight() -> None:
+        seq.append(_w(*waiting.popleft()))
 
-        for _ in range(2 * (half - h - 1)):                       # step 1: nF0
-            fwd(0)
-        for _ in range(h + 1):                                    # step 2: nF0F1
-            fwd(0)
-            fwd(1)
-        for _ in range(half - h - 1):                             # step 3: nB1W1F1
-            bwd(1, zb=True)
-            weight()
-            fwd(1)
-        for i in range(per_copy - pp + h + 1):                    # step 4: nF0B1F1B0
-            fwd(0, paired=not (i == 0 and h == half - 1))
-            bwd(1)
-            fwd(1, paired=True)
-            bwd(0)
-        for _ in range(half - h - 1):                             # step 5: nB1F1B0
-            bwd(1)
-            fwd(1, paired=True)
-            bwd(0)
-        zb = False
-        for i in range(h + 1):                                    # step 6: nB1B0
-            if i == (h + 1) // 2 and h % 2 == 1:
-                zb = True
-            bwd(1, zb)
-            if i == (h + 1) // 2 and h % 2 == 0:
-                zb = True
-            bwd(0, zb)
-        for _ in range(half - h - 1):                             # step 7: nWB0
-            weight()
-            bwd(0, zb=True)
-        for _ in range(h + 1):                                    # step 8: nW
-            weight()
-        out.append(seq)
-    return out
+    for _ in range(2 * (half - h - 1)):                       # step 1: nF0
+        fwd(0)
+    for _ in range(h + 1):                                    # step 2: nF0F1
+        fwd(0)
+        fwd(1)
+    for _ in range(half - h - 1):                             # step 3: nB1W1F1
+        bwd(1, zb=True)
+        weight()
+        fwd(1)
+    for i in range(per_copy - pp + h + 1):                    # step 4: nF0B1F1B0
+        fwd(0, paired=not (i == 0 and h == half - 1))
+        bwd(1)
+        fwd(1, paired=True)
+        bwd(0)
+    for _ in range(half - h - 1):                             # step 5: nB1F1B0
+        bwd(1)
+        fwd(1, paired=True)
+        bwd(0)
+    zb = False
+    for i in range(h + 1):                                    # step 6: nB1B0
+        if i == (h + 1) // 2 and h % 2 == 1:
+            zb = True
+        bwd(1, zb)
+        if i == (h + 1) // 2 and h % 2 == 0:
+            zb = True
+        bwd(0, zb)
+    for _ in range(half - h - 1):                             # step 7: nWB0
+        weight()
+        bwd(0, zb=True)
+    for _ in range(h + 1):                                    # step 8: nW
+        weight()
+    return seq
 
 
 def _dualpipe_requires(pp: int, vp: int, m: int | None, group: int | None = None) -> str | None:

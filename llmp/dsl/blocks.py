@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from llmp.dsl import ast, derive
 from llmp.dsl.includes import Program, describe
 from llmp.dsl.schema import KIND_SECTION, NAMED_KINDS, SECTIONS, Kind, Section
-from llmp.errors import SpecError, Span
+from llmp.errors import Span, SpecError
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llmp.dsl import ast
 from llmp.dsl.transform import parse
-from llmp.errors import InputError, LlmpError, SpecError, Span
+from llmp.errors import InputError, LlmpError, Span, SpecError
 from llmp.hardware import catalog
 
 SUFFIX = ".llmp"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from llmp.dsl import ast, schema
 from llmp.dsl.transform import parse_value
-from llmp.errors import SpecError, Span
+from llmp.errors import Span, SpecError
 
 SET_FILE = "--set"
 

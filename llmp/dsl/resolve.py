@@ -26,9 +26,22 @@ from llmp.dsl.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDe
 from llmp.dsl.spec import Sweep
 from llmp.dsl.symbols import symbol_for
 from llmp.dsl.transform import parse_value
-from llmp.dsl.values import (Flag, Num, Text, Val, Word, arith, negate, number, to_bool,
-                             to_count, to_enum, to_real, to_string)
-from llmp.errors import SpecError, Span
+from llmp.dsl.values import (
+    Flag,
+    Num,
+    Text,
+    Val,
+    Word,
+    arith,
+    negate,
+    number,
+    to_bool,
+    to_count,
+    to_enum,
+    to_real,
+    to_string,
+)
+from llmp.errors import Span, SpecError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Derivation
 from llmp.units import COUNT, UNITS
@@ -64,7 +77,7 @@ class Frame:
     values: dict[str, Any] = field(default_factory=dict)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _default_ast(text: str) -> ast.Value:
     return parse_value(text, filename=DEFAULT_FILE, line=1, column=1)
 

@@ -16,8 +16,25 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.spec import (Activation, Arch, Attention, CpComm, Dispatcher, Fp8Scaling, Norm, Optimizer,
-                           OptimizerKernel, PipeModule, Position, Precision, Recompute, Router, Schedule, Stack, ZeroStage)
+from llmp.dsl.spec import (
+    Activation,
+    Arch,
+    Attention,
+    CpComm,
+    Dispatcher,
+    Fp8Scaling,
+    Norm,
+    Optimizer,
+    OptimizerKernel,
+    PipeModule,
+    Position,
+    Precision,
+    Recompute,
+    Router,
+    Schedule,
+    Stack,
+    ZeroStage,
+)
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 

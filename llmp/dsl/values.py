@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from llmp.dsl.schema import Bound, FieldDef
-from llmp.errors import SpecError, Span
+from llmp.errors import Span, SpecError
 from llmp.sym import is_expr, sympy
 from llmp.units import COUNT, Dimension, format_quantity
 

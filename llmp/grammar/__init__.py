@@ -47,7 +47,7 @@ class _AlwaysLexWords:
         return stream
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parser(*, strict: bool = False) -> Lark:
     """The LALR parser for .llmp files (built once per process; ``strict`` for the CI test).
 
@@ -227,7 +227,7 @@ def _state_key(err: UnexpectedInput) -> tuple[int, str]:
     return err.state.position, token.type if token is not None else ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _labels_by_state(lark: Lark) -> dict[tuple[int, str], str]:
     """(LALR state, token type) of each error example's failure → its label (lists aside).
 

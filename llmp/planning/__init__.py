@@ -132,7 +132,8 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
         chosen = at(count)
         if chosen is None:
             raise InfeasibleError(f"no layout of the searched space runs on {count} GPUs",
-                                  hint="try another --gpus (llmp search SPEC --gpus N lists why each layout is dropped)")
+                                  hint="try another --gpus "
+                                       "(llmp search SPEC --gpus N lists why each layout is dropped)")
         mode = "gpus"
     else:
         chosen, considered = _deadline(base, source, sets, n_tokens, deadline_s, max_gpus, at, notes)

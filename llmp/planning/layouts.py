@@ -89,7 +89,8 @@ def narrow(spec: Spec, grid: Grid) -> np.ndarray:
     reasons = grid.reasons()
     domain = np.asarray(cols["node.nvlink_domain"], float) if "node.nvlink_domain" in cols else np.full(
         grid.size, float(spec.cluster.node.domain))
-    gpus_per_node = np.asarray(cols.get("node.gpus_per_node", np.full(grid.size, float(spec.cluster.node.gpus_per_node))), float)
+    default_gpn = np.full(grid.size, float(spec.cluster.node.gpus_per_node))
+    gpus_per_node = np.asarray(cols.get("node.gpus_per_node", default_gpn), float)
     domain = np.minimum(np.where(np.isfinite(domain) & (domain > 0), domain, gpus_per_node), _world(spec, grid))
     tp = cols["parallel.tp"]
     rules = [

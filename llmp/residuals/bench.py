@@ -13,6 +13,7 @@ own backward node(s), with ``retain_graph`` so the same graph is reused.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -90,17 +91,17 @@ def _elementwise(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, i
         group = 8 if rows % 8 == 0 else 1  # heads sharing one position's cos/sin
         x = _randn((rows // group, group, width), dt, dev, bwd)
         cos, sin = torch_ops.rotary_tables(rows // group, width, dt, dev)
-        fn: Callable[[], torch.Tensor] = lambda: torch_ops.rotary(x, cos, sin)
+        fn: Callable[[], torch.Tensor] = functools.partial(torch_ops.rotary, x, cos, sin)
         inputs: tuple[torch.Tensor, ...] = (x,)
     elif v in ("swiglu", "add"):
         a, b = _randn((rows, width), dt, dev, bwd), _randn((rows, width), dt, dev, bwd)
-        fn = (lambda: torch_ops.swiglu(a, b)) if v == "swiglu" else (lambda: a + b)
+        fn = functools.partial(torch_ops.swiglu if v == "swiglu" else torch.add, a, b)
         inputs = (a, b)
     else:
         x = _randn((rows, width), dt, dev, bwd)
         unary = {"gelu": torch_ops.gelu, "relu": F.relu,
-                 "dropout": lambda t: F.dropout(t, torch_ops.DROPOUT_P, training=True)}[v]
-        fn = lambda: unary(x)
+                 "dropout": functools.partial(F.dropout, p=torch_ops.DROPOUT_P, training=True)}[v]
+        fn = functools.partial(unary, x)
         inputs = (x,)
     size = _nbytes(*inputs)
     if not bwd:

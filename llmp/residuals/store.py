@@ -380,7 +380,8 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
         fam = dict(key)["family"]
         groups.append({"index": i, "key": dict(key), "file": files[0], "members": files[1:],
                        "n_samples": model.n_samples_per_group_[key], "cv": model.cv_error_[key],
-                       "conformal_q": model.conformal_q_[key], "domain": {k: list(v) for k, v in model.domain_[key].items()},
+                       "conformal_q": model.conformal_q_[key],
+                       "domain": {k: list(v) for k, v in model.domain_[key].items()},
                        "monotone": features.MONOTONE[fam] if model.monotone else {}})
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "llmp": __version__, "xgboost": ",".join(sorted(versions)),
@@ -388,7 +389,8 @@ def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Devic
         "features": {fam: list(names) for fam, names in sorted(model.feature_names_in_.items())},
         "target": model.target, "group_by": list(model.group_by), "alpha": model.alpha, "seed": model.random_state,
         "xgb_params": model.xgb_params or {}, "cv_folds": model.cv_folds, "min_samples": model.min_samples,
-        "groups": groups, "skipped_groups": [{"key": dict(k), "n_samples": n} for k, n in model.skipped_groups_.items()],
+        "groups": groups,
+        "skipped_groups": [{"key": dict(k), "n_samples": n} for k, n in model.skipped_groups_.items()],
         "hardware": [device_fingerprint(d) for d in devices], "serves": served, "samples": list(samples),
         "adjustments": _adjustment_entries(adjustments),
         **(extra or {}),

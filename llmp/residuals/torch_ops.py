@@ -31,7 +31,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
 
 
-def rotary_tables(seq: int, head_dim: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_tables(seq: int, head_dim: int, dtype: torch.dtype,
+                  device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables ``[seq, 1, head_dim]`` for rotate-half RoPE (Su et al. 2021), base 10000."""
     inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
     angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)

@@ -23,9 +23,9 @@ base, so a group size or a link never measured still scales physically.
 
 Which candidate a family gets is decided by leave-one-GPU-out over the GPUs that measured it
 (``fit``): a candidate that made any held-out GPU (with ``VETO_MIN_ROWS`` rows or more) worse
-than the roofline loses to one that did not; among the rest, the lowest mean ratio of its error to the roofline's wins. The band
-half-width is the conformal quantile of the held-out GPUs' log errors, so it says how far off a
-GPU nobody measured tends to be, not how well the model fits GPUs it has seen.
+than the roofline loses to one that did not; among the rest, the lowest mean ratio of its error
+to the roofline's wins. The band half-width is the conformal quantile of the held-out GPUs' log
+errors, so it says how far off a GPU nobody measured tends to be, not how well the model fits GPUs it has seen.
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ def unit_of(item: Kernel | Collective, dtype: str | None = None) -> str:
 
 
 def operator_of(item: Kernel | Collective, dtype: str | None = None) -> str:
-    """``dtype/variant/pass`` of a kernel (``dtype`` given: as if it ran in that dtype); a collective's tier (intra- or inter-node, where NCCL's
-    algorithms and their overheads differ): the unit of the offsets."""
+    """``dtype/variant/pass`` of a kernel (``dtype`` given: as if it ran in that dtype); a
+    collective's tier (intra- or inter-node, where NCCL's algorithms and their overheads differ):
+    the unit of the offsets."""
     if isinstance(item, Kernel):
         return f"{dtype or item.dtype}/{item.variant or '-'}/{item.pass_}"
     return str(item.tier)
@@ -250,7 +251,7 @@ class CrossGpuModel:
             for cand in _candidates(len(gpus)):
                 held = _held_out(unit, family, rows, cand, seed) if len(gpus) > 1 else {}
                 scored.append((_criterion(held) if held else (False, 1.0), cand, held))
-            crit, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
+            _, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
             fit = _fit_family(unit, family, rows, best, seed)
             if held:
                 errors = np.concatenate([np.abs(p - y) for p, y in held.values()])
@@ -260,7 +261,8 @@ class CrossGpuModel:
                         for g, (p, y) in held.items()}
             else:  # one GPU: no transfer evidence, so the band is as wide as that GPU's spread around the offsets
                 pred = fit.predict(rows.X, features.FEATURES[family], rows.op.tolist())
-                q = float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha)) + abs(SINGLE_GPU_SHRINK * fit.default_offset)
+                q = (float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha))
+                     + abs(SINGLE_GPU_SHRINK * fit.default_offset))
                 logo = {}
             self.families_[unit] = FamilyFit(
                 unit=unit, family=family, candidate=best, offsets=fit.offsets, default_offset=fit.default_offset,
@@ -360,7 +362,8 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
         if fit.forest is not None:
             file = f"groups/{unit.replace('/', '_')}.ubj"
             (directory / file).write_bytes(fit.forest.raw)
-        entries.append({"unit": unit, "family": fit.family, "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
+        entries.append({"unit": unit, "family": fit.family,
+                        "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
                         "offsets": dict(sorted(fit.offsets.items())), "default_offset": fit.default_offset,
                         "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
                         "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples})
@@ -403,7 +406,8 @@ def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alph
         except (KeyError, TypeError, ValueError, OSError, ResidualSchemaError) as err:
             raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {unit!r} is malformed "
                                       f"({str(err).splitlines()[0] if str(err) else type(err).__name__})",
-                                      hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)")
+                                      hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)"
+                                      ) from err
         model.families_[unit] = FamilyFit(
             unit=unit, family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
             columns=columns, forest=forest, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),

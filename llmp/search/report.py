@@ -146,8 +146,8 @@ class SearchResult:
             return "\n".join(lines)
         lines += ["", f"best by {self.objective.value} ({COST_DEFINITION})", *self._rows(self.ranked, True)]
         best = self.ranked[0]
-        lines += ["", f"reproduce the best: llmp predict {self.source} " + " ".join(f"--set {s!r}" if " " in s else f"--set {s}"
-                                                                          for s in best.overrides())]
+        sets = " ".join(f"--set {s!r}" if " " in s else f"--set {s}" for s in best.overrides())
+        lines += ["", f"reproduce the best: llmp predict {self.source} " + sets]
         if pareto:
             lines += ["", f"Pareto front ({self.pareto_axes[1]} vs {self.pareto_axes[0]}, both minimised)",
                       *self._rows(self.pareto, False)]

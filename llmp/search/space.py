@@ -198,7 +198,7 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
     dropped = grid.reasons()
     sp_col = cols.get("parallel.sequence_parallel")
     if sp_col is not None:
-        dropped[(sp_col == True) & (cols["parallel.tp"] == 1)] = (
+        dropped[(sp_col == True) & (cols["parallel.tp"] == 1)] = (  # noqa: E712 - elementwise on a column
             "duplicate: sequence parallelism without tp is the same layout")
     dropped[np.mod(gpus, model_parallel) != 0] = "layout: tp x pp x cp does not divide the GPU count"
     return Grid(columns=cols, varied=grid.varied, size=grid.size, dropped=dropped)

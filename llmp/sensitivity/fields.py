@@ -49,7 +49,8 @@ def canonical(spec: Spec, name: str) -> str:
         raise SpecError(f"'{text}' is not in this spec (a dense model has no model.moe.*; a GPU has only the "
                         "dtypes its flops block declares)", label="absent field")
     close = difflib.get_close_matches(text, [*present, *registry()], n=1, cutoff=0.6)
-    hint = f"did you mean '{close[0]}'?" if close else "names are --set paths, e.g. model.hidden, parallel.tp, gpu.mem_bandwidth"
+    hint = (f"did you mean '{close[0]}'?" if close
+            else "names are --set paths, e.g. model.hidden, parallel.tp, gpu.mem_bandwidth")
     raise SpecError(f"'{text}' is not a spec field", label="unknown field", hint=hint)
 
 
@@ -71,7 +72,8 @@ def parse_at(spec: Spec, items: Sequence[str]) -> dict[str, float]:
     for item in items:
         name, eq, text = item.partition("=")
         if not eq or not text.strip():
-            raise SpecError(f"--at needs path=value, got {item!r}", label="bad --at", hint="e.g. --at model.hidden=4096")
+            raise SpecError(f"--at needs path=value, got {item!r}", label="bad --at",
+                            hint="e.g. --at model.hidden=4096")
         path = canonical(spec, name)
         if path not in free:
             raise SpecError(f"{path} is not free in the spec; --at gives values to `= symbol` fields only",

@@ -14,8 +14,16 @@ import numpy as np
 
 from llmp.dsl.spec import Spec, Stack
 from llmp.stacks.catalog import PROFILES
-from llmp.stacks.profile import (DEFAULT_FIELDS, ClipScale, Item, LossSync, Profile, SelectiveRecompute, Unscale,
-                                 ZeroGrad)
+from llmp.stacks.profile import (
+    DEFAULT_FIELDS,
+    ClipScale,
+    Item,
+    LossSync,
+    Profile,
+    SelectiveRecompute,
+    Unscale,
+    ZeroGrad,
+)
 from llmp.sym import has_free_symbols, sympy
 
 __all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "SelectiveRecompute", "Unscale",

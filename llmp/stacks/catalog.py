@@ -85,7 +85,8 @@ GENERIC = Profile(
     fsdp=Item(True, "llmp default"),
     userbuffers=Item(True, "llmp default"),
     pipeline_zero_max=Item(ZeroStage.FSDP, "llmp default"),
-    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "llmp default", "FP32 main grads when the parameters are BF16 (FP8 GEMMs run over BF16 parameters)"),
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "llmp default", "FP32 main grads when the parameters are BF16 "
+                                                                       "(FP8 GEMMs run over BF16 parameters)"),
     selective_recompute=Item(SR.CORE_ATTENTION, "llmp default (Korthikanti et al. 2022, §5)"),
 )
 
@@ -96,7 +97,8 @@ MEGATRON_LM = Profile(
                    "by default); NVIDIA/Megatron-LM@v2.6:megatron/model/transformer.py (ParallelAttention: baddbmm, "
                    "FusedScaleMaskSoftmax, attention dropout, bmm)",
                    "no flash attention before Megatron-Core (--use-flash-attn arrived in 2023)"),
-    fused_norm=Item(True, "NVIDIA/Megatron-LM@v2.6:megatron/model/fused_layer_norm.py (MixedFusedLayerNorm, Apex kernel)"),
+    fused_norm=Item(True, "NVIDIA/Megatron-LM@v2.6:megatron/model/fused_layer_norm.py (MixedFusedLayerNorm, Apex "
+                          "kernel)"),
     fused_bias_act=Item(True, f"{_MLM_ARGS} (--no-bias-gelu-fusion); megatron/model/fused_bias_gelu.py"),
     fused_bias_dropout_add=Item(True, f"{_MLM_ARGS} (--no-bias-dropout-fusion); megatron/model/transformer.py "
                                 "(bias_dropout_add_fused_train)"),
@@ -108,19 +110,21 @@ MEGATRON_LM = Profile(
                            "added in v2.5 (2021); the 2020 runs accumulated with an add per microbatch"),
     optimizer_kernel=Item(OptimizerKernel.FUSED, "NVIDIA/Megatron-LM@v2.6:megatron/optimizer/__init__.py "
                           "(from apex.optimizers import FusedAdam as Adam)"),
-    grad_clip=Item(True, f"{_MLM_ARGS} (--clip-grad, default 1.0); megatron/optimizer/clip_grads.py (clip_grad_norm_fp32)"),
+    grad_clip=Item(True, f"{_MLM_ARGS} (--clip-grad, default 1.0); megatron/optimizer/clip_grads.py "
+                         "(clip_grad_norm_fp32)"),
     vocab_divisible_by=Item(128, f"{_MLM_ARGS} (--make-vocab-size-divisible-by, default 128)"),
     zero=Item(ZeroStage.NONE, f"{_MLM_ARGS} (--use-distributed-optimizer arrived in v3.0, off by default)"),
     cp_comm=Item(CpComm.P2P, _MLM_ARGS, "no context parallelism before Megatron-Core"),
     tp_comm_overlap=_no("no userbuffers before Megatron-Core + TransformerEngine", _MLM_ARGS),
     dp_overlap=_no("the local DDP all-reduces the contiguous gradient buffer after the last backward",
-                   "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py (DistributedDataParallel.allreduce_gradients); "
-                   f"{_MLM_ARGS} (--DDP-impl, default local)"),
+                   "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py "
+                   f"(DistributedDataParallel.allreduce_gradients); {_MLM_ARGS} (--DDP-impl, default local)"),
     dp_bucket_size=Item(1e15, "NVIDIA/Megatron-LM@v2.6:megatron/model/distributed.py (one all-reduce per "
                         "contiguous buffer)", "one bucket: the whole buffer"),
     param_gather_overlap=_no("no distributed optimizer", _MLM_ARGS),
     fsdp_prefetch=Item(False, _MLM_ARGS, "no FSDP"),
-    partition=Item("", "NVIDIA/Megatron-LM@v2.6:megatron/arguments.py (num_layers must divide by pipeline_model_parallel_size)", _EQUAL),
+    partition=Item("", "NVIDIA/Megatron-LM@v2.6:megatron/arguments.py (num_layers must divide by "
+                       "pipeline_model_parallel_size)", _EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX), f"{_MLM_ARGS} (--no-masked-softmax-fusion)"),
     fused_softmax_max_seq=Item(2048, "NVIDIA/Megatron-LM@v2.6:megatron/model/fused_softmax.py "
@@ -137,13 +141,14 @@ MEGATRON_LM = Profile(
     fsdp=_no("no FSDP", _MLM_ARGS),
     userbuffers=_no("no TransformerEngine", _MLM_ARGS),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MLM_ARGS} (distributed optimizer = ZeRO-1)"),
-    fp32_grads=Item((P.BF16,), f"{_MLM_ARGS} (validate_args: 'bfloat16 requires gradient accumulation and all-reduce to "
-                    "be done in fp32'; --accumulate-allreduce-grads-in-fp32 is off otherwise); "
+    fp32_grads=Item((P.BF16,), f"{_MLM_ARGS} (validate_args: 'bfloat16 requires gradient accumulation and "
+                    "all-reduce to be done in fp32'; --accumulate-allreduce-grads-in-fp32 is off otherwise); "
                     "megatron/model/distributed.py (grad buffers in fp32 when accumulate_allreduce_grads_in_fp32)",
                     "fp16 runs keep fp16 main grads"),
-    selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA/Megatron-LM@v3.0:megatron/arguments.py (--recompute-granularity "
-                             "selective); megatron/model/transformer.py (ParallelAttention: _checkpointed_attention_forward "
-                             "over the core attention)", "selective recompute arrived in v3.0 (2022) with sequence parallelism"),
+    selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA/Megatron-LM@v3.0:megatron/arguments.py "
+                             "(--recompute-granularity selective); megatron/model/transformer.py (ParallelAttention: "
+                             "_checkpointed_attention_forward over the core attention)",
+                             "selective recompute arrived in v3.0 (2022) with sequence parallelism"),
 )
 
 MEGATRON_CORE = Profile(
@@ -153,7 +158,8 @@ MEGATRON_CORE = Profile(
                    "TE picks cuDNN fused attention or FlashAttention-2 by GPU and version; both are one fused kernel"),
     fused_norm=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/extensions/transformer_engine.py "
                     "(TELayerNormColumnParallelLinear: TE LayerNormLinear runs the norm as TE's fused kernel)"),
-    fused_bias_act=Item(True, f"{_MC_CONFIG} (bias_activation_fusion; --no-bias-gelu-fusion / --no-bias-swiglu-fusion)"),
+    fused_bias_act=Item(True, f"{_MC_CONFIG} (bias_activation_fusion; --no-bias-gelu-fusion / "
+                              "--no-bias-swiglu-fusion)"),
     fused_bias_dropout_add=Item(True, f"{_MC_CONFIG} (bias_dropout_fusion)"),
     fused_rope=Item(True, f"{_MC_CONFIG} (apply_rope_fusion; --no-rope-fusion)"),
     fused_cross_entropy=_no("cross_entropy_loss_fusion defaults to False: Megatron's eager vocab-parallel CE",
@@ -171,8 +177,10 @@ MEGATRON_CORE = Profile(
     dp_bucket_size=Item(160e6, f"{_MC_DDP} (bucket_size = max(40000000, 1000000 * dp_size) parameters)",
                         "40 M fp32 main grads = 160 MB; Megatron grows it to 1 M x dp parameters past dp = 40"),
     param_gather_overlap=Item(True, f"{_MC_DDP_CONFIG} (overlap_param_gather; --overlap-param-gather)"),
-    fsdp_prefetch=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
-    partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py (get_num_layers_to_build)", _EQUAL),
+    fsdp_prefetch=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/"
+                             "torch_fully_sharded_data_parallel.py"),
+    partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py "
+                       "(get_num_layers_to_build)", _EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item(tuple(A), f"{_MC_ARGS} (--attention-backend flash|fused|unfused|local); {_TE_ATTN}"),
     fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py "
@@ -187,18 +195,22 @@ MEGATRON_CORE = Profile(
     fsdp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/distributed/torch_fully_sharded_data_parallel.py"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
-    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_MC_ARGS} (validate_args: bf16 sets accumulate_allreduce_grads_in_fp32, which "
-                    f"becomes DistributedDataParallelConfig.grad_reduce_in_fp32; FP8 runs pass --bf16 with --fp8-format); "
-                    f"{_MC_DDP} (grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype: the gradient-accumulation "
-                    "fusion adds each microbatch's wgrad into this FP32 main_grad)", "fp16 runs keep fp16 main grads"),
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_MC_ARGS} (validate_args: bf16 sets "
+                    "accumulate_allreduce_grads_in_fp32, which becomes "
+                    "DistributedDataParallelConfig.grad_reduce_in_fp32; FP8 runs pass --bf16 with --fp8-format); "
+                    f"{_MC_DDP} (grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype: the "
+                    "gradient-accumulation fusion adds each microbatch's wgrad into this FP32 "
+                    "main_grad)", "fp16 runs keep fp16 main grads"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective': only the core "
-                             "attention); megatron/core/transformer/attention.py (Attention._checkpointed_attention_forward)",
+                             "attention); megatron/core/transformer/attention.py "
+                             "(Attention._checkpointed_attention_forward)",
                              "later releases add --recompute-modules, whose default is still core_attn"),
 )
 
 NEMO = Profile(
     stack=Stack.NEMO, title="NeMo 2.0 / Megatron-Bridge performance recipes (incl. DGX Cloud benchmarking)",
-    versions="NeMo 24.07+ performance recipes and NVIDIA DGX Cloud benchmarking recipes (Megatron-Core + TE underneath)",
+    versions="NeMo 24.07+ performance recipes and NVIDIA DGX Cloud benchmarking recipes (Megatron-Core + TE "
+             "underneath)",
     attention=Item(A.CUDNN, f"{_NEMO}/gpt/model/base.py (GPTConfig: TE spec); {_TE_ATTN}"),
     fused_norm=Item(True, f"{_NEMO}/gpt/model/base.py (transformer_layer_spec: TE LayerNormLinear)"),
     fused_bias_act=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.bias_activation_fusion = True)"),
@@ -206,7 +218,8 @@ NEMO = Profile(
     fused_rope=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.apply_rope_fusion = True)"),
     fused_cross_entropy=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.cross_entropy_loss_fusion = True)"),
     grad_accum_fusion=Item(True, f"{_NEMO}/gpt/model/base.py (GPTConfig.gradient_accumulation_fusion)"),
-    optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_NEMO}/recipes/optim/adam.py (distributed_fused_adam_with_cosine_annealing)"),
+    optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_NEMO}/recipes/optim/adam.py "
+                                                 "(distributed_fused_adam_with_cosine_annealing)"),
     grad_clip=Item(True, f"{_NEMO}/recipes/optim/adam.py (clip_grad = 1.0)"),
     vocab_divisible_by=Item(128, f"{_NEMO}/gpt/model/base.py (GPTConfig.make_vocab_size_divisible_by = 128)"),
     zero=Item(ZeroStage.Z1, f"{_NEMO}/recipes/optim/adam.py (use_distributed_optimizer = True)"),
@@ -218,9 +231,11 @@ NEMO = Profile(
     dp_overlap=Item(True, f"{_NEMO}/recipes/llama3_8b.py (DistributedDataParallelConfig(overlap_grad_reduce=True))"),
     dp_bucket_size=Item(160e6, f"{_MC_DDP} (bucket_size = max(40000000, 1000000 * dp_size) parameters)",
                         "40 M fp32 main grads = 160 MB"),
-    param_gather_overlap=Item(True, f"{_NEMO}/recipes/llama3_8b.py (DistributedDataParallelConfig(overlap_param_gather=True))"),
+    param_gather_overlap=Item(True, f"{_NEMO}/recipes/llama3_8b.py "
+                                    "(DistributedDataParallelConfig(overlap_param_gather=True))"),
     fsdp_prefetch=Item(True, f"{_MC_DDP_CONFIG}"),
-    partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py (get_num_layers_to_build)", _EQUAL),
+    partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py "
+                       "(get_num_layers_to_build)", _EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item(tuple(A), _TE_ATTN),
     fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py"),
@@ -228,14 +243,16 @@ NEMO = Profile(
                       "make_vocab_size_divisible_by * tensor_model_parallel_size)"),
     zero_grad=Item(ZeroGrad.MEMSET, f"{_MC_DDP} (zero_grad_buffer)"),
     clip_scale=Item(ClipScale.CONDITIONAL, _MC_CLIP),
-    loss_sync=Item(LossSync.PER_STEP, "NVIDIA/NeMo@v2.0.0:nemo/lightning/megatron_parallel.py (MaskedTokenLossReduction)"),
+    loss_sync=Item(LossSync.PER_STEP, "NVIDIA/NeMo@v2.0.0:nemo/lightning/megatron_parallel.py "
+                                      "(MaskedTokenLossReduction)"),
     fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, _MC_OPT),
     fsdp=Item(True, f"{_MC_DDP_CONFIG}"),
     userbuffers=Item(True, "NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/module/base.py (initialize_ub)"),
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
-    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_NEMO}/recipes/llama31_405b.py (DistributedDataParallelConfig("
-                    "grad_reduce_in_fp32=True)); NeMo 1 (24.07): optim.grad_sync_dtype defaults to fp32, and the "
-                    "NeMo-Framework-Launcher configs that change it say so (nemotron_340b.yaml: grad_sync_dtype: bf16)"),
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_NEMO}/recipes/llama31_405b.py "
+                    "(DistributedDataParallelConfig(grad_reduce_in_fp32=True)); NeMo 1 (24.07): optim.grad_sync_dtype "
+                    "defaults to fp32, and the NeMo-Framework-Launcher configs that change it say so "
+                    "(nemotron_340b.yaml: grad_sync_dtype: bf16)"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
                              "through MegatronStrategy)"),
 )
@@ -243,14 +260,16 @@ NEMO = Profile(
 _MDS = "microsoft/Megatron-DeepSpeed@main:megatron"
 MEGATRON_DEEPSPEED = Profile(
     stack=Stack.MEGATRON_DEEPSPEED, title="Megatron-DeepSpeed (BLOOM, MT-NLG)",
-    versions="microsoft/Megatron-DeepSpeed and bigscience-workshop/Megatron-DeepSpeed 2021-2022, DeepSpeed pipeline engine",
+    versions="microsoft/Megatron-DeepSpeed and bigscience-workshop/Megatron-DeepSpeed 2021-2022, DeepSpeed pipeline "
+             "engine",
     attention=Item(A.UNFUSED_FUSED_SOFTMAX, f"{_MDS}/arguments.py (masked_softmax_fusion on by default); "
                    f"{_MDS}/model/transformer.py (CoreAttention: baddbmm, FusedScaleMaskSoftmax, bmm)"),
     fused_norm=Item(True, f"{_MDS}/model/fused_layer_norm.py (MixedFusedLayerNorm)"),
     fused_bias_act=Item(True, f"{_MDS}/arguments.py (--no-bias-gelu-fusion)"),
     fused_bias_dropout_add=Item(True, f"{_MDS}/arguments.py (--no-bias-dropout-fusion)"),
     fused_rope=_no("GPT models with learned positions or ALiBi (BLOOM)", f"{_MDS}/model/language_model.py"),
-    fused_cross_entropy=_no("eager vocab-parallel cross-entropy", f"{_MDS}/mpu/cross_entropy.py (_VocabParallelCrossEntropy)"),
+    fused_cross_entropy=_no("eager vocab-parallel cross-entropy", f"{_MDS}/mpu/cross_entropy.py "
+                                                                  "(_VocabParallelCrossEntropy)"),
     grad_accum_fusion=_no("DeepSpeed owns the gradients: autograd accumulates .grad and the engine copies them",
                           f"{_DS_ZERO} (gradients accumulated into the partition buffers)"),
     optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_MDS}/optimizer/__init__.py (apex FusedAdam); "
@@ -264,11 +283,13 @@ MEGATRON_DEEPSPEED = Profile(
     dp_overlap=_no("the pipeline engine reduces gradients in its ReduceGrads instruction, after the last backward",
                    f"{_DS_PIPE} (PipelineEngine._exec_reduce_grads)"),
     dp_bucket_size=Item(1e9, f"{_DS_CONFIG} (reduce_bucket_size default 5e8 elements)", "5e8 16-bit gradients = 1 GB"),
-    param_gather_overlap=_no("ZeRO-1 all-gathers the updated parameters after the step", f"{_DS_ZERO} (step: all_gather_dp_groups)"),
+    param_gather_overlap=_no("ZeRO-1 all-gathers the updated parameters after the step", f"{_DS_ZERO} (step: "
+                                                                                         "all_gather_dp_groups)"),
     fsdp_prefetch=Item(False, _DS_PIPE, "no ZeRO-3 with the pipeline engine"),
     partition=Item("type:transformer", "microsoft/Megatron-DeepSpeed:megatron/model/gpt_model.py "
                    "(GPTModelPipe: partition_method='type:transformer')"),
-    pipe_module=Item(PipeModule.MEGATRON_DEEPSPEED, "microsoft/Megatron-DeepSpeed:megatron/model/gpt_model.py (GPTModelPipe)"),
+    pipe_module=Item(PipeModule.MEGATRON_DEEPSPEED, "microsoft/Megatron-DeepSpeed:megatron/model/gpt_model.py "
+                                                    "(GPTModelPipe)"),
     attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX, A.FLASH2), f"{_MDS}/arguments.py (--use-flash-attn-v2)"),
     fused_softmax_max_seq=Item(2048, f"{_MDS}/model/fused_softmax.py (is_kernel_available: 16 < sk <= 2048)"),
     vocab_pad_tp=Item(True, f"{_MDS}/tokenizer/tokenizer.py (_vocab_size_with_padding)"),
@@ -292,7 +313,8 @@ GPT_NEOX = Profile(
     attention=Item(A.UNFUSED, f"{_NEOX} (attention_config default [[['global'], n_layers]]); {_NEOX_TF} "
                    "(ParallelSelfAttention.attention: baddbmm, FusedScaleMaskSoftmax, attention_dropout, bmm)",
                    "scaled_upper_triang_masked_softmax_fusion defaults to False: masked_fill_ then torch softmax; "
-                   "configs/20B.yml turns the fused softmax on; attention_config 'flash' selects FlashAttention-2 (v2.0)"),
+                   "configs/20B.yml turns the fused softmax on; attention_config 'flash' selects FlashAttention-2 "
+                   "(v2.0)"),
     fused_norm=_no("RMSNorm is eager PyTorch (x.norm, div, mul); LayerNorm is one kernel (Apex or torch) either way",
                    "EleutherAI/gpt-neox@058f7d2:megatron/model/norms.py (RMSNorm.forward); "
                    f"{_NEOX} (rmsnorm_fusion = False, layernorm_fusion = False)"),
@@ -340,8 +362,10 @@ GPT_NEOX = Profile(
     pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
     fp32_grads=Item((P.BF16,), "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/bf16_optimizer.py (BF16_Optimizer: "
                     "fp32_groups_gradients)", "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
-    selective_recompute=Item(SR.CORE_ATTENTION, f"{_NEOX} (checkpoint_activations, checkpoint_num_layers: whole layers only)",
-                             "GPT-NeoX has no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
+    selective_recompute=Item(SR.CORE_ATTENTION, f"{_NEOX} (checkpoint_activations, checkpoint_num_layers: whole layers "
+                                                "only)",
+                             "GPT-NeoX has no selective mode of its own: a spec asking for one gets llmp's "
+                             "core-attention meaning"),
 )
 
 COMPOSER = Profile(
@@ -385,12 +409,14 @@ COMPOSER = Profile(
     clip_scale=Item(ClipScale.ALWAYS, _TORCH_CLIP),
     loss_sync=Item(LossSync.NONE, f"{_COMPOSER}:composer/trainer/trainer.py (train loss logged without a per-step "
                    "all-reduce)"),
-    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/sharded_grad_scaler.py"),
+    fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE,
+                      "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/sharded_grad_scaler.py"),
     fsdp=Item(True, f"{_COMPOSER}:composer/distributed/dist_strategy.py"),
     userbuffers=_no("no TransformerEngine", _FOUNDRY),
-    pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not restricted"),
-    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_flat_param.py (the sharded "
-                    "flat parameter stays FP32 and its gradient is cast to it after the reduce-scatter)",
+    pipeline_zero_max=Item(ZeroStage.FSDP, _FOUNDRY, "the llm-foundry runs use no pipeline parallelism; not "
+                                                     "restricted"),
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "pytorch/pytorch@v2.3.0:torch/distributed/fsdp/_flat_param.py "
+                    "(the sharded flat parameter stays FP32 and its gradient is cast to it after the reduce-scatter)",
                     "the reduce-scatter itself runs in Composer's mixed_precision reduce_dtype (FP32 or the 16-bit "
                     "dtype, by version and setting); llmp prices it in FP32"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py "
@@ -405,18 +431,20 @@ TORCHTITAN = Profile(
                    "F.scaled_dot_product_attention(is_causal=True))"),
     fused_norm=_no("nn.RMSNorm in eager mode is a chain of kernels", f"{_TITAN} (model.norm_type = 'rmsnorm'); "
                    "pytorch/torchtitan@v0.1.0:torchtitan/models/norms.py"),
-    fused_bias_act=_no("F.silu(w1(x)) * w3(x): two kernels", "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py "
-                       "(FeedForward.forward)"),
-    fused_bias_dropout_add=Item(True, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (no bias, no dropout: "
-                                "one residual add)"),
+    fused_bias_act=_no("F.silu(w1(x)) * w3(x): two kernels",
+                       "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (FeedForward.forward)"),
+    fused_bias_dropout_add=Item(True, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (no bias, no "
+                                "dropout: one residual add)"),
     fused_rope=_no("apply_rotary_emb: complex multiply in eager PyTorch",
                    "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (apply_rotary_emb)"),
     fused_cross_entropy=_no("F.cross_entropy on float logits (log_softmax + nll_loss)",
                             "pytorch/torchtitan@v0.1.0:torchtitan/train.py (loss_fn)"),
-    grad_accum_fusion=_no("FSDP2 adds each microbatch's gradient shard", "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp"),
+    grad_accum_fusion=_no("FSDP2 adds each microbatch's gradient shard",
+                          "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp"),
     optimizer_kernel=Item(OptimizerKernel.FUSED, f"{_TITAN} (optimizer.implementation = 'fused')"),
     grad_clip=Item(True, f"{_TITAN} (training.max_norm = 1.0); {_TORCH_CLIP}"),
-    vocab_divisible_by=Item(1, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/__init__.py (vocab from the tokenizer)"),
+    vocab_divisible_by=Item(1, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/__init__.py (vocab from the "
+                               "tokenizer)"),
     zero=Item(ZeroStage.FSDP, f"{_TITAN} (training.data_parallel_shard_degree = -1: FSDP2 over every GPU)"),
     cp_comm=Item(CpComm.ALL_GATHER, f"{_TITAN} (experimental.context_parallel_rotate_method = 'allgather')",
                  "K/V shards all-gathered after the first sub-SDPA; modelled exposed"),
@@ -426,7 +454,8 @@ TORCHTITAN = Profile(
     param_gather_overlap=_no("FSDP2 gathers per block instead", _TITAN),
     fsdp_prefetch=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/fully_shard.py "
                        "(implicit forward and backward prefetching)"),
-    partition=Item("", "pytorch/torchtitan:torchtitan/distributed/pipeline.py (layers split evenly over stages)", _EQUAL),
+    partition=Item("", "pytorch/torchtitan:torchtitan/distributed/pipeline.py (layers split evenly over "
+                       "stages)", _EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
     attentions=Item((A.SDPA, A.FLASH2, A.CUDNN), f"{_TITAN} (model.use_flex_attn = False: SDPA)"),
     fused_softmax_max_seq=Item(0, _TITAN, "no fused masked softmax kernel"),
@@ -437,16 +466,18 @@ TORCHTITAN = Profile(
     fp16_unscale=Item(Unscale.CHECK_AND_UNSCALE, "pytorch/pytorch@v2.5.0:torch/amp/grad_scaler.py"),
     fsdp=Item(True, _TITAN),
     userbuffers=_no("no TransformerEngine", _TITAN),
-    pipeline_zero_max=Item(ZeroStage.FSDP, "pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/pipeline_llama.py (PP with FSDP2)"),
+    pipeline_zero_max=Item(ZeroStage.FSDP, "pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/pipeline_llama.py (PP "
+                                           "with FSDP2)"),
     fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_TITAN} (training.mixed_precision_reduce = 'float32': FSDP2 "
                     "MixedPrecisionPolicy(reduce_dtype=float32)); pytorch/pytorch@v2.5.0:torch/distributed/_composable/"
                     "fsdp/_fsdp_param.py (the sharded parameter, and so its gradient, stays FP32; Float8 casts only "
                     "the GEMM inputs)"),
     selective_recompute=Item(SR.OP_SAC, f"{_TITAN} (activation_checkpoint.selective_ac_option = 'op' in the Llama 3 "
                              "train configs); pytorch/torchtitan@v0.1.0:torchtitan/parallelisms/parallelize_llama.py "
-                             "(_save_list: aten.mm, the SDPA flash/efficient kernels, reduce_scatter_tensor; _custom_policy: "
-                             "'Saves output of all compute ops, except every second mm'); pytorch/pytorch@v2.5.0:"
-                             "torch/utils/checkpoint.py (non-reentrant checkpoint, early_stop = True)"),
+                             "(_save_list: aten.mm, the SDPA flash/efficient kernels, reduce_scatter_tensor; "
+                             "_custom_policy: 'Saves output of all compute ops, except every second mm'); "
+                             "pytorch/pytorch@v2.5.0:torch/utils/checkpoint.py (non-reentrant checkpoint, early_stop "
+                             "= True)"),
 )
 
 NEMO_AUTOMODEL = Profile(
@@ -458,7 +489,8 @@ NEMO_AUTOMODEL = Profile(
     fused_bias_dropout_add=Item(True, "HF Llama-style blocks: no bias, no dropout, one residual add"),
     fused_rope=Item(True, f"{_AUTOMODEL} (_patch_liger_kernel: Liger RoPE)"),
     fused_cross_entropy=Item(True, f"{_AUTOMODEL} (_patch_liger_kernel: Liger fused linear cross-entropy)"),
-    grad_accum_fusion=_no("FSDP2 adds each microbatch's gradient shard", "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp"),
+    grad_accum_fusion=_no("FSDP2 adds each microbatch's gradient shard",
+                          "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp"),
     optimizer_kernel=Item(OptimizerKernel.FOREACH, "pytorch/pytorch@v2.5.0:torch/optim/adamw.py (foreach is the "
                           "default on CUDA when fused is not requested)"),
     grad_clip=Item(True, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/recipes/llm/train_ft.py (max_grad_norm)"),
@@ -472,7 +504,7 @@ NEMO_AUTOMODEL = Profile(
     fsdp_prefetch=Item(True, "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/fully_shard.py"),
     partition=Item("", "unused: the NeMo AutoModel runs modelled use FSDP2, without pipeline parallelism", _EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
-    attentions=Item(FLASH_LIKE + (A.UNFUSED,), f"{_AUTOMODEL} (attn_implementation sdpa | flash_attention_2 | eager)"),
+    attentions=Item((*FLASH_LIKE, A.UNFUSED), f"{_AUTOMODEL} (attn_implementation sdpa | flash_attention_2 | eager)"),
     fused_softmax_max_seq=Item(0, _AUTOMODEL, "no fused masked softmax kernel"),
     vocab_pad_tp=_no("DTensor shards the embedding unevenly", _AUTOMODEL),
     zero_grad=Item(ZeroGrad.SET_TO_NONE, _TORCH_ZERO),
@@ -483,8 +515,9 @@ NEMO_AUTOMODEL = Profile(
     fsdp=Item(True, _AUTOMODEL),
     userbuffers=_no("no TransformerEngine", _AUTOMODEL),
     pipeline_zero_max=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0 (PP with FSDP2)"),
-    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/_fsdp_param.py "
-                    "(the sharded FP32 parameter's gradient); NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/"
+    fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4),
+                    "pytorch/pytorch@v2.5.0:torch/distributed/_composable/fsdp/_fsdp_param.py (the sharded FP32 "
+                    "parameter's gradient); NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/"
                     "distributed/fsdp2.py (MixedPrecisionPolicy reduce_dtype float32)"),
     selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/"
                              "fsdp2.py (activation_checkpointing: whole decoder layers only)",

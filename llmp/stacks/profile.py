@@ -16,7 +16,6 @@ field wins); the rest are facts the operator graph reads directly.
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any

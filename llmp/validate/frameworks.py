@@ -47,7 +47,8 @@ SOURCE_STACKS: tuple[SourceRule, ...] = (
     SourceRule(pattern=r"\bnemo\b|nemo[-_ ]\d|nvidia/nemo\b", stack=Stack.NEMO, why="NeMo performance recipes"),
     SourceRule(pattern=r"llm[-_ ]?foundry|\bcomposer\b|mosaicml", stack=Stack.COMPOSER,
                why="llm-foundry trains with Composer on PyTorch FSDP"),
-    SourceRule(pattern=r"megatron[-_ ]deepspeed|mt[-_ ]?nlg|megatron[-_ ]turing|\bbloom\b|bigscience", stack=Stack.MEGATRON_DEEPSPEED,
+    SourceRule(pattern=r"megatron[-_ ]deepspeed|mt[-_ ]?nlg|megatron[-_ ]turing|\bbloom\b|bigscience",
+               stack=Stack.MEGATRON_DEEPSPEED,
                why="BLOOM and MT-NLG were trained with Megatron-DeepSpeed"),
     SourceRule(pattern=r"gpt[-_ ]?neox|eleutherai", stack=Stack.GPT_NEOX, why="GPT-NeoX (EleutherAI)"),
     SourceRule(pattern=r"megatron[-_ ]?lm[-_ ]?(?:ci\b|functional)|functional[-_ ]tests?|golden[-_ ]values",
@@ -70,7 +71,8 @@ NOTE_STACKS: tuple[SourceRule, ...] = (
 
 SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
     "megatron-sc21-table2": (Recompute.FULL, ("the paper's FLOP convention (96·B·s·l·h², Table 2 as Table 1) counts a "
-                             "recomputed forward, and a 175B/530B model's activations would not fit in 80 GB without it")),
+                                              "recomputed forward, and a 175B/530B model's activations would not fit "
+                                              "in 80 GB without it")),
     "mt-nlg-530b": (Recompute.FULL, ("the quoted TFLOP/s per GPU follow Megatron's 96·B·s·l·h² convention, which "
                     "counts the recomputed forward of activation checkpointing")),
     "megatron-lm-readme-2020": (Recompute.FULL, ("Megatron-LM's example GPT-2 scripts of 2020 pass "
@@ -86,7 +88,8 @@ SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
 
 RECIPE_SEQUENCE_PARALLEL: dict[Stack, str] = {
     Stack.NEMO: ("NeMo 2 / Megatron-Bridge performance recipes set sequence_parallel=True whenever tp > 1 "
-                 "(NVIDIA/NeMo@v2.0.0:nemo/collections/llm/recipes/llama3_70b.py, MegatronStrategy(sequence_parallel=True))"),
+                 "(NVIDIA/NeMo@v2.0.0:nemo/collections/llm/recipes/llama3_70b.py, "
+                 "MegatronStrategy(sequence_parallel=True))"),
     Stack.MEGATRON_CORE: ("Megatron-LM's examples scripts pass --sequence-parallel with tp > 1 "
                           "(NVIDIA/Megatron-LM@core_r0.9.0:examples/llama/train_llama3_8b_h100_fp8.sh)"),
 }
@@ -150,7 +153,8 @@ class SourceRecipe:
 SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
     SourceRecipe(source="nemo-24.07-perf-summary", model_name="Nemotron-340B", fields=(("fp32_grads", False),),
                  why=("NeMo's Nemotron-4 340B training config reduces gradients in BF16 "
-                      "(NVIDIA/NeMo-Framework-Launcher@3be81fc:launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
+                      "(NVIDIA/NeMo-Framework-Launcher@3be81fc:"
+                      "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
                       "optim: mcore_distributed_optim, grad_sync_dtype: bf16; NeMo 1 sets "
                       "grad_reduce_in_fp32 = grad_sync_dtype == 'fp32'), unlike the other 24.07 models' configs")),
 )
@@ -427,11 +431,12 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
     parallel.update(_split(row, stack, pp, vp, noted, notes))
     if sharding is not None:
         if sharding.degree not in (None, 0, dp, dp * cp) and sharding.stage is not ZeroStage.NONE:
-            raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} shards "
-                               f"over {sharding.degree} ranks of dp·cp = {dp * cp} (hybrid sharding): llmp shards over "
-                               "the whole data-parallel group")
+            raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} "
+                               f"shards over {sharding.degree} ranks of dp·cp = {dp * cp} (hybrid sharding): llmp "
+                               "shards over the whole data-parallel group")
         parallel["zero"] = sharding.stage
-        notes.append(f"zero = {sharding.stage} (zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r}: {sharding.because})")
+        notes.append(f"zero = {sharding.stage} (zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r}: "
+                     f"{sharding.because})")
     elif "zero" not in parallel:
         notes.append(f"zero_stage_or_fsdp blank: zero = {_default(stack, 'zero')}")
     if tp > 1 and "tp_comm_overlap" not in parallel:

@@ -58,8 +58,10 @@ class Tech:
 
 TECHS: tuple[Tech, ...] = (
     Tech(name="RoCE", pattern=r"\broce(?:v2)?\b", links=("roce_1600g", "roce_400g_x8")),
-    Tech(name="InfiniBand XDR", pattern=r"\bxdr\b", links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72"), port_gbps=800),
-    Tech(name="InfiniBand NDR", pattern=r"\bndr\b", links=("ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72"), port_gbps=400),
+    Tech(name="InfiniBand XDR", pattern=r"\bxdr\b", links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72"),
+         port_gbps=800),
+    Tech(name="InfiniBand NDR", pattern=r"\bndr\b", links=("ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72"),
+         port_gbps=400),
     Tech(name="InfiniBand HDR", pattern=r"\bhdr\b", links=("hdr_ib", "hdr_ib_x4", "hdr_ib_x8"), port_gbps=200),
     Tech(name="InfiniBand EDR", pattern=r"\bedr\b", links=("edr_ib", "edr_ib_x8"), port_gbps=100),
     Tech(name="InfiniBand", pattern=r"infini-?band|\bib\b",
@@ -87,7 +89,8 @@ def read_network(cell: str, gpus_per_node: int) -> Network:
     text = cell.lower()
     tech = next((t for t in TECHS if re.search(t.pattern, text)), None)
     bw = re.search(r"(\d+(?:\.\d+)?)\s*([gt])(?:b(?:it)?(?:ps|/s)|bps)", text)
-    count = re.search(r"(\d+)\s*(?:x\s*)?(?:[a-z-]+\s+)?(?:opa|ib|nic|hca|links?|ports?|rails?|adapters?)\b|\b(\d+)\s*x\b", text)
+    count = re.search(r"(\d+)\s*(?:x\s*)?(?:[a-z-]+\s+)?(?:opa|ib|nic|hca|links?|ports?|rails?|adapters?)\b|"
+                      r"\b(\d+)\s*x\b", text)
     n = int(count.group(1) or count.group(2)) if count else None
     gbps = float(bw.group(1)) * (1000 if bw.group(2) == "t" else 1) if bw else None
     if gbps is not None and re.search(r"per[-_ ]gpu|/gpu|each gpu|gpu each", text):
@@ -97,7 +100,8 @@ def read_network(cell: str, gpus_per_node: int) -> Network:
     if gbps is not None and re.search(r"node", text):
         return Network(tech=tech, node_gbps=gbps, because=f"{gbps:g} Gb/s per node")
     if gbps is None and n is not None and tech is not None and tech.port_gbps is not None:
-        return Network(tech=tech, node_gbps=n * tech.port_gbps, because=f"{n} {tech.name} ports x {tech.port_gbps:g} Gb/s")
+        return Network(tech=tech, node_gbps=n * tech.port_gbps,
+                       because=f"{n} {tech.name} ports x {tech.port_gbps:g} Gb/s")
     why = "bandwidth scope (per GPU, per node, per NIC) not stated" if gbps is not None else "no bandwidth stated"
     return Network(tech=tech, because=why)
 
@@ -168,7 +172,8 @@ def _inter_override(node: Node, net: Network, cell: str, notes: list[str]) -> st
         notes.append(f"interconnect_inter {cell!r}: {net.because}; the catalog node's {node.inter.id} is kept")
         return None
     if net.tech is not None:
-        same = [i for i in net.tech.links if math.isclose(float(catalog.link(i).bandwidth) * 8 / 1e9, net.node_gbps, rel_tol=0.02)]
+        same = [i for i in net.tech.links if math.isclose(float(catalog.link(i).bandwidth) * 8 / 1e9, net.node_gbps,
+                                                          rel_tol=0.02)]
         if same:
             notes.append(f"inter-node link: {same[0]} (interconnect_inter {cell!r}: {net.because})")
             return same[0]
@@ -193,7 +198,8 @@ def plan_cluster(row: Row) -> ClusterPlan:
     cell = row.text("interconnect_inter")
     net = read_network(cell, row.integer("gpus_per_node") or 8) if cell else Network()
     if row.text("interconnect_intra"):
-        notes.append(f"interconnect_intra {row.text('interconnect_intra')!r} noted; the catalog node's intra link is used")
+        notes.append(f"interconnect_intra {row.text('interconnect_intra')!r} noted; "
+                     "the catalog node's intra link is used")
     node = _choose(row, gpu_id, num_gpus, net, notes)
     inter = _inter_override(node, net, cell, notes)
     gpn = int(node.gpus_per_node)

@@ -74,7 +74,8 @@ def readings(m: Measurement) -> tuple[tuple[Reading, Row], ...]:
         try:
             out.append((metrics.read(row.text("metric_name"), value, row.text("metric_unit")), row))
         except UnitError as err:
-            raise Unmodellable(SkipReason.UNKNOWN_UNIT, f"{row.key}: metric {row.text('metric_name')!r}: {err}") from None
+            raise Unmodellable(SkipReason.UNKNOWN_UNIT,
+                               f"{row.key}: metric {row.text('metric_name')!r}: {err}") from None
     return tuple(out)
 
 
@@ -104,7 +105,7 @@ def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_
 
 def _memory(read: tuple[tuple[Reading, Row], ...], noted: Notes) -> tuple[MemoryReading, ...]:
     out = list(noted.memory)
-    for r, row in read:
+    for r, _row in read:
         if r.quantity is Quantity.MEMORY:
             name = r.name.lower()
             kind = (MemoryKind.RESERVED if "reserved" in name else MemoryKind.ALLOCATED if "alloc" in name
@@ -218,7 +219,8 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
               f"  global_batch = {train.global_batch}", f"  micro_batch = {train.micro_batch}",
               f"  recompute = {train.recompute}"]
     lines += [_field(f, v) for f, v in train.train.items()]
-    lines += ["  parallel {", f"    tp = {train.tp}", f"    pp = {train.pp}", f"    dp = {train.dp}", f"    cp = {train.cp}",
+    lines += ["  parallel {", f"    tp = {train.tp}", f"    pp = {train.pp}", f"    dp = {train.dp}",
+              f"    cp = {train.cp}",
               f"    ep = {train.ep}", f"    vp = {train.vp}", f"    schedule = {train.schedule}",
               _field("sequence_parallel", train.sequence_parallel, "    ")]
     lines += [f"    {f} = [{', '.join(map(str, v))}]" if isinstance(v, list) else _field(f, v, "    ")
@@ -248,7 +250,8 @@ def _map(m: Measurement) -> Mapped:
     if dtype not in cluster.node.gpu.peak_flops:
         have = ", ".join(d.value for d in cluster.node.gpu.peak_flops)
         raise Unmodellable(SkipReason.UNSUPPORTED_DTYPE,
-                           f"{train.precision} on {cluster.node.gpu.id}: the catalog gives no {dtype} peak (has {have})")
+                           f"{train.precision} on {cluster.node.gpu.id}: the catalog gives no {dtype} peak "
+                           f"(has {have})")
     context = _context(row, model, train, reading)
     measured = metrics.step_time(reading, context)
     text = render(row, model, cluster, train, m.notes)

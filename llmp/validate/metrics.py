@@ -112,7 +112,8 @@ _NAME_RULES: tuple[tuple[str, Quantity, frozenset[Dim]], ...] = (
     (r"model[-_ ]?tflops|model[-_ ]flops|mfu_tflops", Quantity.MODEL_FLOP_RATE, frozenset({Dim.FLOP_RATE})),
     (r"flops|flop[-_ ]rate", Quantity.FLOP_RATE, frozenset({Dim.FLOP_RATE})),
     (r"tokens?[-_ ]?(?:per|/)|(?<![a-z])(?:tps|wps|tgs)(?![a-z])", Quantity.TOKEN_RATE, frozenset({Dim.TOKEN_RATE})),
-    (r"samples?[-_ ]?(?:per|/)|sequences?[-_ ]?(?:per|/)|(?<![a-z])sps(?![a-z])", Quantity.SAMPLE_RATE, frozenset({Dim.SAMPLE_RATE})),
+    (r"samples?[-_ ]?(?:per|/)|sequences?[-_ ]?(?:per|/)|"
+     r"(?<![a-z])sps(?![a-z])", Quantity.SAMPLE_RATE, frozenset({Dim.SAMPLE_RATE})),
     (r"iter(?:ation)?|step|time|latency|duration", Quantity.STEP_TIME, frozenset({Dim.TIME})),
     (r"throughput", Quantity.TOKEN_RATE, frozenset({Dim.TOKEN_RATE, Dim.SAMPLE_RATE})),
 )
@@ -173,7 +174,7 @@ def megatron_sc21_flops(*, global_batch: int, seq_len: int, layers: int, hidden:
     every GEMM, attention scores and the logits layer. Their "achieved TFLOP/s per GPU" is this
     count over (step time · GPUs), so dividing it by the reported rate recovers the step time.
     """
-    b, s, l, h, v = global_batch, seq_len, layers, hidden, vocab
+    b, s, l, h, v = global_batch, seq_len, layers, hidden, vocab  # noqa: E741 - the paper's symbols
     return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
 
 

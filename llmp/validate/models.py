@@ -264,7 +264,8 @@ def plan_model(row: Row, notes: Notes | None = None) -> ModelPlan:
     for f, fact in notes.section("model").items():
         if f in MODEL_FIELDS:
             if chosen[f] is not None and chosen[f] != fact.value:
-                said.append(f"{f} = {_show(fact.value)} from the notes ({fact.text!r}) over the family's {_show(chosen[f])}")
+                said.append(f"{f} = {_show(fact.value)} from the notes ({fact.text!r}) over the family's "
+                            f"{_show(chosen[f])}")
             else:
                 said.append(f"{f} = {_show(fact.value)} (notes: {fact.text!r})")
             chosen[f] = fact.value
@@ -288,7 +289,8 @@ def plan_model(row: Row, notes: Notes | None = None) -> ModelPlan:
         vocab = int(padded.value)
     elif vocab is None:
         if fam is None or fam.vocab is None:
-            raise Unmodellable(SkipReason.MISSING_ARCHITECTURE, "vocab blank and the model family's tokenizer is unknown")
+            raise Unmodellable(SkipReason.MISSING_ARCHITECTURE,
+                               "vocab blank and the model family's tokenizer is unknown")
         vocab = fam.vocab
         said.append(f"vocab blank: {vocab} ({fam.vocab_reason})")
     return ModelPlan(name=name, arch=arch, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,

@@ -127,10 +127,12 @@ PATTERNS: tuple[Pattern, ...] = (
     # --- architecture ---
     Pattern(name="squared ReLU", regex=r"squared[-_ ]?relu|relu[²2]\b|relu\s*\^\s*2|--squared-relu",
             sets=_const(model__activation=Activation.SQUARED_RELU)),
-    Pattern(name="SwiGLU", regex=r"--swiglu\b|\bswiglu\b|\bsilu[-_ ]?glu\b", sets=_const(model__activation=Activation.SWIGLU)),
+    Pattern(name="SwiGLU", regex=r"--swiglu\b|\bswiglu\b|"
+                                 r"\bsilu[-_ ]?glu\b", sets=_const(model__activation=Activation.SWIGLU)),
     Pattern(name="GELU", regex=r"(?<!bias-)\bgelu\b(?![-_ ]?glu)",
             sets=_const(model__activation=Activation.GELU)),
-    Pattern(name="ReLU", regex=r"(?<!squared[-_ ])(?<!squared)\brelu\b(?![²2]|\s*\^)", sets=_const(model__activation=Activation.RELU)),
+    Pattern(name="ReLU", regex=r"(?<!squared[-_ ])(?<!squared)\brelu\b(?![²2]|\s*\^)",
+            sets=_const(model__activation=Activation.RELU)),
     Pattern(name="RMSNorm", regex=r"--normalization[= ]+rmsnorm|\brmsnorm\b|\brms[-_ ]norm\b",
             sets=_const(model__norm=Norm.RMSNORM)),
     Pattern(name="LayerNorm", regex=r"--normalization[= ]+layernorm|(?<!embedding )\blayer[-_ ]?norm(?:1p)?\b",
@@ -138,28 +140,36 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(name="partial rotary", regex=r"\b(?:rotary|rope)[-_ ]?(?:percent(?:age)?|pct|fraction)[ :=]*"
                                          r"(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%)?",
             sets=_rotary_fraction),
-    Pattern(name="partial rotary (percent)", regex=r"\b(?:rotary|rope)[ :=]+(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%)|"
-                                                   r"(?P<num2>\d+(?:\.\d+)?)\s*(?P<pct2>%)\s*(?:partial[-_ ])?(?:rotary|rope)\b",
+    Pattern(name="partial rotary (percent)",
+            regex=r"\b(?:rotary|rope)[ :=]+(?P<num>\d+(?:\.\d+)?)\s*(?P<pct>%)|"
+                  r"(?P<num2>\d+(?:\.\d+)?)\s*(?P<pct2>%)\s*(?:partial[-_ ])?(?:rotary|rope)\b",
             sets=_rotary_fraction),
     Pattern(name="rotary", regex=r"(?<!-)\b(?:rotary|rope)\b(?![-_]fusion)|--position-embedding-type[= ]+rope",
             sets=_const(model__position=Position.ROTARY)),
     Pattern(name="ALiBi", regex=r"\balibi\b", sets=_const(model__position=Position.ALIBI)),
-    Pattern(name="learned positions", regex=r"learned[-_ ](?:absolute|positions?|positional)|--position-embedding-type[= ]+learned",
+    Pattern(name="learned positions", regex=r"learned[-_ ](?:absolute|positions?|positional)|"
+                                            r"--position-embedding-type[= ]+learned",
             sets=_const(model__position=Position.LEARNED)),
-    Pattern(name="parallel residual", regex=r"parallel[-_ ]residual|parallel[-_ ]attn\b|parallel attention(?: and mlp)?\b",
+    Pattern(name="parallel residual", regex=r"parallel[-_ ]residual|parallel[-_ ]attn\b|"
+                                            r"parallel attention(?: and mlp)?\b",
             sets=_const(model__parallel_residual=True)),
     Pattern(name="untied embeddings", regex=r"untie[d]?[-_ ](?:the[-_ ])?(?:input[-_ ])?embeddings?|"
-                                            r"--untie-embeddings-and-output-weights|tie[-_ ]word[-_ ]embeddings[ :=]+false",
+                                            r"--untie-embeddings-and-output-weights|"
+                                            r"tie[-_ ]word[-_ ]embeddings[ :=]+false",
             sets=_const(model__tied_embeddings=False)),
-    Pattern(name="tied embeddings", regex=r"(?<![a-z])tied[-_ ](?:input[-_ ])?embeddings?|shared[-_ ](?:input[-_ ])?embeddings?|"
+    Pattern(name="tied embeddings", regex=r"(?<![a-z])tied[-_ ](?:input[-_ ])?embeddings?|"
+                                          r"shared[-_ ](?:input[-_ ])?embeddings?|"
                                           r"tie[-_ ]word[-_ ]embeddings[ :=]+true",
             sets=_const(model__tied_embeddings=True)),
-    Pattern(name="no biases", regex=r"--disable-bias-linear|(?<!-)\bno[-_ ]bias(?:es)?\b(?![-_](?:gelu|swiglu|dropout))|"
-                                     r"\bbias[-_ ]free\b|\bwithout bias(?:es)?\b",
+    Pattern(name="no biases", regex=r"--disable-bias-linear|"
+                                     r"(?<!-)\bno[-_ ]bias(?:es)?\b(?![-_](?:gelu|swiglu|dropout))|\bbias[-_ ]free\b|"
+                                     r"\bwithout bias(?:es)?\b",
             sets=_const(model__bias=False)),
-    Pattern(name="vocab padding multiple", regex=r"padded to a multiple of\s*(\d[\d,]*)|--make-vocab-size-divisible-by[= ]+(\d+)",
+    Pattern(name="vocab padding multiple", regex=r"padded to a multiple of\s*(\d[\d,]*)|"
+                                                 r"--make-vocab-size-divisible-by[= ]+(\d+)",
             sets=_vocab_multiple),
-    Pattern(name="padded vocab", regex=r"(?:vocab(?:ulary)?|embedding)[^;]{0,40}?padded to (?!a multiple)(?P<n>\d[\d,]{2,})|"
+    Pattern(name="padded vocab",
+            regex=r"(?:vocab(?:ulary)?|embedding)[^;]{0,40}?padded to (?!a multiple)(?P<n>\d[\d,]{2,})|"
                                        r"embedding (?P<n2>\d[\d,]{2,})\s*=\s*padded",
             sets=_padded_vocab),
     # --- what the stack ran (Megatron flags, recipe statements) ---
@@ -168,21 +178,25 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(name="local transformer implementation", regex=r"--transformer-impl[= ]+local\b", sets=_local_impl),
     Pattern(name="no gradient-accumulation fusion", regex=r"--no-gradient-accumulation-fusion",
             sets=_const(train__grad_accum_fusion=False)),
-    Pattern(name="fused cross-entropy", regex=r"--cross-entropy-loss-fusion\b", sets=_const(train__fused_cross_entropy=True)),
+    Pattern(name="fused cross-entropy", regex=r"--cross-entropy-loss-fusion\b",
+            sets=_const(train__fused_cross_entropy=True)),
     Pattern(name="FP32 gradient reduction",
             regex=r"--accumulate-allreduce-grads-in-fp32\b|grad_reduce_in_fp32[ :=]+(?P<on>true|false)\b|"
                   r"grad_sync_dtype[ :=]+(?P<dtype>fp32|bf16|fp16)\b",
             sets=lambda m, n: {"train.fp32_grads": (m.group("on") or "true").lower() == "true"
                                if m.group("dtype") is None else m.group("dtype").lower() == "fp32"}),
-    Pattern(name="no bias-activation fusion", regex=r"--no-bias-(?:gelu|swiglu)-fusion", sets=_const(train__fused_bias_act=False)),
+    Pattern(name="no bias-activation fusion", regex=r"--no-bias-(?:gelu|swiglu)-fusion",
+            sets=_const(train__fused_bias_act=False)),
     Pattern(name="no RoPE fusion", regex=r"--no-rope-fusion", sets=_const(train__fused_rope=False)),
     Pattern(name="no gradient clipping", regex=r"\bno (?:grad(?:ient)?[-_ ])?clipping\b|--clip-grad[= ]+0(?:\.0)?\b",
             sets=_const(train__grad_clip=False)),
     Pattern(name="TP communication overlap", regex=r"--tp-comm-overlap\b", sets=_const(parallel__tp_comm_overlap=True)),
-    Pattern(name="overlapped gradient reduce", regex=r"--overlap-grad-reduce\b", sets=_const(parallel__dp_overlap=True)),
+    Pattern(name="overlapped gradient reduce", regex=r"--overlap-grad-reduce\b",
+            sets=_const(parallel__dp_overlap=True)),
     Pattern(name="overlapped parameter gather", regex=r"--overlap-param-gather\b",
             sets=_const(parallel__param_gather_overlap=True)),
-    Pattern(name="distributed optimizer", regex=r"--use-distributed-optimizer\b", sets=_const(parallel__zero=ZeroStage.Z1)),
+    Pattern(name="distributed optimizer", regex=r"--use-distributed-optimizer\b",
+            sets=_const(parallel__zero=ZeroStage.Z1)),
     Pattern(name="sequence parallel", regex=r"--sequence-parallel\b", sets=_const(parallel__sequence_parallel=True)),
     Pattern(name="recompute granularity", regex=r"--recompute-granularity[= ]+(full|selective)\b",
             sets=lambda m, n: {"train.recompute": Recompute(m.group(1).lower())}),
@@ -200,14 +214,17 @@ PATTERNS: tuple[Pattern, ...] = (
             regex=r"--account-for-loss-in-pipeline-split\b|account_for_loss_in_pipeline_split[ :=]+true\b",
             sets=_const(parallel__account_for_loss=True)),
     Pattern(name="interleaved microbatch group",
-            regex=r"--microbatch-group-size-per-virtual-pipeline-stage[= ]+(\d+)|microbatch_group_size_per_vp_stage[ :=]+(\d+)",
+            regex=r"--microbatch-group-size-per-virtual-pipeline-stage[= ]+(\d+)|"
+                  r"microbatch_group_size_per_vp_stage[ :=]+(\d+)",
             sets=lambda m, n: {"parallel.microbatch_group": int(m.group(1) or m.group(2))}),
     Pattern(name="DeepSpeed partition method",
-            regex=r"(?:--pp-partition-method|partition_method)[ :=]+['\"]?(?P<method>(?:uniform|parameters|type:[^'\"\s;,]+))",
+            regex=r"(?:--pp-partition-method|partition_method)[ :=]+['\"]?"
+                  r"(?P<method>(?:uniform|parameters|type:[^'\"\s;,]+))",
             # DeepSpeed PipelineModule(partition_method=...); Megatron-DeepSpeed passes --pp-partition-method
             # (bigscience-workshop/bigscience@003b250:train/tr11-176B-ml/tr11-176B-ml.slurm, GPT_ARGS)
             sets=lambda m, n: {"parallel.partition": m.group("method")}),
-    Pattern(name="torch.compile", regex=r"(?<!no )(?<!without )\btorch\.compile\b|--training\.compile\b|\bcompile[ =:]+true\b",
+    Pattern(name="torch.compile", regex=r"(?<!no )(?<!without )\btorch\.compile\b|--training\.compile\b|"
+                                        r"\bcompile[ =:]+true\b",
             # torchtitan compiles each TransformerBlock with fullgraph=True (pytorch/torchtitan@v0.1.0:
             # torchtitan/parallelisms/parallelize_llama.py, apply_compile); Inductor generates one Triton
             # kernel per chain of pointwise ops: the RMSNorm, SiLU * up and the rotary embedding.
@@ -226,14 +243,16 @@ UNMODELLED: tuple[tuple[str, str], ...] = (
 """Statements recognised but not modelled: the row keeps them as ``not modelled`` assumptions."""
 
 UNEXPRESSIBLE: tuple[tuple[str, str], ...] = (
-    (r"\bcpu[-_ ]offload(?:ing)?\b(?![^;]{0,12}\b(?:false|off|no)\b)|offload[-_ ](?:optimizer|params|activations)[ :=]+true",
+    (r"\bcpu[-_ ]offload(?:ing)?\b(?![^;]{0,12}\b(?:false|off|no)\b)|"
+     r"offload[-_ ](?:optimizer|params|activations)[ :=]+true",
      "CPU offloading of parameters, optimizer states or activations"),
 )
 """Statements that change the step in a way the spec language cannot express: the row is skipped."""
 
 _MEMORY = re.compile(
-    r"(?P<what>mem(?:ory)?[-_ ]max[-_ ](?P<kind>allocated|reserved)(?:[-_ ]bytes)?|max[-_ ](?P<kind2>allocated|reserved)"
-    r"(?:[-_ ]memory)?|peak (?P<kind3>allocated|reserved) memory)[^;\d]{0,24}?(?P<num>\d+(?:\.\d+)?)\s*"
+    r"(?P<what>mem(?:ory)?[-_ ]max[-_ ](?P<kind>allocated|reserved)(?:[-_ ]bytes)?|"
+    r"max[-_ ](?P<kind2>allocated|reserved)(?:[-_ ]memory)?|peak (?P<kind3>allocated|reserved) memory)"
+    r"[^;\d]{0,24}?(?P<num>\d+(?:\.\d+)?)\s*"
     r"(?P<unit>GiB|GB|MiB|MB|TiB)(?P<rest>[^;]{0,40})", re.IGNORECASE)
 _UNIT_BYTES = {"gib": 2**30, "gb": 1e9, "mib": 2**20, "mb": 1e6, "tib": 2**40}
 

@@ -19,7 +19,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: frozense
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 

@@ -173,7 +173,8 @@ def specs(draw: st.DrawFn, *, max_world: int = 64, moe: bool | None = None,
         vp = 2
     schedule = Schedule.INTERLEAVED if vp > 1 else draw(st.sampled_from([Schedule.GPIPE, Schedule.ONE_F_ONE_B]))
     return make_spec(model, nodes=nodes, gpus_per_node=gpn, global_batch=m * micro * dp, micro_batch=micro,
-                     recompute=recompute if recompute is not None else draw(st.sampled_from(list(Recompute))), flash=draw(st.booleans()),
+                     recompute=recompute if recompute is not None else draw(st.sampled_from(list(Recompute))),
+                     flash=draw(st.booleans()),
                      tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, dispatcher=dispatcher, vp=vp, schedule=schedule,
                      # Megatron-Core (and llmp.load) refuse MoE with tp > 1 but no sequence parallelism
                      sequence_parallel=tp > 1 and (model.moe is not None or draw(st.booleans())),

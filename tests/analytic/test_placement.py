@@ -76,7 +76,8 @@ LINKS = Links(gpus_per_node=4, intra_bandwidth=240e9, intra_latency=3e-6, inter_
 @settings(max_examples=200)
 @given(st.sampled_from([1, 2, 4]), st.sampled_from([2, 4, 8, 16]), st.floats(1e3, 1e10),
        st.sampled_from(list(CollectiveKind)), st.booleans())
-def test_a_spanning_group_costs_at_least_its_domain_part_and_at_most_a_flat_ring_over_the_nics(r, nodes, size, kind, mesh):
+def test_a_spanning_group_costs_at_least_its_domain_part_and_at_most_a_flat_ring_over_the_nics(
+        r, nodes, size, kind, mesh):
     # Links with NVLink at least as fast and as quick as one NIC rail (true of every catalog node).
     links = dataclasses.replace(LINKS, intra_peer_bandwidth=80e9 if mesh else None)
     n = r * nodes

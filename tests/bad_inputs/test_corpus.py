@@ -145,7 +145,7 @@ def test_bad_input(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str
         status = main(argv)
     except SystemExit as stop:  # argparse: usage errors and --help
         status = stop.code if isinstance(stop.code, int) else 1
-    except Exception as err:  # noqa: BLE001 - the corpus exists to catch exactly this
+    except Exception as err:  # the corpus exists to catch exactly this
         pytest.fail(f"llmp {shlex.join(argv)} raised {type(err).__name__}: {err}")
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err

@@ -18,8 +18,8 @@ def _seed(root: Path) -> Path:
     """A small seed operator folder: linear layers (forward + composite backward) and a layernorm."""
     op = root / "operator"
     op.mkdir(parents=True)
-    rows = [f"{mp}.0,{b}.0,{l}.0,{dim}.0,{100 + i}.0,{210 + 2 * i}.0"
-            for i, (mp, b, l, dim) in enumerate((mp, b, l, dim) for mp in (1, 2) for b in (2, 4) for l in (1024, 2048)
+    rows = [f"{mp}.0,{b}.0,{s}.0,{dim}.0,{100 + i}.0,{210 + 2 * i}.0"
+            for i, (mp, b, s, dim) in enumerate((mp, b, s, dim) for mp in (1, 2) for b in (2, 4) for s in (1024, 2048)
                                                 for dim in (2048, 4096))]
     for name in ("linear3", "linear4"):
         (op / f"{GPU}_{name}_fp16.csv").write_text("mp,b,l,dim,F_dur(us),B_dur(us)\n" + "\n".join(rows) + "\n")

@@ -16,7 +16,7 @@ from llmp.cli import main
 from llmp.residuals import store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "residuals"))
-from residual_helpers import write_samples  # noqa: E402  (the residual tests' synthetic sample files)
+from residual_helpers import write_samples  # the residual tests' synthetic sample files
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TINY_CPU = str(EXAMPLES / "tiny_cpu.llmp")
@@ -141,7 +141,7 @@ BAD_INPUT = [
 def test_bad_flags_and_paths_exit_with_a_message(workflow, tmp_path, capsys, argv, code, needle):
     names = {"a100": workflow / "a100", "cpu": workflow / "cpu", "base": workflow / "base", "tmp": tmp_path}
     argv = [a.format(**names) for a in argv]
-    if argv[0] == "score" and len(argv) == 1 or code == 2:
+    if (argv[0] == "score" and len(argv) == 1) or code == 2:
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == code

@@ -96,7 +96,7 @@ def test_one_family_shares_one_error_across_every_layer():
     q = {f: 0.5 for f in Family}
     widths = []
     for layers in (2, 16):
-        p, b = zero_shot(make_spec(llama(layers=layers, hidden=1024, heads=8, kv_heads=8, ffn=4096, vocab=256,
+        _, b = zero_shot(make_spec(llama(layers=layers, hidden=1024, heads=8, kv_heads=8, ffn=4096, vocab=256,
                                          seq_len=1024), gpus_per_node=1, global_batch=4), Widths(q))
         widths.append(math.log(b.high / b.low))
     assert widths[0] == pytest.approx(widths[1], rel=0.1)

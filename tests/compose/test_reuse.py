@@ -35,7 +35,8 @@ def test_a_warm_prediction_is_the_cold_one(residuals):
 @pytest.mark.parametrize("overrides", [["parallel.tp=8", "parallel.dp=1"], ["parallel.pp=8", "parallel.dp=1"],
                                        ["parallel.cp=1", "parallel.dp=4"], ["train.micro_batch=2"],
                                        ["model.layers=60"], ["train.recompute=full"],
-                                       ["parallel.vp=1", "parallel.schedule=1f1b"], ["cluster.nodes=16", "parallel.dp=4"]])
+                                       ["parallel.vp=1", "parallel.schedule=1f1b"],
+                                       ["cluster.nodes=16", "parallel.dp=4"]])
 def test_a_structural_change_is_not_served_from_the_cache(overrides):
     base = load(SPEC)
     predict(base)

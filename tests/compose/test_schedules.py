@@ -78,7 +78,7 @@ def test_every_entry_runs_each_task_once_on_its_rank_in_dependency_order(schedul
             assert tl.start[i] >= tl.end[d] - 1e-12
     for r in range(pp):
         spans = sorted((tl.start[i], tl.end[i]) for i in range(len(p.rank)) if p.rank[i] == r)
-        assert all(a[1] <= b_[0] + 1e-12 for a, b_ in zip(spans, spans[1:]))
+        assert all(a[1] <= b_[0] + 1e-12 for a, b_ in itertools.pairwise(spans))
 
 
 @settings(max_examples=60)

@@ -31,8 +31,8 @@ def test_every_gpu_and_link_resolves_alone():
     gpus = catalog.gpus()
     assert sorted(gpus) == IDS["gpu"] and all(gpus[i].id == i and gpus[i].peak_flops for i in gpus)
     for link_id in IDS["link"]:
-        spec = llmp.dsl.loads(f'use "dgx_h100"\nuse "links"\n{MODEL}cluster c {{ node = dgx_h100  inter = {link_id} }}\n'
-                              f"{TRAIN}")
+        spec = llmp.dsl.loads(f'use "dgx_h100"\nuse "links"\n{MODEL}'
+                              f"cluster c {{ node = dgx_h100  inter = {link_id} }}\n{TRAIN}")
         assert catalog.link(link_id) == spec.cluster.inter
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_resolve import debug, error
 
 from llmp.analytic.structure import structure_of
+from llmp.dsl.symbols import symbol_for
 from llmp.dsl.values import divides
 from llmp.errors import InfeasibleError
-from llmp.dsl.symbols import symbol_for
-
-from test_resolve import debug, error
 
 H = symbol_for("model.hidden")
 

@@ -92,7 +92,8 @@ def test_written_fields_override_and_the_rest_is_inherited(h100: Device) -> None
 
 def test_a_written_sub_block_replaces_the_bases_whole(h100: Device) -> None:
     derived = device("gpu h100_96 from h100_sxm5_80gb { flops { bf16 = 900 TFLOP/s  fp16 = bf16  fp8 = 2 * bf16 } }")
-    assert derived.peak_flops == {Dtype.BF16: 900e12, Dtype.FP16: 900e12, Dtype.FP8: 1800e12}  # no fp64/fp32/tf32 mixed in
+    # No fp64/fp32/tf32 mixed in.
+    assert derived.peak_flops == {Dtype.BF16: 900e12, Dtype.FP16: 900e12, Dtype.FP8: 1800e12}
     assert derived.achievable == h100.achievable  # the sub-blocks it does not write stay the base's
 
 
@@ -207,7 +208,8 @@ def test_an_override_with_the_wrong_unit_is_reported_where_it_is_written(field: 
 
 
 def test_an_override_that_breaks_a_check_is_still_caught() -> None:
-    err = error("gpu h100_96 from h100_sxm5_80gb { flops { bf16 = 900 TFLOP/s } }")  # inherited achievable.fp16/fp8 orphaned
+    # The inherited achievable.fp16/fp8 are orphaned.
+    err = error("gpu h100_96 from h100_sxm5_80gb { flops { bf16 = 900 TFLOP/s } }")
     assert err.label == "no peak" and "has no fp" in err.message
 
 

@@ -6,12 +6,11 @@ import argparse
 from pathlib import Path
 
 import pytest
+from test_resolve import DEBUG_PATH, debug
 
 from llmp.dsl import add_set_argument, load, load_args
 from llmp.dsl.spec import Precision, Sweep
 from llmp.errors import LlmpSyntaxError, SpecError
-
-from test_resolve import DEBUG_PATH, debug
 
 
 def test_overrides_replace_fields() -> None:

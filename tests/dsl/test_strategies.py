@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import devices, model_specs, parallel_layouts, specs
 
 from llmp.dsl.checks import check
 from llmp.dsl.spec import Arch, ModelSpec, ParallelSpec, Schedule, Spec
 from llmp.hardware.spec import Device, Dtype
-
-from strategies import devices, model_specs, parallel_layouts, specs
 
 
 @given(specs())

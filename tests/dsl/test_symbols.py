@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from llmp.dsl import schema
-from llmp.dsl.spec import ModelSpec, MlaSpec, MoeSpec, ParallelSpec, TrainSpec
+from llmp.dsl.spec import MlaSpec, ModelSpec, MoeSpec, ParallelSpec, TrainSpec
 from llmp.dsl.symbols import path_for, registry, symbol_for, symbol_name, symbols
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Link

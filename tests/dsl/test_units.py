@@ -10,9 +10,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmp.errors import InputError
-from llmp.units import (BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, UNITS,
-                        Dimension, format_bytes, format_count, format_flops, format_quantity,
-                        format_rate, format_time, parse_quantity, unit)
+from llmp.units import (
+    BANDWIDTH,
+    COMPUTE,
+    COUNT,
+    FREQUENCY,
+    POWER,
+    SIZE,
+    TIME,
+    UNITS,
+    Dimension,
+    format_bytes,
+    format_count,
+    format_flops,
+    format_quantity,
+    format_rate,
+    format_time,
+    parse_quantity,
+    unit,
+)
 
 
 @pytest.mark.parametrize("symbol,factor,dim", [

@@ -20,7 +20,8 @@ node probe {{ gpu = {gpu}  gpus_per_node = 1  intra = link {{ bandwidth = 1 GB/s
 cluster c {{ node = probe }}
 train {{ precision = fp32  global_batch = 4 }}
 """
-PUBLISHED = Path(os.environ.get("LLMP_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "published"
+PUBLISHED = Path(os.environ.get("LLMP_SHARED_DATA",
+                                Path(__file__).resolve().parents[3] / "shared" / "data")) / "published"
 
 
 def resolve_gpu(name: str) -> Device:

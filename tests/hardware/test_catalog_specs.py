@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 import llmp.dsl
+from llmp.dsl.catalog import gpus as catalog_devices
 from llmp.dsl.spec import Spec
 from llmp.hardware import catalog
-from llmp.dsl.catalog import gpus as catalog_devices
 from llmp.hardware.spec import Device, Dtype, Link
 
 GiB = 2**30

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmp.hardware import published
 from llmp.dsl.catalog import gpus as catalog_devices
+from llmp.hardware import published
 from llmp.hardware.published import Ceilings, derive
 from llmp.hardware.spec import Dtype
 

@@ -68,7 +68,8 @@ def test_k_samples_correct_a_shifted_device(base, other, tmp_path):
     test = synthetic(other, FAMILIES, 30, seed=2, shift=0.5)
     before = _mape(base, test, other)
     result = adapt.adapt(base, pool, 5)
-    assert set(result.adjustments) == {("norm", "", "fwd", "fp32"), ("norm", "", "bwd", "fp32"), ("copy", "", "fwd", "fp32")}
+    assert set(result.adjustments) == {("norm", "", "fwd", "fp32"), ("norm", "", "bwd", "fp32"),
+                                       ("copy", "", "fwd", "fp32")}
     assert all(a.n == 5 and 0.2 < a.offset < 0.8 for a in result.adjustments.values())
     assert len(result.chosen) + len(result.unused) == len(pool)
     assert result.strata[("copy", "", "fwd", "fp32")] == (5, 40)

@@ -82,4 +82,5 @@ def test_residual_baseline_is_the_calibrated_roofline_predict_uses():
     gemm = K.Kernel.make(K.Family.GEMM, D.BF16, m=8192, n=8192, k=8192, batch=1)
     cost, seconds = F.roofline_seconds(gemm, gpu)
     assert gpu.achievable is not None and float(gpu.achievable.rates[D.BF16]) < float(gpu.peak_flops[D.BF16])
-    assert seconds == pytest.approx(float(cost.flops) / float(gpu.achievable.rates[D.BF16]) + float(gpu.launch_overhead))
+    assert seconds == pytest.approx(float(cost.flops) / float(gpu.achievable.rates[D.BF16])
+                                    + float(gpu.launch_overhead))

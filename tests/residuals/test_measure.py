@@ -64,10 +64,10 @@ def test_config_round_trips_through_json(llama_spec):
 
 
 def test_specs_the_reference_cannot_run_are_refused(gpt_spec):
-    with pytest.raises(SpecError, match="parallel.dp = 1 but --nproc 2"):
+    with pytest.raises(SpecError, match=r"parallel\.dp = 1 but --nproc 2"):
         measure.config_from_spec(gpt_spec, nproc=2)
     tp = dataclasses.replace(gpt_spec, parallel=dataclasses.replace(gpt_spec.parallel, tp=2))
-    with pytest.raises(SpecError, match="parallel.tp = 2"):
+    with pytest.raises(SpecError, match=r"parallel\.tp = 2"):
         measure.config_from_spec(tp)
     windowed = dataclasses.replace(gpt_spec, model=dataclasses.replace(gpt_spec.model, window=16))
     with pytest.raises(SpecError, match="does not run mla, window or mtp_layers"):

@@ -49,12 +49,11 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     """
     families = ("copy", "elementwise", "norm")
     per_family = 20
-    code = ("import sys; from pathlib import Path; sys.path.insert(0, 'tests/residuals'); from tiny_ranges import TINY; "
-            "import llmp.residuals.sampling as sampling, llmp.residuals.measure_core, llmp.residuals.collectives, "
-            "llmp.commands.sample, llmp.cli; "
-            f"heavy = [m for m in {HEAVY!r} if m in sys.modules]; assert not heavy, heavy; "
-            f"sampling.run(sampling.SampleConfig(out=Path({str(tmp_path)!r}), families={families!r}, "
-            f"ranges=TINY, per_family={per_family}, target_s=0.02, progress=False))")
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, 'tests/residuals'); from tiny_ranges import "
+            "TINY; import llmp.residuals.sampling as sampling, llmp.residuals.measure_core, "
+            f"llmp.residuals.collectives, llmp.commands.sample, llmp.cli; heavy = [m for m in {HEAVY!r} if m in "
+            f"sys.modules]; assert not heavy, heavy; sampling.run(sampling.SampleConfig(out=Path({str(tmp_path)!r}), "
+            f"families={families!r}, ranges=TINY, per_family={per_family}, target_s=0.02, progress=False))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
     deadline = time.monotonic() + 60
     while len(_rows(tmp_path, families)) < 8 and time.monotonic() < deadline and proc.poll() is None:

@@ -116,7 +116,8 @@ MANIFEST_DAMAGE = [
     ("domain", _set(("groups", 0, "domain", "log_flops"), [5.0]), "domain.log_flops"),
     ("domain order", _set(("groups", 0, "domain", "log_flops"), [5.0, 1.0]), "domain.log_flops"),
     ("duplicate group", lambda m: m["groups"].append(dict(m["groups"][0])), "appears twice"),
-    ("adjustment", _set(("adjustments",), [{"family": "gemm", "variant": "", "pass": "fwd", "dtype": "bf16", "offset": 0.1,
+    ("adjustment", _set(("adjustments",), [{"family": "gemm", "variant": "", "pass": "fwd", "dtype": "bf16",
+                                            "offset": 0.1,
                                             "slope": 0.0, "feature": "log_nothing", "center": 0.0, "n": 3,
                                             "q": None}]), "log_nothing"),
     ("adjustment field", _set(("adjustments",), [{"family": "gemm"}]), "variant is missing"),
@@ -151,17 +152,17 @@ def test_garbled_manifest_text_is_refused(fitted, tmp_path, text, match):
 def test_a_manifest_that_is_not_text_is_refused(fitted, tmp_path):
     path = _copy(fitted[1], tmp_path)
     (path / "manifest.json").write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(ResidualSchemaError, match="manifest.json"):
+    with pytest.raises(ResidualSchemaError, match=r"manifest\.json"):
         store.load(path)
 
 
 def test_missing_files_are_refused(fitted, tmp_path):
     path = _copy(fitted[1], tmp_path)
     (path / "groups" / "0.ubj").unlink()
-    with pytest.raises(ResidualSchemaError, match="group file groups/0.ubj is missing"):
+    with pytest.raises(ResidualSchemaError, match=r"group file groups/0\.ubj is missing"):
         store.load(path)
     (path / "manifest.json").unlink()
-    with pytest.raises(ResidualSchemaError, match="manifest.json is missing"):
+    with pytest.raises(ResidualSchemaError, match=r"manifest\.json is missing"):
         store.load(path)
     with pytest.raises(ResidualSchemaError, match="no such directory"):
         store.load(tmp_path / "nowhere")

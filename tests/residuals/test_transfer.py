@@ -48,11 +48,12 @@ def test_what_every_gpu_agrees_on_transfers_to_a_gpu_never_measured(devices):
 def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
     # Each GPU's factors are shifted so their operator medians disagree in sign: nothing transfers.
     shifts = {"a100_sxm4_80gb": -2.5, "h100_sxm5_80gb": 1.5, "b200": -1.8, "mi300x": 0.0}
-    data = {g: _shifted(synthetic(d, ("elementwise",), 40, seed=i), shifts[g]) for i, (g, d) in enumerate(devices.items())}
+    data = {g: _shifted(synthetic(d, ("elementwise",), 40, seed=i), shifts[g])
+            for i, (g, d) in enumerate(devices.items())}
     model = CrossGpuModel().fit([o for g in GPUS[:3] for o in data[g]])
     fit = model.families_["elementwise/fp32"]
     assert fit.candidate.kind == "roofline"
-    for g, held in fit.logo.items():
+    for held in fit.logo.values():
         assert held["mape"] == pytest.approx(held["roofline_mape"])
     pred = model.predict([o.item for o in data["mi300x"]], devices["mi300x"])
     assert np.all(pred.log_factor == 0) and np.all(pred.has_model)
@@ -125,7 +126,7 @@ def test_collectives_transfer_across_machines_by_tier(devices):
         for _ in range(30):
             c = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=int(2 ** rng.uniform(16, 30)), group=8,
                            ranks_per_node=8, tier=Tier.INTRA)
-            row, base = features.collective_row(c, links)
+            _, base = features.collective_row(c, links)
             obs.append(Observation(item=c, device=devices[g], seconds=base * math.exp(0.4 + rng.normal(0, 0.02)),
                                    links=links))
     model = CrossGpuModel().fit([o for o in obs if o.device.id != "mi300x"])
@@ -143,7 +144,8 @@ def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devic
     from llmp.residuals import store
     from llmp.residuals.model import ResidualModel
 
-    data = [o for i, (g, d) in enumerate(devices.items()) for o in synthetic(d, ("norm", "gemm", "elementwise"), 30, seed=i)]
+    data = [o for i, (g, d) in enumerate(devices.items())
+            for o in synthetic(d, ("norm", "gemm", "elementwise"), 30, seed=i)]
     root = tmp_path / "defaults"
     store.save_cross_gpu(CrossGpuModel().fit(data), root / store.CROSS_GPU, devices=list(devices.values()))
     cross = store.load(root / store.CROSS_GPU)
@@ -153,7 +155,8 @@ def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devic
                                                                           and o.item.family.value == "gemm"])
     store.save(own, root / h100.id, devices=[h100])
     spec = dsl.loads('use "dgx_h100"\ncluster c { node = dgx_h100  nodes = 1 }\n'
-                     "model m { arch = llama  layers = 2  hidden = 1024  heads = 8  ffn_hidden = 2816  vocab = 32000  seq_len = 1024 }\n"
+                     "model m { arch = llama  layers = 2  hidden = 1024  heads = 8  ffn_hidden = 2816  vocab = 32000  "
+                     "seq_len = 1024 }\n"
                      "train { precision = fp32  global_batch = 8 }\n")
     choice = store.default_for(h100, root=root)
     assert isinstance(choice.residuals, store.Layered) and "families it has no model of" in choice.note

@@ -59,7 +59,8 @@ def test_finds_the_known_best_of_the_grid(tiny):
 
 def test_counts_add_up_and_out_of_memory_matches_predict(tiny):
     assert tiny.feasible + sum(tiny.infeasible.values()) == tiny.size
-    oom = sum(predict(dsl.load(SWEEP, [f"train.micro_batch={mb}", f"parallel.tp={tp}", f"train.recompute={rc}"])).memory.oom
+    oom = sum(predict(dsl.load(SWEEP, [f"train.micro_batch={mb}", f"parallel.tp={tp}",
+                                       f"train.recompute={rc}"])).memory.oom
               for mb in (1, 2, 4) for tp in (1, 2, 4, 8) for rc in ("none", "full"))
     assert tiny.infeasible == {"out of memory: more than 80 GiB per GPU": oom}
 
@@ -116,7 +117,8 @@ def _assert_front(result):
 
 def test_objectives_order_the_same_points_their_own_way(tiny):
     by_tokens = search(SWEEP, vary=["train.recompute=none,full"], objective=Objective.TOKENS_PER_S, top=None)
-    assert [c.tokens_per_s for c in by_tokens.ranked] == sorted((c.tokens_per_s for c in by_tokens.ranked), reverse=True)
+    assert [c.tokens_per_s for c in by_tokens.ranked] == sorted((c.tokens_per_s for c in by_tokens.ranked),
+                                                                reverse=True)
     by_cost = search(SWEEP, vary=["train.recompute=none,full"], objective="cost", gpu_hour_price=2.0, top=3)
     c = by_cost.ranked[0]
     assert c.cost == pytest.approx(c.gpus * 1e9 / c.tokens_per_s / 3600 * 2.0, rel=1e-12)

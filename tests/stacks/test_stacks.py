@@ -120,7 +120,8 @@ def test_gpt_neox_runs_eager_rmsnorm_rope_and_cross_entropy_megatron_core_fused(
     head = {op.name: op.work for op in decompose(neox) if op.scope is Scope.LAST and isinstance(op.work, Kernel)}
     assert head["head.cross_entropy"].variant == Fusion.UNFUSED
     # GPT-NeoX: unfused attention with masked_fill; a bias-add kernel of its own
-    assert {"layer.attn.scores", "layer.attn.mask", "layer.attn.context", "layer.attn.bias", "layer.mlp.fc1.bias"} <= set(kn)
+    assert {"layer.attn.scores", "layer.attn.mask", "layer.attn.context", "layer.attn.bias",
+            "layer.mlp.fc1.bias"} <= set(kn)
     assert "layer.attn.core" in kc and "layer.attn.bias" not in kc
 
 
@@ -170,8 +171,10 @@ def test_parallel_residual_reduces_once_and_counts_its_norms() -> None:
                 and op.axis is not None and op.axis.value == "tp"]
 
     assert len(fwd_tp(seq)) == 2 and fwd_tp(par) == ["layer.mlp.tp_all_reduce"]
-    norms = lambda g: [op.name for op in g if op.scope is Scope.LAYER and op.part is Part.FORWARD
-                       and isinstance(op.work, Kernel) and op.work.family is Family.NORM]
+    def norms(graph):
+        return [op.name for op in graph if op.scope is Scope.LAYER and op.part is Part.FORWARD
+                and isinstance(op.work, Kernel) and op.work.family is Family.NORM]
+
     assert len(norms(par)) == 2 and len(norms(shared)) == 1
     m_par, m_shared = spec_of(model="parallel_residual = true").model, spec_of(
         model="parallel_residual = true   shared_norm = true").model
@@ -247,7 +250,8 @@ BEFORE = {"gpt3_175b_dgx_a100": 55.204149628264496, "llama3_70b_dgx_h100": 12.88
 
 @pytest.mark.parametrize("name", sorted(BEFORE))
 def test_examples_without_a_stack_keep_their_numbers(name: str) -> None:
-    assert predict(load(ROOT / "examples" / f"{name}.llmp"), residuals=None).step_time_s == pytest.approx(BEFORE[name], rel=1e-12)
+    step = predict(load(ROOT / "examples" / f"{name}.llmp"), residuals=None).step_time_s
+    assert step == pytest.approx(BEFORE[name], rel=1e-12)
 
 
 STACK_ONLY = ("grad_accumulate", "step.zero_grad", "step.grad_norm", "step.inf_check", "step.unscale_check",

@@ -333,9 +333,11 @@ MEGATRON_BRIDGE = _synthetic(P.NEMO_LLAMA2_70B, source="megatron-bridge-perf-sum
 
 @pytest.mark.parametrize("snippet, stack", [
     (P.MPT_70B_H100, Stack.COMPOSER), (P.SC21_1P7B, Stack.MEGATRON_LM), (P.README2020_8B_1024, Stack.MEGATRON_LM),
-    (P.NEMO_LLAMA2_70B, Stack.NEMO), (P.AUTOMODEL_LLAMA3_70B, Stack.NEMO_AUTOMODEL), (P.MISC_MTNLG, Stack.MEGATRON_DEEPSPEED),
+    (P.NEMO_LLAMA2_70B, Stack.NEMO), (P.AUTOMODEL_LLAMA3_70B, Stack.NEMO_AUTOMODEL),
+    (P.MISC_MTNLG, Stack.MEGATRON_DEEPSPEED),
     (P.FUNCTIONAL_7B_H100, Stack.MEGATRON_CORE), (P.TORCHTITAN_8B, Stack.TORCHTITAN), (DGX_CLOUD, Stack.NEMO),
-    (MEGATRON_BRIDGE, Stack.NEMO), (_synthetic(P.README2020_8B_1024, source="megatron-lm-examples-llama", source_ref="examples"),
+    (MEGATRON_BRIDGE, Stack.NEMO), (_synthetic(P.README2020_8B_1024, source="megatron-lm-examples-llama",
+                                               source_ref="examples"),
      Stack.MEGATRON_CORE),
     (_synthetic(P.README2020_8B_1024, source="some-lab-blog", source_ref="a blog post"), Stack.GENERIC),
     (_synthetic(P.README2020_8B_1024, source="some-lab-blog", source_ref="a blog post",

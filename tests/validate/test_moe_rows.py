@@ -86,7 +86,8 @@ def test_a_truncated_note_leaves_the_models_own_router(map_snippet):
 
 def test_a_clashing_dense_width_is_a_skip(map_snippet):
     result = map_snippet(P.edit(P.AUTOMODEL_DEEPSEEK, "ffn_hidden", "16384"))
-    assert not isinstance(result, Mapped) and "ffn_hidden 16384 differs from the DeepSeek-V3 config's 18432" in result.detail
+    assert not isinstance(result, Mapped)
+    assert "ffn_hidden 16384 differs from the DeepSeek-V3 config's 18432" in result.detail
 
 
 @pytest.mark.parametrize("name, family", [

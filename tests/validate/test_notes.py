@@ -46,7 +46,8 @@ CASES = [
     ("torch.compile per TransformerBlock; Float8 training of nn.Linear",
      {"train.fused_norm": True, "train.fused_bias_act": True, "train.fused_rope": True}),
     ("eager mode; no torch.compile", {}),
-    ("flags: --decoder-first-pipeline-num-layers=2 --decoder-last-pipeline-num-layers=2 --untie-embeddings-and-output-weights",
+    ("flags: --decoder-first-pipeline-num-layers=2 --decoder-last-pipeline-num-layers=2 "
+     "--untie-embeddings-and-output-weights",
      {"parallel.first_stage_layers": 2, "parallel.last_stage_layers": 2, "model.tied_embeddings": False}),
     ("flags: --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
      {"parallel.account_for_embedding": True, "parallel.account_for_loss": True}),

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from llmp.errors import InputError
-from llmp.validate.rows import COLUMNS, group_measurements, read_csv, read_csvs
+from llmp.validate.rows import COLUMNS, Row, group_measurements, read_csv, read_csvs
 from tests.validate import published_rows as P
 
 
@@ -114,9 +114,7 @@ def test_non_utf8_file(tmp_path):
 
 
 # -- the FP8 scaling recipe of an fp8 row --------------------------------------------------------
-def _fp8_row(precision: str, notes: str = "") -> "Row":
-    from llmp.validate.rows import COLUMNS, Row
-
+def _fp8_row(precision: str, notes: str = "") -> Row:
     values = {c: "" for c in COLUMNS}
     values.update(precision=precision, dtype="fp8", notes=notes)
     return Row(file="t.csv", line=2, values=values)

@@ -19,8 +19,17 @@ from pathlib import Path
 import numpy as np
 
 from llmp.analytic.collectives import bus_factor
-from llmp.analytic.kernels import (Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass,
-                                   SoftmaxKind, Tier)
+from llmp.analytic.kernels import (
+    Collective,
+    CollectiveKind,
+    Elementwise,
+    Family,
+    Fusion,
+    Kernel,
+    Pass,
+    SoftmaxKind,
+    Tier,
+)
 from llmp.errors import InputError
 from llmp.hardware.spec import Device, Dtype
 from llmp.residuals.importers import common

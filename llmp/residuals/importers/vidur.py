@@ -280,8 +280,9 @@ def collect(files: list[Path], *, device_id: str, node_id: str | None) -> Collec
                           "runs (collectives/collectives_wrapper.py)"),
         "assumptions": ["Vidur 'a100' = A100 SXM4 80GB, 'h100' = H100 SXM5 80GB: the profiles do not name the part "
                         "(Vidur's profiling README: 'A100 DGX with 8 80GB A100s', 'H100 DGX with 8 H100s')",
-                        "compute timing: Vidur's default --profile_method record_function (vidur/profiling/mlp/main.py); "
-                        "the CSVs do not record the method (the shared README guesses CUDA events)",
+                        "compute timing: Vidur's default --profile_method record_function "
+                        "(vidur/profiling/mlp/main.py); the CSVs do not record the method (the shared README guesses "
+                        "CUDA events)",
                         "inference-side forward profiles: no backward rows"],
     }
     return Collected(fmt="vidur", device_id=device_id, node_id=nodes[0] if nodes else node_id, meta=meta,
