@@ -382,7 +382,7 @@ def _core(blk: Block, kind: LayerKind) -> str:
     probabilities, ``bmm`` with V.
     """
     ctx = blk.ctx
-    m, p, t = ctx.spec.model, ctx.spec.parallel, ctx.spec.train
+    m, t = ctx.spec.model, ctx.spec.train
     heads, seq_q = _core_shape(ctx)
     batch = t.micro_batch
     if t.attention.fused:
@@ -480,7 +480,7 @@ def _attention(blk: Block, kind: LayerKind, *, reduce: bool = True) -> list[str]
     the core's ops (what ``recompute = selective`` recomputes). ``reduce = false``: a
     parallel-residual branch, whose proj output is summed with the MLP's before one TP reduction."""
     ctx = blk.ctx
-    m, p = ctx.spec.model, ctx.spec.parallel
+    m = ctx.spec.model
     norm(blk, "attn.norm")
     if m.mla is None:
         _qkv(blk)
