@@ -54,9 +54,9 @@ def _curve(args: argparse.Namespace) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plot:
-        from llmp.planning.plot import _pyplot
+        from llmp.plotting import pyplot
 
-        _pyplot()  # fail before the search when matplotlib is missing
+        pyplot()  # fail before the search when matplotlib is missing
     result = plan(args.spec, tokens=args.tokens, gpus=args.gpus, deadline=args.deadline,
                   price_per_gpu_hour=args.price_per_gpu_hour, sets=args.set, power_model=args.power,
                   idle_fraction=args.idle_fraction, max_gpus=args.max_gpus, curve=_curve(args))

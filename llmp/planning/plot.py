@@ -5,27 +5,15 @@ matplotlib is the ``[plot]`` extra; without it the command says so instead of fa
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from llmp.errors import InputError
 from llmp.planning.report import DAY, Plan
-
-
-def _pyplot() -> Any:
-    try:
-        matplotlib = importlib.import_module("matplotlib")
-    except ModuleNotFoundError:
-        raise InputError("--plot needs matplotlib, which is not installed",
-                         hint="pip install 'llmp[plot]' (or pip install matplotlib)") from None
-    matplotlib.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
+from llmp.plotting import pyplot
 
 
 def plot(result: Plan, out: str) -> None:
     """Write the figure to ``out``: one point per evaluated GPU count (its best layout), the
     chosen count marked, the deadline drawn when there is one."""
-    plt = _pyplot()
+    plt = pyplot()
     points = sorted(result.scanned, key=lambda e: e.gpus)
     gpus = [e.gpus for e in points]
     walls = [e.wall_s(result.tokens) for e in points]

@@ -5,28 +5,16 @@ matplotlib is the ``[plot]`` extra; without it the command says so instead of fa
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from llmp.errors import InputError
+from llmp.plotting import pyplot
 from llmp.sensitivity.analysis import Operating, curve
 from llmp.sensitivity.report import Sensitivity
-
-
-def _pyplot() -> Any:
-    try:
-        matplotlib = importlib.import_module("matplotlib")
-    except ModuleNotFoundError:
-        raise InputError("--plot needs matplotlib, which is not installed",
-                         hint="pip install 'llmp[plot]' (or pip install matplotlib)") from None
-    matplotlib.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
 
 
 def plot(result: Sensitivity, op: Operating, out: str, *, top: int = 10, curves: int = 4, factor: float = 4.0) -> None:
     """Write the figure to ``out``: elasticities of the ``top`` fields, and ``T(x)`` over
     ``x / factor .. x * factor`` for the ``curves`` largest (closed form, counts relaxed to reals)."""
-    plt = _pyplot()
+    plt = pyplot()
     fields = [f for f in result.fields if f.derivative != 0.0][:top]
     shown = fields[:curves]
     fig = plt.figure(figsize=(13, 6), layout="constrained")

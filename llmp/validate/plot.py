@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llmp.errors import InputError
+from llmp.plotting import pyplot
 from llmp.validate.score import Report
 
 
@@ -14,14 +15,7 @@ def plot(report: Report, path: str | Path, *, title: str = "llmp validate: step 
     The y = x line marks a perfect prediction and the shaded band ±10 %; points above the line
     are rows llmp predicts too slow.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot needs matplotlib, which is not installed", label="missing extra",
-                         hint="pip install 'llmp[plot]'") from None
+    plt = pyplot()
     if not report.rows:
         raise InputError("nothing to plot: no row was predicted", label="empty plot",
                          hint="see the skipped rows in the report for why")
