@@ -155,7 +155,8 @@ def test_memory_grows_by_the_documented_weight_copies(path, precision, scaling, 
     low = llmp.predict(spec, residuals=None).memory
     ctx = Context.of(spec, structure_of(spec))
     assert ctx.recipe is not None and ctx.recipe.weight_copy_bytes() == pytest.approx(per_weight)
-    elements, modules = lowp_weights(ctx, structure_of(spec).kinds[0])
+    lowp = lowp_weights(ctx, structure_of(spec).kinds[0])
+    elements, modules = lowp.total, lowp.modules
     layers = spec.model.layers / (spec.parallel.pp * spec.parallel.vp) * spec.parallel.vp  # per rank, even split
     history = 4 * AMAX_HISTORY * AMAX_TENSORS * modules * layers if scaling == "delayed" else 0
     assert low.weights - bf16.weights == pytest.approx(layers * elements * per_weight + history)
