@@ -692,7 +692,8 @@ def zero3(blk: Block, params: Any | shard.LocalParams, name: str) -> tuple[list[
         return [], []
     local = params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
     overlap = Overlap.PREFETCH if blk.scope is Scope.LAYER else Overlap.NONE
-    gathers, scatters = [], []
+    gathers: list[Op] = []
+    scatters: list[Op] = []
     parts = [("", local.dense, "dp")]
     if not (isinstance(local.expert, int) and local.expert == 0):
         parts.append(("expert_", local.expert, "expert_dp"))
@@ -880,7 +881,7 @@ def op_sac_matmuls(ctx: Context, kind: LayerKind | None = None, fwd: list[Op] | 
 def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
     """The recompute of torchtitan's op-level SAC (see :func:`recomputed_forward`)."""
     saved_core = ctx.spec.train.attention.fused  # the SDPA kernels are in the save list; bmm/softmax are not
-    matmuls = {}
+    matmuls: dict[str, list[Matmul]] = {}
     for mm in op_sac_matmuls(ctx, fwd=fwd, core=core):
         matmuls.setdefault(mm.op, []).append(mm)
     redo: list[Op] = []

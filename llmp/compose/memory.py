@@ -280,17 +280,17 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     per_kind = chunk_kind_layers(spec, st)
     kept_working = [_kept(ctx, kind) for kind in st.kinds]
     working = vmax(*(w for _, w in kept_working)) if len(kept_working) > 1 else kept_working[0][1]
-    chunk_bytes = tuple(sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind)
+    chunk_bytes = [sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind]
     mtp = st.mtp_layers
     if st.mtp_kind is not None:
         mtp_kept, mtp_working = _kept(ctx, st.mtp_kind)
         working = vmax(working, mtp_working)
+    held: tuple[Any, ...] | None
     if p.splits_w:
         # B and W apart: a pass frees its activations in two steps (see the module docstring);
         # the prediction modules run in the last chunk's passes.
         apart = [weight_grad_bytes(ctx, kind) for kind in st.kinds]
         waiting = [sum(n * a for n, a in zip(counts, apart)) for counts in per_kind]
-        chunk_bytes = list(chunk_bytes)
         if st.mtp_kind is not None:
             chunk_bytes[-1] += mtp * mtp_kept
             waiting[-1] += mtp * weight_grad_bytes(ctx, st.mtp_kind)
