@@ -44,7 +44,7 @@ def _is_one(x: Any) -> bool:
 def uniform(m: ModelSpec) -> LayerKind | None:
     """The kind of every layer when all layers are alike (decidable with symbolic sizes), else None."""
     moe = m.moe is not None
-    if moe and not (_is_zero(m.moe.first_dense_layers) and _is_one(m.moe.every)):
+    if m.moe is not None and not (_is_zero(m.moe.first_dense_layers) and _is_one(m.moe.every)):
         return None
     windowed = not _is_zero(m.window)
     if windowed and not _is_zero(m.full_attention_every):

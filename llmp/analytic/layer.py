@@ -692,7 +692,8 @@ def zero3(blk: Block, params: Any | shard.LocalParams, name: str) -> tuple[list[
         return [], []
     local = params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
     overlap = Overlap.PREFETCH if blk.scope is Scope.LAYER else Overlap.NONE
-    gathers, scatters = [], []
+    gathers: list[Op] = []
+    scatters: list[Op] = []
     parts = [("", local.dense, "dp")]
     if not (isinstance(local.expert, int) and local.expert == 0):
         parts.append(("expert_", local.expert, "expert_dp"))
@@ -880,7 +881,7 @@ def op_sac_matmuls(ctx: Context, kind: LayerKind | None = None, fwd: list[Op] | 
 def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
     """The recompute of torchtitan's op-level SAC (see :func:`recomputed_forward`)."""
     saved_core = ctx.spec.train.attention.fused  # the SDPA kernels are in the save list; bmm/softmax are not
-    matmuls = {}
+    matmuls: dict[str, list[Matmul]] = {}
     for mm in op_sac_matmuls(ctx, fwd=fwd, core=core):
         matmuls.setdefault(mm.op, []).append(mm)
     redo: list[Op] = []
@@ -911,17 +912,40 @@ def _op_sac(ctx: Context, fwd: list[Op], core: list[str]) -> list[Op]:
     return _recomputed(redo)
 
 
-def lowp_weights(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:
-    """(weight elements, linear modules) one layer of ``kind`` quantises for its low-precision
-    GEMMs, read off the layer's own weight-quantisation ops (so memory counts exactly the GEMMs
-    the graph runs in low precision); (0, 0) without a recipe."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LowpWeights:
+    """The weights one layer quantises for its low-precision GEMMs."""
+
+    dense: Any
+    """Elements replicated over dp x cp (attention, dense and shared-expert MLPs)."""
+    expert: Any
+    """Routed-expert elements, replicated over the expert-data-parallel group."""
+    modules: Any
+    """Linear modules (one amax history each under delayed scaling)."""
+
+    @property
+    def total(self) -> Any:
+        return self.dense + self.expert
+
+
+def lowp_weights(ctx: Context, kind: LayerKind) -> LowpWeights:
+    """The weights one layer of ``kind`` quantises for its low-precision GEMMs, read off the
+    layer's own weight-quantisation ops (so memory and the parameter all-gather count exactly the
+    GEMMs the graph runs in low precision); zero without a recipe."""
     if ctx.recipe is None:
-        return 0, 0
+        return LowpWeights(dense=0, expert=0, modules=0)
     blk = Block(ctx, Scope.LAYER, "layer")
     _layer_body(ctx, kind, blk)
-    casts = [op.work for op in blk.fwd if ".quantize_weight." in op.name and op.name.endswith(".cast")]
-    elements = sum(k.dim("elements") for k in casts if isinstance(k, Kernel))
-    return elements, len(casts)
+    casts = [op for op in blk.fwd if ".quantize_weight." in op.name and op.name.endswith(".cast")]
+    dense: Any = 0
+    expert: Any = 0
+    for op in casts:
+        if isinstance(op.work, Kernel):
+            if ".moe.experts." in op.name:
+                expert = expert + op.work.dim("elements")
+            else:
+                dense = dense + op.work.dim("elements")
+    return LowpWeights(dense=dense, expert=expert, modules=len(casts))
 
 
 def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:

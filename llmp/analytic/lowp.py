@@ -39,6 +39,32 @@ GEMMs read (rowwise for the forward, columnwise for wgrad and dgrad). Per recipe
   (the columnwise one after a 16x16 random Hadamard transform, stored transposed: "NVFP4 GEMM
   only supports the TN layout"); weights 16x16 2D blocks (docs nvfp4).
 
+FP8 parameters (``train.fp8_param_gather``; Megatron-Core ``--fp8-param-gather``, which builds
+the model under TE's ``fp8_model_init``): TE modules "hold only FP8 copies of its parameters, as
+opposed to the default behavior where both higher precision and FP8 copies are present"
+(NVIDIA/TransformerEngine transformer_engine/pytorch/fp8.py, ``fp8_model_init`` docstring). A
+per-tensor FP8 parameter is a ``Float8Tensor``: its rowwise data, plus a physical transpose where
+the columnwise view is used and the GPU cannot read FP8 columnwise (NVIDIA/TransformerEngine@006257e:
+transformer_engine/pytorch/tensor/float8_tensor.py, ``Float8Quantizer.make_empty`` allocates
+``data_transpose`` for ``columnwise_usage``; Blackwell needs none, as above), i.e. exactly the
+copies :meth:`Recipe.weight_copy_bytes` counts, and no BF16 weight. An MXFP8 parameter keeps its
+rowwise and columnwise MXFP8 data and scales. The optimizer state does not change: Megatron's
+distributed optimizer makes its FP32 main parameter from the FP8 one (NVIDIA/Megatron-LM@0011998:
+megatron/core/optimizer/distrib_optimizer.py, ``_build_model_and_main_param_groups``:
+``shard_main_param = model_param.float()...`` for a Float8Tensor) and after each step quantises the
+FP32 shard straight into the FP8 parameter (``quantize_param_shard``). Megatron's DDP keeps FP8
+parameters in a parameter buffer of ``torch.uint8`` (megatron/core/distributed/
+distributed_data_parallel.py, ``_allocate_buffers_for_parameters``: "when creating the param
+buffer for fp8 params, it is necessary to use torch.uint8"), so the distributed optimizer's
+parameter all-gather moves one byte per FP8 weight (:meth:`Recipe.gather_bytes`); MXFP8 parameters
+are not mapped into that buffer and are gathered in BF16, then quantised (distrib_optimizer.py,
+``_copy_main_params_to_param_buffer``: "This function is only used for MXFP8 params. Copy FP32
+main params directly to param buffer for param all-gather since param buffer is not mapped to
+model params for MXFP8 case"), the BF16 gather buffer sharing the gradient buffer
+(``--reuse-grad-buf-for-mxfp8-param-ag``, set with ``fp8_param_gather`` by Megatron-Bridge's
+``bf16_with_mxfp8_mixed``). Weights are still quantised every microbatch in the graph (see below),
+where FP8 parameters are cast once per step, in the optimizer.
+
 Not modelled: TE's ``LayerNormLinear`` fusion of the norm with the rowwise cast of QKV and fc1
 (Megatron-Core's TE layers; torchao and ``te.Linear`` users cast separately), Megatron-Core's
 caching of quantised weights across the microbatches of a step (``is_first_microbatch``; llmp
@@ -83,6 +109,8 @@ class Recipe:
     """fp8's scaling recipe; None for the microscaling formats."""
     any_layout: bool
     """One FP8 copy serves both views (Blackwell); else Hopper's transposes."""
+    fp8_params: bool = False
+    """The quantised copies are the parameters (``train.fp8_param_gather``): no BF16 weight."""
 
     @classmethod
     def of(cls, spec: Spec) -> Recipe | None:
@@ -90,7 +118,8 @@ class Recipe:
         dtype = spec.train.precision.compute_dtype
         if not dtype.low_precision:
             return None
-        return cls(dtype=dtype, scaling=fp8_scaling(spec.train), any_layout=any_layout(spec.cluster.gpu))
+        return cls(dtype=dtype, scaling=fp8_scaling(spec.train), any_layout=any_layout(spec.cluster.gpu),
+                   fp8_params=spec.train.fp8_param_gather)
 
     @property
     def block(self) -> int:
@@ -147,6 +176,19 @@ class Recipe:
         scale = {Dtype.FP8: 4, Dtype.MXFP8: 1, Dtype.NVFP4: 1}[self.dtype]
         per_block = 0 if self.weight_block == 0 else copies * scale / self.weight_block
         return copies * element + per_block
+
+    def extra_weight_bytes(self, param_bytes: Any) -> Any:
+        """Bytes per low-precision weight element beyond the ``param_bytes`` every parameter is
+        counted at: the quantised copies next to the BF16 weight, or, with FP8 parameters, the
+        copies in place of it (module docstring)."""
+        copies = self.weight_copy_bytes()
+        return copies - param_bytes if self.fp8_params else copies
+
+    def gather_bytes(self, param_bytes: Any) -> Any:
+        """Bytes per low-precision weight element in the distributed optimizer's parameter
+        all-gather: the FP8 data (one byte) for FP8 parameters, else the parameter's own
+        ``param_bytes`` (BF16 weights; MXFP8 parameters, gathered in BF16)."""
+        return 1 if self.fp8_params and self.dtype is Dtype.FP8 else param_bytes
 
     def amax_history_bytes(self, modules: Any) -> Any:
         """FP32 amax history of delayed scaling over ``modules`` linear modules; other recipes

@@ -180,8 +180,8 @@ class OpGraph:
         for i, op in enumerate(ops):
             if op.scope is Scope.RANK:
                 keys: list[tuple[Scope, Part | Task | int]] = [(op.scope, r) for r in op.ranks]
-            else:
-                keys = [(op.scope, op.part), (op.scope, op.task)]
+            else:  # a once-per-step op outside the rank scope has no task
+                keys = [(op.scope, op.part)] + ([(op.scope, op.task)] if op.task is not None else [])
             for key in keys:
                 groups.setdefault(key, []).append(i)
         return cls(ops=ops, structure=structure, chunk_layers=chunk_layers,

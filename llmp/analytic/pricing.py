@@ -110,33 +110,38 @@ def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
     hw = Hardware.of(spec)
     shape = (len(graph.ops), n)
     flops, nbytes, seconds = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    kinds: dict[Any, list[int]] = defaultdict(list)
+    kernel_kinds: dict[Any, list[tuple[int, Kernel]]] = defaultdict(list)
+    comm_kinds: dict[Any, list[tuple[int, Collective]]] = defaultdict(list)
     for i, op in enumerate(graph.ops):
         w = op.work
-        kinds[kernel_key(w) if isinstance(w, Kernel) else (w.kind, w.tier)].append(i)
+        if isinstance(w, Kernel):
+            kernel_kinds[kernel_key(w)].append((i, w))
+        else:
+            comm_kinds[(w.kind, w.tier)].append((i, w))
     links = hw.links
     mesh = links.intra_peer_bandwidth is not None
-    for key, idx in kinds.items():
-        first = graph.ops[idx[0]].work
-        if isinstance(first, Kernel):
-            fn, tensor_core = kernel_evaluator(key)
-            dims = [np.stack([np.broadcast_to(np.asarray(d, float), (n,))
-                              for d in numeric_dims(graph.ops[i].work)]) for i in idx]
-            columns = np.stack(dims, axis=1) if dims else np.zeros((0, len(idx), n))
-            args = {s: columns[j] for j, s in enumerate(fn.args[:-3])}
-            args.update(zip(fn.args[-3:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead)))
-            f, b, t = fn(args)
-            flops[idx], nbytes[idx], seconds[idx] = f, b, t
-        else:
-            fn = collective_evaluator(*key, mesh=mesh)
-            work = [graph.ops[i].work for i in idx]
-            cols = [np.stack([np.broadcast_to(np.asarray(getattr(w, a), float), (n,)) for w in work])
-                    for a in ("bytes", "group", "ranks_per_node")]
-            # Without a mesh the peer bandwidth is None and the compiled cost does not use it.
-            link_values = [0.0 if getattr(links, a) is None else getattr(links, a) for a in LINK_ARGS]
-            values = dict(zip(fn.args, [*cols, *link_values]))
-            (t,) = fn(values)
-            seconds[idx] = t
-            nbytes[idx] = cols[0] * np.asarray([np.broadcast_to(
-                np.asarray(collectives.bus_factor(w.kind, w.group), float), (n,)) for w in work])
+    for key, members in kernel_kinds.items():
+        idx = [i for i, _ in members]
+        first = members[0][1]
+        fn, tensor_core = kernel_evaluator(key)
+        dims = [np.stack([np.broadcast_to(np.asarray(d, dtype=np.float64), (n,)) for d in numeric_dims(k)])
+                for _, k in members]
+        columns = np.stack(dims, axis=1) if dims else np.zeros((0, len(idx), n))
+        args = {s: columns[j] for j, s in enumerate(fn.args[:-3])}
+        args.update(zip(fn.args[-3:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead)))
+        f, b, t = fn(args)
+        flops[idx], nbytes[idx], seconds[idx] = f, b, t
+    for key, comm in comm_kinds.items():
+        idx = [i for i, _ in comm]
+        fn = collective_evaluator(*key, mesh=mesh)
+        work = [c for _, c in comm]
+        cols = [np.stack([np.broadcast_to(np.asarray(getattr(w, a), dtype=np.float64), (n,)) for w in work])
+                for a in ("bytes", "group", "ranks_per_node")]
+        # Without a mesh the peer bandwidth is None and the compiled cost does not use it.
+        link_values = [0.0 if getattr(links, a) is None else getattr(links, a) for a in LINK_ARGS]
+        values = dict(zip(fn.args, [*cols, *link_values]))
+        (t,) = fn(values)
+        seconds[idx] = t
+        nbytes[idx] = cols[0] * np.asarray([np.broadcast_to(
+            np.asarray(collectives.bus_factor(w.kind, w.group), dtype=np.float64), (n,)) for w in work])
     return Prices(flops=flops, bytes=nbytes, time=seconds)

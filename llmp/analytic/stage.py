@@ -11,7 +11,8 @@
   sent forward, and its gradient sent back, once per microbatch per boundary.
 * Per rank and step: gradient reduction over the data-parallel replicas, bucketed; the tied
   embedding's all-reduce between first and last stage (pp > 1); the optimizer over the local
-  shard; with ZeRO-1/2 the parameter all-gather after the update. A rank's parameters are those
+  shard; with ZeRO-1/2 the parameter all-gather after the update (FP8 parameters gathered as
+  FP8). A rank's parameters are those
   of its own layers (an uneven split gives ranks different shares), plus the embedding on the
   first rank and the head on the last.
 * The fixed work the training stack does every step (its profile, :mod:`llmp.stacks`):
@@ -43,6 +44,7 @@ from llmp.analytic.layer import (
     Context,
     grad_accumulate,
     grad_bytes,
+    lowp_weights,
     norm,
     tp_in,
     transformer_layer,
@@ -252,13 +254,31 @@ def _update(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.
     ops = _optimizer_ops(ctx, kind, ranks, local, layers, first, last)
     if p.zero in (ZeroStage.Z1, ZeroStage.Z2):
         overlap = Overlap.NEXT_FORWARD if p.param_gather_overlap else Overlap.NONE
-        for label, n, group in (("dense", params.dense, "dp"), ("expert", params.expert, "expert_dp")):
+        dense, expert = _gathered_bytes(ctx, params, layers)
+        for label, nbytes, group in (("dense", dense, "dp"), ("expert", expert, "expert_dp")):
             if ctx.st.active(group) and (label == "dense" or ctx.spec.model.moe is not None):
                 ops.append(Op(name=f"step.{label}_param_all_gather",
-                              work=ctx.collective(CollectiveKind.ALL_GATHER, n * ctx.e, group),
+                              work=ctx.collective(CollectiveKind.ALL_GATHER, nbytes, group),
                               phase=Phase.COMM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks,
                               axis=Axis.DP, overlap=overlap))
     return ops
+
+
+def _gathered_bytes(ctx: Context, params: shard.LocalParams, layers: tuple[Any, ...]) -> tuple[Any, Any]:
+    """(dense, expert) bytes of the ZeRO-1/2 parameter all-gather on a rank holding ``params`` and
+    ``layers`` of each kind: each parameter in the model dtype, except that FP8 parameters
+    (``fp8_param_gather``) travel as their FP8 data (:meth:`~llmp.analytic.lowp.Recipe.gather_bytes`;
+    the MTP layers' weights counted in the model dtype). Gradients are reduced in their own dtype
+    elsewhere (:func:`~llmp.analytic.layer.grad_bytes`)."""
+    e, recipe = ctx.e, ctx.recipe
+    if recipe is None or not recipe.fp8_params:
+        return params.dense * e, params.expert * e
+    per_kind = [lowp_weights(ctx, kind) for kind in ctx.st.kinds]
+    lowp_dense = sum(n * w.dense for n, w in zip(layers, per_kind))
+    lowp_expert = sum(n * w.expert for n, w in zip(layers, per_kind))
+    narrow = recipe.gather_bytes(e)
+    return ((params.dense - lowp_dense) * e + lowp_dense * narrow,
+            (params.expert - lowp_expert) * e + lowp_expert * narrow)
 
 
 def _local(ctx: Context, params: shard.LocalParams) -> Any:

@@ -1,7 +1,8 @@
 """Memory per GPU: weights, gradients, optimizer states, activations, logits, framework overhead.
 
 States (Rajbhandari et al. 2020, ZeRO §3.1; Megatron-LM ``docs/distrib_optimizer.md``): weights
-in the model dtype; gradients in FP32 where the stack keeps FP32 main grads for the precision
+in the model dtype, plus a low-precision recipe's quantised copies of its GEMM weights, which with
+``fp8_param_gather`` replace those weights' BF16 parameters (:mod:`llmp.analytic.lowp`); gradients in FP32 where the stack keeps FP32 main grads for the precision
 (:func:`~llmp.analytic.layer.grad_bytes`: Megatron's for BF16 and FP8 runs) else in the model
 dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
 model itself is FP32 or ``master_weights = false``. ZeRO-1 shards the optimizer states over the
@@ -279,17 +280,17 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     per_kind = chunk_kind_layers(spec, st)
     kept_working = [_kept(ctx, kind) for kind in st.kinds]
     working = vmax(*(w for _, w in kept_working)) if len(kept_working) > 1 else kept_working[0][1]
-    chunk_bytes = tuple(sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind)
+    chunk_bytes = [sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind]
     mtp = st.mtp_layers
     if st.mtp_kind is not None:
         mtp_kept, mtp_working = _kept(ctx, st.mtp_kind)
         working = vmax(working, mtp_working)
+    held: tuple[Any, ...] | None
     if p.splits_w:
         # B and W apart: a pass frees its activations in two steps (see the module docstring);
         # the prediction modules run in the last chunk's passes.
         apart = [weight_grad_bytes(ctx, kind) for kind in st.kinds]
         waiting = [sum(n * a for n, a in zip(counts, apart)) for counts in per_kind]
-        chunk_bytes = list(chunk_bytes)
         if st.mtp_kind is not None:
             chunk_bytes[-1] += mtp * mtp_kept
             waiting[-1] += mtp * weight_grad_bytes(ctx, st.mtp_kind)
@@ -343,20 +344,21 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
 
 
 def _lowp_copies(ctx: Context, counts: tuple[Any, ...], gathered_only: bool) -> Any:
-    """Bytes of a low-precision recipe's quantised weight copies and amax history on a rank
-    holding ``counts`` layers of each kind (:meth:`~llmp.analytic.lowp.Recipe.weight_copy_bytes`,
-    ``amax_history_bytes``). Under ZeRO-3/FSDP the copies exist for the gathered layers only (two
-    at a time, as the BF16 gathers); the MTP layers' copies are not counted."""
+    """Bytes a low-precision recipe adds to the weights of a rank holding ``counts`` layers of each
+    kind: the quantised copies of each low-precision weight next to its BF16 parameter, or with FP8
+    parameters (``fp8_param_gather``) in place of it (:meth:`~llmp.analytic.lowp.Recipe.extra_weight_bytes`),
+    and the amax history (``amax_history_bytes``). Under ZeRO-3/FSDP the copies exist for the
+    gathered layers only (two at a time, as the BF16 gathers); the MTP layers' copies are not counted."""
     recipe = ctx.recipe
     if recipe is None:
         return 0
     per_kind = [lowp_weights(ctx, kind) for kind in ctx.st.kinds]
     if gathered_only:
-        weights = 2 * vmax(*(w for w, _ in per_kind)) if len(per_kind) > 1 else 2 * per_kind[0][0]
+        weights = 2 * vmax(*(w.total for w in per_kind)) if len(per_kind) > 1 else 2 * per_kind[0].total
     else:
-        weights = sum(n * w for n, (w, _) in zip(counts, per_kind))
-    modules = sum(n * mods for n, (_, mods) in zip(counts, per_kind))
-    return weights * recipe.weight_copy_bytes() + recipe.amax_history_bytes(modules)
+        weights = sum(n * w.total for n, w in zip(counts, per_kind))
+    modules = sum(n * w.modules for n, w in zip(counts, per_kind))
+    return weights * recipe.extra_weight_bytes(ctx.e) + recipe.amax_history_bytes(modules)
 
 
 def _fuller(a: Memory, b: Memory) -> Memory:

@@ -92,6 +92,8 @@ def _precision(c: _Checker) -> None:
                "fp8 takes a scaling recipe (mxfp8 and nvfp4 fix their block scales)",
                ("train.fp8_scaling", "train.precision"), "contradictory fields",
                "remove fp8_scaling, or set precision = fp8")
+    if t.fp8_param_gather:
+        _fp8_param_gather(c)
     dtype = t.precision.compute_dtype
     if dtype.low_precision and dtype not in gpu.peak_flops:
         have = ", ".join(d.value for d in gpu.peak_flops) or "none"
@@ -100,6 +102,38 @@ def _precision(c: _Checker) -> None:
         c.fail(f"train.precision = {dtype.value} needs {_LOW_PRECISION_GPUS[dtype.value]}, but gpu "
                f"'{gpu.id}' has no {dtype.value} peak (it declares: {have})", ("train.precision",), "no peak",
                f"{fix}, or pick a GPU that has one")
+
+
+def _fp8_param_gather(c: _Checker) -> None:
+    """``fp8_param_gather`` stores the weights quantised and lets the distributed optimizer
+    re-quantise them from its FP32 main parameters: it needs a format llmp models it for (per-tensor
+    FP8, whose parameters are TransformerEngine ``Float8Tensor`` objects, or MXFP8), the distributed
+    optimizer (Megatron asserts ``--fp8-param-gather only supported with distributed optimizer``,
+    NVIDIA/Megatron-LM megatron/training/arguments.py, ``validate_args``) and the FP32 master copy
+    it updates from."""
+    t, zero = c.spec.train, c.spec.parallel.zero
+    paths = ("train.fp8_param_gather",)
+    if t.precision.value not in ("fp8", "mxfp8"):
+        extra = " (Megatron's --fp4-param-gather for nvfp4 is not modelled)" if t.precision.value == "nvfp4" else ""
+        c.fail(f"train.fp8_param_gather = true but precision = {t.precision.value}: only FP8 training stores "
+               f"its weights in FP8{extra}", (*paths, "train.precision"), "contradictory fields",
+               "remove fp8_param_gather, or set precision = fp8 (or mxfp8)")
+    if t.fp8_scaling is not None and t.fp8_scaling.value == "blockwise":
+        c.fail("train.fp8_param_gather = true with fp8_scaling = blockwise: llmp models FP8 parameters with "
+               "per-tensor scales (Float8Tensor) and MXFP8 ones, not 128x128-blocked parameters",
+               (*paths, "train.fp8_scaling"), "contradictory fields",
+               "remove fp8_param_gather, or use fp8_scaling = delayed or current")
+    if zero.value not in ("1", "2"):
+        why = ("parameters sharded by ZeRO-3/FSDP gathered in FP8 (torchao's FSDP2 float8 all-gather, "
+               "Megatron FSDP) are not modelled" if zero.value in ("3", "fsdp") else
+               "Megatron supports --fp8-param-gather only with the distributed optimizer")
+        c.fail(f"train.fp8_param_gather = true but parallel.zero = {zero.value}: {why}",
+               (*paths, "parallel.zero"), "contradictory fields",
+               "set parallel.zero = 1 (the distributed optimizer), or remove fp8_param_gather")
+    if not t.master_weights:
+        c.fail("train.fp8_param_gather = true but master_weights = false: FP8 parameters are updated by "
+               "re-quantising the optimizer's FP32 main parameters", (*paths, "train.master_weights"),
+               "contradictory fields", "set master_weights = true, or remove fp8_param_gather")
 
 
 def _links(c: _Checker) -> None:

@@ -267,6 +267,9 @@ TRAIN = _section("train", "One optimizer step of training.", [
           "low-precision recipes over BF16 training).", default="bf16"),
     FieldDef(name="fp8_scaling", kind=Kind.ENUM, enum=Fp8Scaling, doc="precision = fp8 only: delayed, "
              "current or blockwise scaling (TransformerEngine recipes); default delayed.", bound=None),
+    _bool("fp8_param_gather", "Weights stored in FP8/MXFP8 with no BF16 copy, the distributed "
+          "optimizer's parameter all-gather in FP8 (Megatron --fp8-param-gather); precision = fp8 "
+          "(delayed or current scaling) or mxfp8, with zero = 1 or 2.", "false"),
     _enum("optimizer", Optimizer, "Optimizer.", default="adamw"),
     _count("global_batch", "Sequences per optimizer step.", required=True),
     _count("micro_batch", "Sequences per microbatch per data-parallel replica.", default="1"),

@@ -444,6 +444,11 @@ class TrainSpec:
     fp8_scaling: Fp8Scaling | None = None
     """With ``precision = fp8``: the scaling recipe (None: delayed, TransformerEngine's default
     on Hopper). Only fp8 takes one: MXFP8 and NVFP4 fix their block scales."""
+    fp8_param_gather: bool = False
+    """With ``precision = fp8`` (per-tensor scaling) or ``mxfp8`` and the distributed optimizer
+    (ZeRO-1/2): the model's low-precision weights are stored quantised, with no BF16 copy beside
+    them (Megatron-Core ``--fp8-param-gather``: TransformerEngine ``fp8_model_init``), and the
+    distributed optimizer all-gathers FP8 bytes for per-tensor FP8 (:mod:`llmp.analytic.lowp`)."""
     optimizer: Optimizer = Optimizer.ADAMW
     global_batch: Count
     """Sequences per optimizer step."""

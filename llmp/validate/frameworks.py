@@ -148,7 +148,17 @@ class SourceRecipe:
     model_name: str
     fields: tuple[tuple[str, Any], ...]
     why: str
+    precision: Precision | None = None
+    """Only the source's rows of this precision (None: all of them)."""
 
+
+_MLM_LLAMA_FP8 = ("Megatron-LM's Llama FP8 example passes --fp8-param-gather with the distributed optimizer "
+                  "(NVIDIA/Megatron-LM@157006d:examples/llama/train_llama3_8b_h100_fp8.sh, DTYPE_ARGS and DDP_ARGS)")
+_MLM_LLAMA_NEMO = ("the README's FP8 table 'follows those defined in NeMo Framework's performance scripts' "
+                   "(NVIDIA/Megatron-LM@20441fa:examples/llama/README.md, Configuration), whose FP8 precision "
+                   "recipe sets fp8_param_gather = True (NVIDIA/NeMo@0a07447:nemo/collections/llm/recipes/"
+                   "precision/mixed_precision.py, bf16_with_fp8_mixed), as the 8B script passes --fp8-param-gather "
+                   "(NVIDIA/Megatron-LM@157006d:examples/llama/train_llama3_8b_h100_fp8.sh)")
 
 SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
     SourceRecipe(source="nemo-24.07-perf-summary", model_name="Nemotron-340B", fields=(("fp32_grads", False),),
@@ -157,6 +167,10 @@ SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
                       "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
                       "optim: mcore_distributed_optim, grad_sync_dtype: bf16; NeMo 1 sets "
                       "grad_reduce_in_fp32 = grad_sync_dtype == 'fp32'), unlike the other 24.07 models' configs")),
+    SourceRecipe(source="megatron-lm-examples-llama", model_name="LLAMA3-8B", fields=(("fp8_param_gather", True),),
+                 why=_MLM_LLAMA_FP8, precision=Precision.FP8),
+    *(SourceRecipe(source="megatron-lm-examples-llama", model_name=name, fields=(("fp8_param_gather", True),),
+                   why=_MLM_LLAMA_NEMO, precision=Precision.FP8) for name in ("LLAMA3-70B", "LLAMA3-405B")),
 )
 """Recipe settings of published rows the row itself does not state."""
 
@@ -415,7 +429,8 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
     sequence_parallel = _sequence_parallel(row, stack, tp, noted, notes)
     train = {f: fact.value for f, fact in noted.section("train").items() if f != "recompute"}
     for recipe in SOURCE_RECIPES:
-        if (row.text("source"), row.text("model_name")) == (recipe.source, recipe.model_name):
+        if (row.text("source"), row.text("model_name")) == (recipe.source, recipe.model_name) and (
+                recipe.precision is None or recipe.precision is precision):
             for f, value in recipe.fields:
                 if f not in train:
                     train[f] = value

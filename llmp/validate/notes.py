@@ -185,6 +185,9 @@ PATTERNS: tuple[Pattern, ...] = (
                   r"grad_sync_dtype[ :=]+(?P<dtype>fp32|bf16|fp16)\b",
             sets=lambda m, n: {"train.fp32_grads": (m.group("on") or "true").lower() == "true"
                                if m.group("dtype") is None else m.group("dtype").lower() == "fp32"}),
+    Pattern(name="FP8 parameters",
+            regex=r"--fp8-param-gather\b|fp8_param_gather[ :=]+true\b|fp8_params[ :=]+true\b",
+            sets=_const(train__fp8_param_gather=True)),
     Pattern(name="no bias-activation fusion", regex=r"--no-bias-(?:gelu|swiglu)-fusion",
             sets=_const(train__fused_bias_act=False)),
     Pattern(name="no RoPE fusion", regex=r"--no-rope-fusion", sets=_const(train__fused_rope=False)),

@@ -155,11 +155,108 @@ def test_memory_grows_by_the_documented_weight_copies(path, precision, scaling, 
     low = llmp.predict(spec, residuals=None).memory
     ctx = Context.of(spec, structure_of(spec))
     assert ctx.recipe is not None and ctx.recipe.weight_copy_bytes() == pytest.approx(per_weight)
-    elements, modules = lowp_weights(ctx, structure_of(spec).kinds[0])
+    lowp = lowp_weights(ctx, structure_of(spec).kinds[0])
+    elements, modules = lowp.total, lowp.modules
     layers = spec.model.layers / (spec.parallel.pp * spec.parallel.vp) * spec.parallel.vp  # per rank, even split
     history = 4 * AMAX_HISTORY * AMAX_TENSORS * modules * layers if scaling == "delayed" else 0
     assert low.weights - bf16.weights == pytest.approx(layers * elements * per_weight + history)
     assert (low.grads, low.optimizer, low.activations) == (bf16.grads, bf16.optimizer, bf16.activations)
+
+
+# -- FP8 parameters (fp8_param_gather) -----------------------------------------------------------
+def _small(precision: str = "fp8", *, gather: bool = True, gpu: str = "dgx_h100", moe: bool = False,
+           extra: str = ""):
+    """A small Llama on one node, tp 2, ZeRO-1 over dp 4 (a MoE variant: 4 experts, ep 2)."""
+    moe_block = "moe { experts = 4  top_k = 2 }" if moe else ""
+    ep = "ep = 2" if moe else ""
+    return llmp.loads(f"""
+use "{gpu}"
+model m {{ arch = llama  layers = 4  hidden = 2048  heads = 16  kv_heads = 4  ffn_hidden = 5632
+          vocab = 32000  seq_len = 2048  {moe_block} }}
+cluster c {{ node = {gpu}  nodes = 1 }}
+train {{ precision = {precision}  fp8_param_gather = {str(gather).lower()}  global_batch = 32  stack = megatron_core
+        {extra}  parallel {{ tp = 2  sequence_parallel = true  zero = 1  {ep} }} }}
+""", filename="examples/x.llmp")
+
+
+def _gathers(spec) -> dict[str, float]:
+    return {op.name: float(op.work.bytes) for op in llmp.ops(spec) if "param_all_gather" in op.name}
+
+
+@pytest.mark.parametrize("gpu,precision,per_weight", [
+    ("dgx_h100", "fp8", 2),          # Float8Tensor data + its transpose (Hopper)
+    ("dgx_b200", "fp8", 1),          # data only: Blackwell reads FP8 columnwise
+    ("dgx_b200", "mxfp8", 2 + 2 / 32),  # rowwise and columnwise MXFP8 data, E8M0 scales
+])
+def test_fp8_parameters_replace_the_bf16_weights_and_keep_the_optimizer_state(gpu, precision, per_weight):
+    with_params = _small(precision, gpu=gpu)
+    without = _small(precision, gather=False, gpu=gpu)
+    bf16 = _small("bf16", gather=False, gpu=gpu)
+    mem = {name: llmp.predict(s, residuals=None).memory for name, s in
+           (("params", with_params), ("copies", without), ("bf16", bf16))}
+    ctx = Context.of(with_params, structure_of(with_params))
+    lowp = lowp_weights(ctx, structure_of(with_params).kinds[0])
+    layers = with_params.model.layers
+    history = 4 * AMAX_HISTORY * AMAX_TENSORS * lowp.modules * layers if precision == "fp8" else 0
+    # each low-precision weight: its quantised copies in place of the 2-byte BF16 parameter
+    assert mem["params"].weights - mem["bf16"].weights == pytest.approx(layers * lowp.total * (per_weight - 2)
+                                                                         + history)
+    assert mem["params"].weights < mem["copies"].weights
+    assert mem["copies"].weights - mem["params"].weights == pytest.approx(2 * layers * lowp.total)
+    for part in ("grads", "optimizer", "activations", "logits"):  # FP32 main params and moments unchanged
+        assert getattr(mem["params"], part) == getattr(mem["copies"], part) == getattr(mem["bf16"], part)
+
+
+@pytest.mark.parametrize("moe", [False, True])
+def test_the_zero1_parameter_all_gather_moves_one_byte_per_fp8_weight(moe):
+    with_params, without = _small(moe=moe), _small(gather=False, moe=moe)
+    ctx = Context.of(with_params, structure_of(with_params))
+    lowp = lowp_weights(ctx, structure_of(with_params).kinds[0])
+    layers = with_params.model.layers
+    before, after = _gathers(without), _gathers(with_params)
+    assert before.keys() == after.keys() and before
+    # the FP8 weights travel at 1 byte instead of 2; embedding, norms, router and head stay BF16
+    assert before["step.dense_param_all_gather"] - after["step.dense_param_all_gather"] == pytest.approx(
+        layers * lowp.dense)
+    if moe:
+        assert lowp.expert > 0
+        assert before["step.expert_param_all_gather"] - after["step.expert_param_all_gather"] == pytest.approx(
+            layers * lowp.expert)
+    # the gradient reduce-scatter keeps the gradients' dtype
+    grads = {n: op.work.bytes for n, op in ((o.name, o) for o in llmp.ops(without)) if "grad_reduce_scatter" in n}
+    assert grads == {n: op.work.bytes for n, op in ((o.name, o) for o in llmp.ops(with_params))
+                     if "grad_reduce_scatter" in n}
+
+
+def test_only_fp8_parameters_travel_at_one_byte_per_weight():
+    """Dense FP8 weights are most of a Llama's parameters: the all-gather falls by nearly half."""
+    before, after = _gathers(_small(gather=False)), _gathers(_small())
+    ratio = after["step.dense_param_all_gather"] / before["step.dense_param_all_gather"]
+    assert 0.5 < ratio < 0.75
+
+
+def test_mxfp8_parameters_are_gathered_in_bf16():
+    assert _gathers(_small("mxfp8", gpu="dgx_b200")) == _gathers(_small("mxfp8", gather=False, gpu="dgx_b200"))
+
+
+@pytest.mark.parametrize("precision,extra,message", [
+    ("bf16", "", "fp8_param_gather = true but precision = bf16"),
+    ("nvfp4", "", "--fp4-param-gather for nvfp4 is not modelled"),
+    ("fp8", "fp8_scaling = blockwise", "with fp8_scaling = blockwise"),
+    ("fp8", "master_weights = false", "master_weights = false"),
+])
+def test_fp8_param_gather_outside_what_it_needs_is_refused_with_the_fix(precision, extra, message):
+    gpu = "dgx_b200" if precision == "nvfp4" else "dgx_h100"
+    with pytest.raises(SpecError, match=message) as err:
+        _small(precision, gpu=gpu, extra=extra)
+    assert "remove fp8_param_gather" in (err.value.hint or "") or "set master_weights" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("zero", ["none", "3"])
+def test_fp8_param_gather_needs_the_distributed_optimizer(zero):
+    with pytest.raises(SpecError, match=f"parallel.zero = {zero}") as err:
+        llmp.load(H100, overrides=["train.precision=fp8", "train.fp8_param_gather=true", f"parallel.zero={zero}"])
+    assert "set parallel.zero = 1" in (err.value.hint or "")
 
 
 # -- refusals -----------------------------------------------------------------------------------

@@ -163,6 +163,21 @@ def test_nemotron_4_340b_reduces_gradients_in_bf16_as_its_recipe_did(map_snippet
     assert other.spec.train.fp32_grads is None
 
 
+def test_megatron_llama_fp8_examples_store_fp8_parameters_as_their_recipe_does(map_snippet):
+    # train_llama3_8b_h100_fp8.sh passes --fp8-param-gather; the README's 70B/405B rows follow NeMo's
+    # performance recipes, whose bf16_with_fp8_mixed sets fp8_param_gather = True.
+    m = _mapped(map_snippet(P.MISC_LLAMA3_405B))
+    assert m.spec.train.fp8_param_gather is True
+    assert _said(m, "fp8_param_gather = true", "bf16_with_fp8_mixed", "train_llama3_8b_h100_fp8.sh")
+    bf16 = P.edit(P.edit(P.MISC_LLAMA3_405B, "precision", "BF16"), "dtype", "bf16")
+    assert _mapped(map_snippet(bf16)).spec.train.fp8_param_gather is False  # the recipe is FP8's
+
+
+def test_nemo_24_07_fp8_rows_keep_bf16_parameters(map_snippet):
+    # NeMo 24.07's launcher configs and H100 FP8 scripts set no fp8_params: not assumed.
+    assert _mapped(map_snippet(P.NEMO_NEMOTRON_340B)).spec.train.fp8_param_gather is False
+
+
 def test_automodel_llama3_70b_prefers_the_step_time(map_snippet):
     m = _mapped(map_snippet(P.AUTOMODEL_LLAMA3_70B))
     assert m.reading.quantity is Quantity.STEP_TIME and m.measured_s == pytest.approx(18.90)

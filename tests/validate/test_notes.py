@@ -86,6 +86,10 @@ CASES = [
     ("optim: grad_sync_dtype: bf16", {"train.fp32_grads": False}),
     ("--accumulate-allreduce-grads-in-fp32", {"train.fp32_grads": True}),
     ("DistributedDataParallelConfig(grad_reduce_in_fp32=False)", {"train.fp32_grads": False}),
+    ("--no-gradient-accumulation-fusion --fp8-param-gather --normalization=RMSNorm",
+     {"train.grad_accum_fusion": False, "train.fp8_param_gather": True, "model.norm": Norm.RMSNORM}),
+    ("fp8_params: True", {"train.fp8_param_gather": True}),
+    ("fp8_param_gather = True", {"train.fp8_param_gather": True}),
 ]
 
 
