@@ -13,8 +13,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).parents[1] / "llmp"
 
 KNOWN_CYCLES: set[frozenset[str]] = {
-    # Spec.padded_vocab asks the stack profile how it pads; the stacks read the spec's enums.
-    frozenset({"llmp.dsl.spec", "llmp.stacks", "llmp.stacks.catalog", "llmp.stacks.profile"}),
     # predict applies a calibration file, whose fit prices steps with predict's composition.
     frozenset({"llmp.calibrate.fit", "llmp.calibrate.record", "llmp.compose.predictor"}),
     # validate's scores read a calibration; calibrate reads validation rows.

@@ -61,12 +61,12 @@ def derived(spec: Spec) -> dict[str, Any]:
         "gpus": cl.world_size,
         "microbatches": _ratio(spec.train.global_batch, spec.train.micro_batch * p.dp),
         "tokens_per_step": spec.tokens_per_step,
-        "padded_vocab": spec.padded_vocab,
-        "params": sp.expand(params.count(m, spec.padded_vocab)),
+        "padded_vocab": stacks.padded_vocab(spec),
+        "params": sp.expand(params.count(m, stacks.padded_vocab(spec))),
     }
     out.update(_layers(spec))
     if m.moe is not None:
-        out["active_params"] = sp.expand(params.active(m, spec.padded_vocab))
+        out["active_params"] = sp.expand(params.active(m, stacks.padded_vocab(spec)))
     dtype = spec.train.precision.compute_dtype
     peak = cl.gpu.peak_flops.get(dtype)
     if peak is not None:

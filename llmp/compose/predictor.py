@@ -39,6 +39,7 @@ from llmp.compose.prediction import (
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
+from llmp.stacks import padded_vocab
 from llmp.sym import has_free_symbols
 
 ROOFLINE_ONLY = "roofline only (no residual models)"
@@ -256,8 +257,8 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
         "layers_per_chunk": float(graph.layers_per_chunk),
-        "parameters": float(params.count(spec.model, spec.padded_vocab)),
-        "active_parameters": float(params.active(spec.model, spec.padded_vocab)), "model_flops_per_step": model_flops,
+        "parameters": float(params.count(spec.model, padded_vocab(spec))),
+        "active_parameters": float(params.active(spec.model, padded_vocab(spec))), "model_flops_per_step": model_flops,
         "peak_flops": peak, "critical_rank": int(step.critical_rank),
     }
     return Prediction(

@@ -518,11 +518,3 @@ class Spec:
     @property
     def tokens_per_step(self) -> Count:
         return self.train.global_batch * self.model.seq_len
-
-    @property
-    def padded_vocab(self) -> Count:
-        """Rows of the embedding and output head: ``vocab`` padded up to the stack's multiple
-        (Megatron and GPT-NeoX: ``make_vocab_size_divisible_by * tp``; see :mod:`llmp.stacks`)."""
-        from llmp.stacks import padded_vocab  # stacks imports this module
-
-        return padded_vocab(self)

@@ -18,7 +18,7 @@ from llmp.compose.predictor import predict
 from llmp.dsl import load, loads, schema
 from llmp.dsl.spec import Attention, Stack
 from llmp.errors import SpecError
-from llmp.stacks import DEFAULT_FIELDS, PROFILES, profile
+from llmp.stacks import DEFAULT_FIELDS, PROFILES, padded_vocab, profile
 
 ROOT = Path(__file__).parents[2]
 
@@ -183,7 +183,7 @@ def test_parallel_residual_reduces_once_and_counts_its_norms() -> None:
 
 def _count(text: str) -> int:
     spec = loads(text)
-    return int(params.count(spec.model, spec.padded_vocab))
+    return int(params.count(spec.model, padded_vocab(spec)))
 
 
 def test_gpt_neox_20b_counts_20_55_billion() -> None:
