@@ -25,9 +25,11 @@ from llmp.analytic.op import Op, OpGraph, Part, Scope
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
 from llmp.compose import band, calibration, reuse
+from llmp.compose.calibration_file import as_calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
+from llmp.compose.posterior import scaled
 from llmp.compose.prediction import (
     MemoryReport,
     OpRow,
@@ -216,7 +218,7 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     ``None`` or ``"none"`` (the bare roofline composition), a store directory, or a loaded store.
     ``level``: how often the band should hold the real step (``compose.band``).
     ``calibration``: a ``STACK.json`` written by ``llmp calibrate`` (or a loaded
-    ``llmp.calibrate.Calibration``) fitted on measured steps of this GPU and stack: its factors and
+    ``llmp.compose.calibration_file.Calibration``) fitted on measured steps of this GPU and stack: its factors and
     per-step overhead correct the step, and its posterior gives the band. ``None``: zero-shot.
     """
     level = band.check_level(level)
@@ -229,9 +231,6 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
         t = float(step.step_time)
         return _prediction(p, step, t, band.zero_shot(p.step_time, times, p.errors, band.composition_term(), level),
                            hw, model_id)
-    from llmp.calibrate.fit import scaled
-    from llmp.calibrate.record import as_calibration
-
     cal = as_calibration(calibration)
     cal.check(spec)
     post = cal.basis(model_id).posterior

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from llmp import __version__
-from llmp.calibrate.fit import GROUPS, PARAMS, Posterior, Prior
 from llmp.compose.band import CompositionTerm
+from llmp.compose.posterior import GROUPS, PARAMS, Posterior, Prior
 from llmp.dsl.spec import Spec
 from llmp.errors import InputError
 
