@@ -8,6 +8,7 @@ closes a loop is still a loop; it only hides it from the interpreter). Imports u
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "llmp"
@@ -111,3 +112,19 @@ def test_the_hardware_layer_does_not_import_the_language():
     assert not {m: t for m, t in wrong.items() if t}
     base = ("llmp.errors", "llmp.sym", "llmp.units", "llmp.grammar")  # the floor: they import only each other
     assert all(t.startswith(base) for m in graph if m.startswith(base) for t in graph[m])
+
+
+def test_the_residual_models_do_not_import_the_measurement_kit():
+    # The kit (torch) writes sample rows the models read: it may import llmp.residuals.samplefile
+    # (the file format) and nothing else of the models; the models never import the kit or torch.
+    graph = _graph()
+    residuals = [m for m in graph if m.startswith("llmp.residuals")]
+    wrong = {m: sorted(graph[m]) for m in residuals if any(t.startswith("llmp.measure") for t in graph[m])}
+    assert residuals and not wrong
+    kit = [m for m in graph if m.startswith("llmp.measure")]
+    used = {t for m in kit for t in graph[m] if t.startswith("llmp.residuals")}
+    assert kit and used == {"llmp.residuals.samplefile"}
+    modules = _modules()
+    torch = re.compile(r"^\s*(import|from) torch\b", re.M)
+    torch_users = [m for m in residuals if torch.search(modules[m].read_text(encoding="utf-8"))]
+    assert not torch_users

@@ -21,7 +21,7 @@ COLLECTIVES = "collectives"
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.residuals.design import FAMILIES
+    from llmp.measure.design import FAMILIES
 
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="device kind to time (default cpu)")
     parser.add_argument("--out", type=Path, required=True, help="directory of sample files (created; resumed)")
@@ -58,7 +58,7 @@ def _collectives(args: argparse.Namespace, budget: int | None) -> int:
     if nproc < 2:
         raise InputError(f"collectives need at least 2 ranks, got --nproc {nproc}")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "-m", "llmp.residuals.collectives", "--out", str(args.out), "--seed", str(args.seed),
+           "-m", "llmp.measure.collectives", "--out", str(args.out), "--seed", str(args.seed),
            "--budget", str(budget or 12)]
     node = args.node_id or ("cpu_host" if args.device == "cpu" else None)
     if node:
@@ -78,8 +78,8 @@ def _collectives(args: argparse.Namespace, budget: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.residuals import sampling
-    from llmp.residuals.design import FAMILIES, RANGES
+    from llmp.measure import sampling
+    from llmp.measure.design import FAMILIES, RANGES
 
     families = _split(args.families)
     if not families:

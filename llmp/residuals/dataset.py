@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from llmp.analytic.collectives import Links
-from llmp.analytic.kernels import VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
+from llmp.analytic.kernels import DIMS, VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
 from llmp.dsl import catalog
 from llmp.errors import InputError, LlmpError
 from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Device, Dtype, Node
 from llmp.residuals import samplefile
-from llmp.residuals.design import DIMS
 from llmp.residuals.model import Observation
 
 _ROLE_FAMILIES = {Family.GEMM}
@@ -119,7 +118,7 @@ def kernel_of(row: dict[str, str]) -> Kernel:
         # Sample files written before llmp's attention kernel had a value head dim and a window
         # timed full attention with one head dim.
         row = {"head_dim_v": row.get("head_dim", ""), "window": row.get("seq_kv", ""), **row}
-    dims = {name: _count(row, name, 0 if name in ("causal", "flash", "rms") else 1) for name in DIMS[family.value]}
+    dims = {name: _count(row, name, 0 if name in ("causal", "flash", "rms") else 1) for name in DIMS[family]}
     variant = "" if family in _ROLE_FAMILIES else row.get("variant", "")
     variant = "" if variant == "-" else variant
     if variant not in VARIANTS[family]:

@@ -31,22 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmp.analytic.kernels import Collective, Family, Kernel
+from llmp.analytic.kernels import DIMS, Collective, Family, Kernel
 from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.residuals import dataset, features, samplefile
-from llmp.residuals.design import DIMS
 
 IMPORTER_VERSION = 2
 """Bumped whenever a mapping or a rule changes what an import writes."""
 
 SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
-"""``sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
+"""``llmp.measure.sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
 COLLECTIVE_BASE = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
                    "p90_s", "repeats", "error")
-"""``residuals.collectives.COLUMNS`` (checked by the same test)."""
+"""``llmp.measure.collectives.COLUMNS`` (checked by the same test)."""
 EXTRA = ("source_ref", "note")
 """Columns an imported row adds: where it was read (``owner/repo@commit:path:line``) and what is
 special about its time (``;``-separated tags, legend in the header record's ``note_tags``)."""
@@ -433,7 +432,7 @@ def _manifest(c: Collected, kept: list[Sample], merged: Counter[int], device: De
 
 def kernel_columns(family: str) -> tuple[str, ...]:
     """``sampling.columns(family)`` plus :data:`EXTRA`."""
-    return ("key", "family", "pass", "variant", "dtype", *DIMS[family], *SAMPLE_TAIL, *EXTRA)
+    return ("key", "family", "pass", "variant", "dtype", *DIMS[Family(family)], *SAMPLE_TAIL, *EXTRA)
 
 
 def _file_text(meta: dict[str, Any], columns: tuple[str, ...], rows: Iterable[dict[str, object]]) -> str:

@@ -10,7 +10,7 @@ over ranks.
 
 Runs on a bare node with only torch::
 
-    python -m llmp.residuals.measure_core --config cfg.json [--csv OUT.csv] [--out result.json]
+    python -m llmp.measure.step --config cfg.json [--csv OUT.csv] [--out result.json]
 
 ``cfg.json`` comes from ``llmp measure SPEC --export cfg.json`` (made where the DSL is installed).
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from llmp.residuals import reference, timing, torch_ops
+from llmp.measure import reference, timing, torch_ops
 
 CSV_COLUMNS = ("source", "source_ref", "model_name", "params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                "vocab", "seq_len", "moe_experts", "moe_topk", "gpu", "gpu_id", "num_gpus", "gpus_per_node",
@@ -226,7 +226,7 @@ def append_csv(path: str | Path, row: dict[str, object]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmp.residuals.measure_core", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m llmp.measure.step", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="JSON from `llmp measure SPEC --export`")
     parser.add_argument("--csv", type=Path, help="append the published-CSV row here")
     parser.add_argument("--out", type=Path, help="write the full result JSON here")

@@ -21,7 +21,8 @@ import torch
 
 from llmp import __version__
 from llmp.errors import InputError
-from llmp.residuals import bench, design, devices, samplefile, timing
+from llmp.measure import bench, design, devices, timing
+from llmp.residuals import samplefile
 
 DESIGN_VERSION = "halton-llm-v1"
 SAMPLE_COLUMNS_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")

@@ -1,7 +1,7 @@
 """``llmp measure``: from a resolved Spec to a reference-model measurement and a CSV row.
 
-This half needs the DSL (a ``Spec``); the torch half (``measure_core``) does not, so a bare GPU
-node can run ``python -m llmp.residuals.measure_core --config cfg.json`` on a config exported
+This half needs the DSL (a ``Spec``); the torch half (``step``) does not, so a bare GPU
+node can run ``python -m llmp.measure.step --config cfg.json`` on a config exported
 here with ``llmp measure SPEC --export cfg.json``.
 
 The reference model runs one device, or data parallelism over local processes: a spec with
@@ -14,8 +14,8 @@ from __future__ import annotations
 from llmp.analytic import params
 from llmp.dsl.spec import Position, Precision, Spec
 from llmp.errors import SpecError
-from llmp.residuals.measure_core import MeasureConfig
-from llmp.residuals.reference import ModelConfig
+from llmp.measure.reference import ModelConfig
+from llmp.measure.step import MeasureConfig
 
 
 def _int(value: object, path: str) -> int:

@@ -2,7 +2,7 @@
 
 Started by torchrun (``llmp sample --families collectives`` launches it)::
 
-    python -m torch.distributed.run --standalone --nproc-per-node P -m llmp.residuals.collectives --out DIR
+    python -m torch.distributed.run --standalone --nproc-per-node P -m llmp.measure.collectives --out DIR
 
 gloo on CPU, NCCL on GPUs. For every group size g in 2..P (sub-groups of the first g ranks,
 i.e. ranks packed in one node: ``ranks_per_node = g``, tier ``intra``) and each kind
@@ -30,8 +30,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from llmp.residuals import devices, samplefile, timing
-from llmp.residuals.design import halton
+from llmp.measure import devices, timing
+from llmp.measure.design import halton
+from llmp.residuals import samplefile
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 COLUMNS = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
@@ -121,7 +122,7 @@ def _time_case(case: CollectiveCase, groups: dict[int, dist.ProcessGroup], rank:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmp.residuals.collectives")
+    parser = argparse.ArgumentParser(prog="python -m llmp.measure.collectives")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget", type=int, default=12, help="cases per collective kind")
     parser.add_argument("--seed", type=int, default=0)

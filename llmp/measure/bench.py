@@ -20,8 +20,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from llmp.residuals import torch_ops
-from llmp.residuals.design import Case
+from llmp.measure import torch_ops
+from llmp.measure.design import Case
 
 Runner = Callable[[], object]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llmp.analytic import kernels
-from llmp.residuals import design
+from llmp.measure import design
 
 
 def test_dims_match_the_kernel_contract():
@@ -62,7 +62,7 @@ def test_round_robin_interleaves_families():
 
 def test_device_table_points_at_catalog_entries():
     from llmp.hardware.catalog import catalog_ids
-    from llmp.residuals import devices
+    from llmp.measure import devices
 
     gpus = set(catalog_ids()["gpu"])
     assert set(devices.CUDA_NAMES.values()) <= gpus and devices.CPU_ID in gpus
