@@ -99,9 +99,10 @@ def test_an_explicit_field_beats_the_profile_and_is_recorded() -> None:
 
 
 def test_check_prints_each_item_with_where_it_came_from() -> None:
-    from llmp.commands.check import render, stack_rows
+    from llmp.commands.check import render
+    from llmp.stacks import in_effect
     spec = spec_of("stack = gpt_neox   attention = flash2")
-    rows = {r["item"]: r for r in stack_rows(spec)}
+    rows = {r["item"]: r for r in in_effect(spec)}
     assert rows["attention"]["source"] == "spec" and rows["attention"]["value"] == "flash2"
     assert "neox_args.py" in rows["fused_rope"]["source"]
     text = render(spec)
