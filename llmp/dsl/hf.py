@@ -52,7 +52,7 @@ class Family:
     """What the family spells its own way (MLA, windows, dense layers, ...)."""
 
 
-_LLAMA_KEYS = {"layers": ("num_hidden_layers",), "hidden": ("hidden_size",),
+_LLAMA_KEYS: dict[str, tuple[str, ...]] = {"layers": ("num_hidden_layers",), "hidden": ("hidden_size",),
                "heads": ("num_attention_heads",), "kv_heads": ("num_key_value_heads",),
                "head_dim": ("head_dim",), "ffn_hidden": ("intermediate_size",),
                "vocab": ("vocab_size",), "seq_len": ("max_position_embeddings",)}
@@ -139,7 +139,7 @@ def _deepseek(config: dict[str, Any], model_type: str, fields: dict[str, Any], n
     if config.get("n_group", 1) not in (None, 1):
         notes.append(f"group-limited routing (n_group = {config['n_group']}, topk_group = "
                      f"{config.get('topk_group')}) picks the same number of experts: not modelled")
-    mla = {"q_lora_rank": _count0(config.get("q_lora_rank"), "q_lora_rank")}
+    mla: dict[str, int | None] = {"q_lora_rank": _count0(config.get("q_lora_rank"), "q_lora_rank")}
     for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
         mla[key] = _int(config, (key,), f"mla.{key}", model_type)
     fields["mla"] = mla

@@ -350,11 +350,12 @@ class Resolver:
         word = expr.parts[0].text if isinstance(expr, ast.Ref) and len(expr.parts) == 1 else None
         if fdef.kind is Kind.LINK:
             return None, self._link(frame, fdef, expr, path)
+        val: Val
         if fdef.kind is Kind.REF:
             val = Word(word) if word is not None else self.eval(expr, frame, fdef.name)
             return val, self._ref(fdef, val, path, span)
         if fdef.kind is Kind.ENUM and word is not None:
-            val: Val = Word(word)
+            val = Word(word)
         else:
             val = self.eval(expr, frame, fdef.name)
         convert = {Kind.COUNT: to_count, Kind.REAL: to_real, Kind.ENUM: to_enum,

@@ -255,8 +255,12 @@ def discover(paths: Sequence[str | Path], accept: Callable[[Path], bool], fmt: s
             take.append(p)
         else:
             raise InputError(f"no such file or directory: {p}")
+    unique: list[Path] = []  # the first mention of each file, in order
     seen: set[Path] = set()
-    unique = [f for f in take if not (f.resolve() in seen or seen.add(f.resolve()))]
+    for f in take:
+        if f.resolve() not in seen:
+            seen.add(f.resolve())
+            unique.append(f)
     return unique, [f for f in other if f.resolve() not in seen]
 
 
@@ -416,7 +420,8 @@ def _manifest(c: Collected, kept: list[Sample], merged: Counter[int], device: De
         notes.append(f"device '{c.device_id}' is not in the catalog yet: the rows are written, but "
                      "dataset.load (llmp fit) reads them only once the catalog has it")
     else:
-        no_peak = Counter(s.item.dtype.value for s in kept if s.is_kernel and s.item.dtype not in device.peak_flops)
+        no_peak = Counter(s.item.dtype.value for s in kept
+                          if isinstance(s.item, Kernel) and s.item.dtype not in device.peak_flops)
         for dtype, n in sorted(no_peak.items()):
             notes.append(f"{n} {dtype} rows are written although '{c.device_id}' has no {dtype} peak in the "
                          "catalog: dataset.load skips them until it has one")
