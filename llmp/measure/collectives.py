@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = plan(world, dev.type, args.budget, args.seed)
     groups = {g: dist.new_group(list(range(g))) for g in sorted({c.group for c in cases})}
     appender = None
-    todo_keys: list[object] = [None]
+    todo_keys: list[list[str] | None] = [None]  # rank 0 fills it, the broadcast hands it to every rank
     if rank == 0:
         env = timing.environment(dev, torch.get_num_threads())
         meta = {**env, "device_id": args.device_id or devices.catalog_id(dev.type, str(env["device_name"])),
@@ -156,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         appender = samplefile.Appender(args.out / "collectives.csv", COLUMNS, meta)
         todo_keys = [[c.key for c in cases if c.key not in appender.keys]]
     dist.broadcast_object_list(todo_keys, src=0)
-    todo = [c for c in cases if c.key in set(todo_keys[0])]
+    received = todo_keys[0]
+    assert received is not None, "broadcast_object_list fills every rank's list"
+    todo = [c for c in cases if c.key in set(received)]
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     for n, case in enumerate(todo):
         stop = torch.tensor([int(deadline is not None and time.monotonic() > deadline)], device=dev)

@@ -11,6 +11,8 @@ message that says which field and why.
 
 from __future__ import annotations
 
+from typing import Any
+
 from llmp.analytic import params
 from llmp.dsl.spec import Position, Precision, Spec
 from llmp.errors import SpecError
@@ -18,7 +20,7 @@ from llmp.measure.reference import ModelConfig
 from llmp.measure.step import MeasureConfig
 
 
-def _int(value: object, path: str) -> int:
+def _int(value: Any, path: str) -> int:
     """A concrete integer field, or a SpecError naming the field."""
     try:
         number = float(value)  # a SymPy expression with free symbols raises TypeError here

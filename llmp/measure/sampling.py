@@ -149,7 +149,7 @@ def run(config: SampleConfig) -> SampleReport:
         torch.set_num_threads(threads)
     torch.manual_seed(config.seed)
     meta = header(config, dev, threads)
-    cache = int(meta["cache_bytes"])
+    cache = timing.cache_bytes(dev)  # as recorded in meta
     ranges = config.ranges or design.RANGES[dev.type]
     meta["ranges"] = dataclasses.asdict(ranges)
     plan = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family)
