@@ -8,7 +8,6 @@ the same command resumes: rows already in DIR are skipped, none are lost or dupl
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import subprocess
 import sys
@@ -89,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"unknown families {unknown}", hint=f"choose from {', '.join(FAMILIES)}, {COLLECTIVES}")
     kernels = tuple(f for f in families if f != COLLECTIVES)
     if kernels:
-        base = RANGES[args.device]
-        ranges = dataclasses.replace(base, max_flops=base.max_flops * args.scale, max_bytes=base.max_bytes * args.scale,
-                                     max_params=max(4096, int(base.max_params * args.scale)))
+        ranges = RANGES[args.device].scaled(args.scale)
         per_family = args.budget or (400 if args.minutes is not None else 40)
         config = sampling.SampleConfig(out=args.out, device=args.device, families=kernels,
                                        dtypes=_split(args.dtypes) if args.dtypes else None, per_family=per_family,

@@ -15,6 +15,7 @@ are the strings of ``llmp.analytic.kernels`` (``Family``, ``Pass``, ``Elementwis
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -90,6 +91,12 @@ class Ranges:
     max_bytes: float
     """Cap on the memory traffic of one call (bytes)."""
     max_params: int
+
+    def scaled(self, factor: float) -> Ranges:
+        """These ranges with every work cap multiplied by ``factor`` (``llmp sample --scale``: 0.01
+        for a quick smoke run); at least 4096 parameters stay, so the optimizer still has work."""
+        return dataclasses.replace(self, max_flops=self.max_flops * factor, max_bytes=self.max_bytes * factor,
+                                   max_params=max(4096, int(self.max_params * factor)))
 
 
 RANGES: dict[str, Ranges] = {
