@@ -15,7 +15,7 @@ One reproducible command (it also writes the shipped CPU defaults with ``--ship`
    on tiny-to-small GPT and Llama specs never sampled as a whole.
 
 The dev VM is shared with other engineers' test runs: single-thread timings use the thread's CPU
-time (``residuals/timing.py``), the script can wait (``--max-wait`` s) for the 1-minute load
+time (``measure/timing.py``), the script can wait (``--max-wait`` s) for the 1-minute load
 average to drop below ``--quiet-load``, and it records the load every phase ran under.
 """
 
@@ -43,7 +43,8 @@ from llmp import dsl
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, Kernel
 from llmp.compose import Correction, predict
-from llmp.residuals import bench, dataset, design, features, measure, measure_core, samplefile, sampling, store, timing
+from llmp.measure import bench, design, from_spec, sampling, step, timing
+from llmp.residuals import dataset, features, samplefile, store
 from llmp.residuals.model import ResidualModel
 
 SHIP_XGB = {"n_estimators": 120, "max_depth": 4}
@@ -215,8 +216,8 @@ def l1(model_dir: Path, steps: int, warmup: int, args: argparse.Namespace) -> li
     for _ in range(args.rounds):
         for case in CASES:
             loads[case.name].append(wait_quiet(args.quiet_load, args.max_wait))
-            cfg = measure.config_from_spec(specs[case.name], steps=steps, warmup=warmup)
-            medians[case.name].append(measure_core.measure(cfg).median_s)
+            cfg = from_spec.config_from_spec(specs[case.name], steps=steps, warmup=warmup)
+            medians[case.name].append(step.measure(cfg).median_s)
     rows = []
     for case in CASES:
         spec = specs[case.name]

@@ -1,7 +1,7 @@
 """The single-GPU end-to-end configurations for GPU calibration (issue 6), as .llmp specs.
 
 Writes one spec per configuration into OUT/specs/ and, next to it, the torch-only measurement
-config that ``python -m llmp.residuals.measure_core --config`` runs on a bare GPU node (where
+config that ``python -m llmp.measure.step --config`` runs on a bare GPU node (where
 lark/sympy/xgboost may be missing). 33 configurations span what the issue asks for: GPT and
 Llama variants of 125M-3B parameters, seq_len 1k-8k, micro-batch 1-16, MHA/GQA, GELU/SwiGLU,
 recompute none/selective/full, BF16 (plus a few FP16).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU calibration run (issue 6): sample every kernel family, then time the end-to-end configs.
-# Runs on a bare GPU node with torch only (the sampler and measure_core import torch + numpy).
+# Runs on a bare GPU node with torch only (the sampler and measure step import torch + numpy).
 #
 #   usage: benchmarks/gpu/run.sh DEVICE CONFIGS_DIR OUT_DIR [SAMPLE_MINUTES]
 #   GPU:   benchmarks/gpu/run.sh cuda gpu_run/configs "$OUT" 8
@@ -18,7 +18,7 @@ touch "$done_list"
 for cfg in "$configs"/*.json; do
   name=$(basename "$cfg" .json)
   grep -qx "$name" "$done_list" && continue
-  if python -m llmp.residuals.measure_core --config "$cfg" --csv "$out/measured.csv"; then
+  if python -m llmp.measure.step --config "$cfg" --csv "$out/measured.csv"; then
     echo "$name" >> "$done_list"
   else
     echo "FAILED $name (see above); continuing" >&2

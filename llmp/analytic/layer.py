@@ -58,7 +58,7 @@ from llmp.dsl.spec import (
     ZeroStage,
 )
 from llmp.hardware.spec import Dtype
-from llmp.stacks import Profile, SelectiveRecompute, profile
+from llmp.stacks import Profile, SelectiveRecompute, padded_vocab, profile
 
 _ACTIVATION = {Activation.GELU: Elementwise.GELU, Activation.RELU: Elementwise.RELU,
                Activation.SWIGLU: Elementwise.SWIGLU, Activation.SQUARED_RELU: Elementwise.SQUARED_RELU}
@@ -130,7 +130,7 @@ class Context:
                    wide=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
                    attn=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
                    recipe=lowp.Recipe.of(spec), groups=groups,
-                   vocab=spec.padded_vocab, profile=profile(spec.train.stack))
+                   vocab=padded_vocab(spec), profile=profile(spec.train.stack))
 
     @property
     def e(self) -> int:

@@ -91,7 +91,7 @@ def _layers_by_kind(m: ModelSpec) -> list[tuple[LayerKind, Any]]:
 
 def embedding_params(m: ModelSpec, vocab: Any = None) -> Any:
     """Token embedding, learned positions, the final norm and (if untied) the output head.
-    ``vocab``: the embedding's rows as trained (the padded vocab, :attr:`Spec.padded_vocab`);
+    ``vocab``: the embedding's rows as trained (the padded vocab, :func:`llmp.stacks.padded_vocab`);
     default ``m.vocab``."""
     rows = m.vocab if vocab is None else vocab
     tokens = rows * m.hidden

@@ -112,7 +112,7 @@ def norms_per_layer(m: ModelSpec) -> int:
 
 def embedding(m: ModelSpec, p: ParallelSpec, vocab: Any = None) -> Any:
     """Word embedding (vocab-parallel) and learned positions: the first pipeline rank.
-    ``vocab``: the embedding's rows (the padded vocab, :attr:`Spec.padded_vocab`); default ``m.vocab``."""
+    ``vocab``: the embedding's rows (the padded vocab, :func:`llmp.stacks.padded_vocab`); default ``m.vocab``."""
     rows = m.vocab if vocab is None else vocab
     positions = m.seq_len * m.hidden if m.position is Position.LEARNED else 0
     return rows * m.hidden / p.tp + positions

@@ -23,7 +23,7 @@ from llmp.analytic import kinds as layer_kinds
 from llmp.analytic import layout, routing, rules, split
 from llmp.analytic.kernels import Tier
 from llmp.analytic.kinds import LayerKind
-from llmp.dsl.spec import Spec
+from llmp.dsl.spec import Spec, world_size
 from llmp.errors import InfeasibleError, SpecError
 
 
@@ -77,7 +77,7 @@ class Structure:
     @property
     def world_size(self) -> int:
         d = dict(self.degrees)
-        return d["dp"] * d["tp"] * d["pp"] * d["cp"]
+        return int(world_size(d["dp"], d["tp"], d["pp"], d["cp"]))
 
     def tier(self, name: str) -> Tier:
         return dict(self.tiers)[name]

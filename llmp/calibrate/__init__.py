@@ -2,7 +2,7 @@
 
     cal = llmp.calibrate.calibrate(["measured.csv"])       # fit (inputs.py, fit.py)
     cal.save("STACK.json")
-    llmp.predict(spec, calibration="STACK.json")             # apply (``compose.predictor``)
+    llmp.predict(spec, calibration="STACK.json")   # apply (compose/calibration_file.py, posterior.py)
 
 A calibration fits a few physical factors (the tensor-core and memory-bound kernels' efficiency,
 communication efficiency inside and across nodes, a fixed per-step overhead), shrunk toward the
@@ -19,7 +19,9 @@ from collections.abc import Sequence
 
 from llmp.calibrate import fit as fitting
 from llmp.calibrate import inputs
-from llmp.calibrate.record import (
+from llmp.compose import band
+from llmp.compose.band import CompositionTerm
+from llmp.compose.calibration_file import (
     Basis,
     Calibration,
     FittedRow,
@@ -28,8 +30,6 @@ from llmp.calibrate.record import (
     file_digest,
     load,
 )
-from llmp.compose import band
-from llmp.compose.band import CompositionTerm
 from llmp.compose.correction import Residuals
 from llmp.compose.predictor import ROOFLINE_ONLY, Priced, priced
 from llmp.errors import InfeasibleError, InputError

@@ -43,21 +43,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-from llmp.analytic.kernels import Collective, Family, Tier
-from llmp.analytic.op import OpGraph, Scope
+from llmp.analytic.op import Scope
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
+from llmp.compose.posterior import GROUPS, NOISE_PSEUDO_ROWS, PARAMS, Posterior, Prior, group_index, step_times
 from llmp.compose.predictor import Priced
 from llmp.errors import InputError
 
-NOISE_PSEUDO_ROWS = 3.0
-"""How many runs' worth of weight the dev estimate of the noise keeps against the user's own residuals."""
 OVERHEAD_EVIDENCE = 1.0
 """Log Bayes factor above which the overhead is fitted: "positive" evidence on Kass and Raftery's
 scale (J. Am. Stat. Assoc. 90, 1995, sec. 3.2: 2 ln B > 2), so a near tie keeps the simpler model."""
@@ -67,71 +64,6 @@ STEP = 1e-3
 """Finite-difference step of the factors (log space) for the Jacobian."""
 TOLERANCE = 1e-5
 """The fit stops when no parameter moves by more than this (log factors: a 0.001% change)."""
-
-
-class Group(StrEnum):
-    """What one calibration factor multiplies."""
-
-    TENSOR = "tensor"
-    MEMORY = "memory"
-    INTRA = "intra"
-    INTER = "inter"
-
-
-GROUPS: tuple[Group, ...] = tuple(Group)
-PARAMS: tuple[str, ...] = (*(g.value for g in GROUPS), "overhead")
-"""The fitted parameters: a log factor per group, then the overhead (a fraction of ``t_ref``)."""
-TENSOR_FAMILIES = frozenset({Family.GEMM, Family.ATTENTION})
-
-
-def group_of(work: Any) -> Group:
-    """The group of a kernel or collective (module docstring)."""
-    if isinstance(work, Collective):
-        return Group.INTER if work.tier is Tier.INTER else Group.INTRA
-    return Group.TENSOR if work.family in TENSOR_FAMILIES else Group.MEMORY
-
-
-def group_index(graph: OpGraph) -> np.ndarray:
-    """Per op of ``graph``: the index of its group in :data:`GROUPS`."""
-    return np.asarray([GROUPS.index(group_of(op.work)) for op in graph.ops], dtype=np.int64)
-
-
-def scaled(graph: OpGraph, times: Sequence[Any], theta: np.ndarray) -> list[Any]:
-    """Per-op ``times`` (numbers or arrays of configurations) multiplied by their group's factor:
-    ``theta`` holds four log factors, or ``(m, 4)`` of them (then every time becomes ``m`` draws)."""
-    factor = np.exp(np.asarray(theta, float))
-    per_group = [factor[..., g] for g in range(len(GROUPS))]
-    return [t * per_group[g] for t, g in zip(times, group_index(graph))]
-
-
-def step_times(p: Priced, theta: np.ndarray, overhead_s: np.ndarray | float = 0.0) -> np.ndarray:
-    """Calibrated step time of ``p`` for each row of ``theta`` (``(m, 4)`` log factors): one
-    composition on arrays of ``m`` draws, plus the per-step overhead in seconds."""
-    theta = np.atleast_2d(np.asarray(theta, float))
-    return np.asarray(p.step_time(scaled(p.graph, p.times, theta)), float) + overhead_s
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Prior:
-    """The uncalibrated model's uncertainty, as the prior of the factors."""
-
-    sigma: tuple[float, ...]
-    """Per group: the log-space error of its families in the calibration rows."""
-    shift: float
-    """Log-space width of the error every group shares (the composition term's second moment)."""
-    overhead: float
-    """Scale of the half-normal prior of the overhead, as a fraction of ``t_ref``."""
-    noise: float
-    """Prior log-space spread of one run around the calibrated model."""
-
-    @property
-    def covariance(self) -> np.ndarray:
-        s = np.asarray(self.sigma)
-        return np.diag(s**2) + self.shift**2 * np.ones((len(s), len(s)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sigma": dict(zip((g.value for g in GROUPS), self.sigma)), "shift": self.shift,
-                "overhead": self.overhead, "noise": self.noise}
 
 
 def prior_of(rows: Sequence[Priced], term: CompositionTerm) -> Prior:
@@ -151,73 +83,6 @@ def prior_of(rows: Sequence[Priced], term: CompositionTerm) -> Prior:
     sigma = tuple(float(math.sqrt(num[g] / den[g])) if measured[g] else widest for g in range(len(GROUPS)))
     shift = math.sqrt((term.below**2 + term.above**2) / 2)
     return Prior(sigma=sigma, shift=shift, overhead=max(math.expm1(term.above), 1e-3), noise=max(term.within, 1e-3))
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Posterior:
-    """The fitted factors and their uncertainty (Laplace approximation)."""
-
-    mean: tuple[float, ...]
-    """MAP of :data:`PARAMS`: four log factors, then the overhead as a fraction of ``t_ref``."""
-    covariance: tuple[tuple[float, ...], ...]
-    t_ref: float
-    """Seconds: the shortest uncalibrated step time among the calibration rows (the overhead's unit)."""
-    noise: float
-    """Log-space spread of one run around the calibrated model (re-estimated from the rows)."""
-    prior: Prior
-    rows: int
-    overhead_log_bayes: float = 0.0
-    """Log Bayes factor of the model with a per-step overhead over the one without (> 0: the
-    overhead was fitted; else it is held at 0)."""
-
-    @property
-    def factors(self) -> dict[str, float]:
-        """Per group: how much slower (> 1) or faster than predicted its ops run."""
-        return {g.value: math.exp(m) for g, m in zip(GROUPS, self.mean)}
-
-    @property
-    def overhead_s(self) -> float:
-        return self.mean[-1] * self.t_ref
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"factors": self.factors, "overhead_s": self.overhead_s, "params": list(PARAMS),
-                "mean": list(self.mean), "covariance": [list(r) for r in self.covariance], "t_ref_s": self.t_ref,
-                "noise": self.noise, "prior": self.prior.to_dict(), "rows": self.rows,
-                "overhead_log_bayes": self.overhead_log_bayes}
-
-    def point(self, p: Priced) -> float:
-        """Calibrated step time of ``p``."""
-        return float(step_times(p, np.asarray(self.mean[:-1]), self.overhead_s)[0])
-
-    def band(self, p: Priced, level: float, draws: int = band.DRAWS) -> band.Band:
-        """The calibrated band of ``p``: the factors and overhead drawn from the posterior
-        (overhead clipped at 0), composed, then one run's spread (``noise``)."""
-        level = band.check_level(level)
-        n = len(PARAMS)
-        z = band.normal_draws(draws, n + 1)
-        chol = np.linalg.cholesky(np.asarray(self.covariance) + 1e-12 * np.eye(n))
-        x = np.asarray(self.mean) + z[:, :n] @ chol.T
-        omega = np.maximum(x[:, -1], 0.0)
-        t = step_times(p, x[:, :-1], omega * self.t_ref)
-        resid = self.noise * z[:, -1]
-        log_y = np.log(t) + resid
-        low, high = band.quantiles(log_y, level)
-        columns = {name: (x[:, i] if name != "overhead" else omega) for i, name in enumerate(PARAMS)}
-        share = band.shares(log_y, {**columns, "residual": resid})
-        terms = []
-        for i, name in enumerate(PARAMS):
-            sd = math.sqrt(max(self.covariance[i][i], 0.0)) * (self.t_ref if name == "overhead" else 1.0)
-            what = (f"posterior of the per-step overhead ({self.overhead_s:.4g} s, sd {sd:.3g} s)" if name == "overhead"
-                    else f"posterior of the {name} factor (x{math.exp(self.mean[i]):.3f}, log sd {sd:.3f})")
-            runs = f"{self.rows} measured step{'s' if self.rows != 1 else ''}"
-            terms.append(band.Term(name=name, kind="calibration", sigma_below=sd, sigma_above=sd, share=share[name],
-                                   source=f"{what}, fitted on {runs}"))
-        terms.append(band.Term(name="residual", kind="residual", sigma_below=self.noise, sigma_above=self.noise,
-                               share=share["residual"], source=(
-                                   "spread of one run around the calibrated model (the dev sources' within-stack "
-                                   f"spread, {NOISE_PSEUDO_ROWS:g} pseudo-runs, updated with the rows' residuals)")))
-        return band.Band(low=low, high=high, level=level, draws=draws, method="calibrated", terms=tuple(terms),
-                         uncovered=())
 
 
 def _whiten(prior: Prior) -> np.ndarray:

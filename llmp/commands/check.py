@@ -18,8 +18,7 @@ from typing import Any
 import sympy as sp
 
 from llmp import stacks
-from llmp.analytic import params
-from llmp.analytic.split import SplitError, split
+from llmp.analytic.derived import derived
 from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
 from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.schema import Kind, Section
@@ -45,71 +44,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ratio(a: Any, b: Any) -> Any:
-    """``a / b`` exactly: an int when whole, a Fraction otherwise, SymPy when symbolic."""
-    if isinstance(a, int) and isinstance(b, int):
-        q = Fraction(a, b)
-        return int(q) if q.denominator == 1 else q
-    return sp.simplify(sp.sympify(a) / b)
-
-
-def derived(spec: Spec) -> dict[str, Any]:
-    """Quantities computed from the spec (exact; SymPy expressions where symbols are free)."""
-    m, p, cl = spec.model, spec.parallel, spec.cluster
-    out: dict[str, Any] = {
-        "world_size": p.dp * p.tp * p.pp * p.cp,
-        "gpus": cl.world_size,
-        "microbatches": _ratio(spec.train.global_batch, spec.train.micro_batch * p.dp),
-        "tokens_per_step": spec.tokens_per_step,
-        "padded_vocab": spec.padded_vocab,
-        "params": sp.expand(params.count(m, spec.padded_vocab)),
-    }
-    out.update(_layers(spec))
-    if m.moe is not None:
-        out["active_params"] = sp.expand(params.active(m, spec.padded_vocab))
-    dtype = spec.train.precision.compute_dtype
-    peak = cl.gpu.peak_flops.get(dtype)
-    if peak is not None:
-        out["cluster_peak_flops"] = peak * cl.world_size
-    return out
-
-
-def _layers(spec: Spec) -> dict[str, Any]:
-    """Layers per stage and chunk: one number for an even split, one per stage (and chunk) else."""
-    m, p = spec.model, spec.parallel
-    try:
-        chunks = split(spec).chunks
-    except SplitError:  # a free symbol leaves the split open
-        chunks = ()
-    if len(set(chunks)) > 1:
-        stages = [sum(chunks[r::int(p.pp)]) for r in range(int(p.pp))]
-        return {"stage_layers": stages, **({"chunk_layers": list(chunks)} if int(p.vp) > 1 else {})}
-    return {"layers_per_stage": _ratio(m.layers, p.pp), "layers_per_chunk": _ratio(m.layers, p.pp * p.vp)}
-
-
 def to_json(spec: Spec) -> dict[str, Any]:
     """``llmp check --json``: the spec as a dict plus ``derived``."""
     data = spec_to_dict(spec)
     data["derived"] = {k: _json_number(v) for k, v in derived(spec).items()}
-    data["stack_profile"] = stack_rows(spec)
+    data["stack_profile"] = stacks.in_effect(spec)
     return data
-
-
-def stack_rows(spec: Spec) -> list[dict[str, Any]]:
-    """Every item of the spec's stack profile: its value in effect and where that comes from
-    (the spec, when it set the field; else the profile item's citation)."""
-    prof = stacks.profile(spec.train.stack)
-    sections = {name: sec for sec, names in stacks.DEFAULT_FIELDS.items() for name in names}
-    rows = []
-    for name, item in prof.items():
-        sec = sections.get(name)
-        if sec is not None and f"{sec}.{name}" in spec.stack_set:
-            value, source = getattr(getattr(spec, sec), name), "spec"
-        else:
-            value, source = (getattr(getattr(spec, sec), name) if sec else item.value), item.source
-        rows.append({"item": name, "field": f"{sec}.{name}" if sec else None, "value": plain(value),
-                     "source": source, "note": item.note})
-    return rows
 
 
 def _json_number(value: Any) -> Any:
@@ -201,7 +141,7 @@ def render(spec: Spec) -> str:
             out.append(f"  {path:<{_WIDTH}}{shown}")
     prof = stacks.profile(spec.train.stack)
     out += ["", f"stack {prof.stack.value}: {prof.title} ({prof.versions})"]
-    for row in stack_rows(spec):
+    for row in stacks.in_effect(spec):
         value = row["value"]
         if isinstance(value, list):
             shown = ", ".join(map(str, value))

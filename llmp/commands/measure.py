@@ -3,7 +3,7 @@ GPT/Llama (random weights and tokens, no downloads) and report the median step t
 
 ``--csv OUT`` appends a row in the published-measurement schema so ``llmp validate`` can score
 it; ``--export cfg.json`` writes the resolved measurement for a bare GPU node, which runs it with
-``python -m llmp.residuals.measure_core --config cfg.json --csv OUT`` (torch only).
+``python -m llmp.measure.step --config cfg.json --csv OUT`` (torch only).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from llmp import dsl
-    from llmp.residuals.measure import config_from_spec
+    from llmp.measure.from_spec import config_from_spec
 
     for name in ("steps", "nproc", "threads"):
         if getattr(args, name) < 1:
@@ -45,16 +45,16 @@ def run(args: argparse.Namespace) -> int:
                            threads=args.threads, seed=args.seed)
     if args.export is not None:
         args.export.write_text(cfg.to_json() + "\n")
-        print(f"wrote {args.export}; run it with: python -m llmp.residuals.measure_core --config {args.export}")
+        print(f"wrote {args.export}; run it with: python -m llmp.measure.step --config {args.export}")
         return 0
-    from llmp.residuals import measure_core
+    from llmp.measure import step
 
     try:
-        result = measure_core.measure(cfg)
+        result = step.measure(cfg)
     except RuntimeError as err:  # torch: out of memory, no CUDA device, a failed rank
         raise InputError(f"the measurement failed: {str(err).splitlines()[0]}") from None
     if args.csv is not None:
-        measure_core.append_csv(args.csv, measure_core.csv_row(cfg, result))
+        step.append_csv(args.csv, step.csv_row(cfg, result))
     if args.json:
         print(json.dumps({"step_time_s": result.median_s, "step_times_s": list(result.step_times_s),
                           "params": result.params, "tokens_per_step": result.tokens_per_step, "env": result.env,

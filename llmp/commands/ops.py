@@ -22,17 +22,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _intensity(row: OpRow) -> float | None:
-    return row.flops / row.bytes if row.bytes > 0 and row.flops > 0 else None
-
-
 def render(rows: tuple[OpRow, ...]) -> str:
     head = (f"{'op':<44}{'scope':<9}{'phase':<8}{'count':>8}{'FLOPs':>10}{'bytes':>11}"
             f"{'FLOP/B':>8}{'time':>11}  bound")
     lines = [head, "-" * len(head)]
     for r in rows:
         scope = r.scope if r.rank_kind is None else f"{r.scope}:{r.rank_kind}"
-        ai = _intensity(r)
+        ai = r.intensity
         lines.append(f"{r.name:<44}{scope:<9}{r.phase:<8}{format_count(r.count):>8}"
                      f"{format_count(r.flops) if r.flops else '-':>10}{format_bytes(r.bytes, binary=False):>11}"
                      f"{f'{ai:.0f}' if ai is not None else '-':>8}{format_time(r.roofline_s):>11}  {r.bound}")
@@ -42,7 +38,7 @@ def render(rows: tuple[OpRow, ...]) -> str:
 def run(args: argparse.Namespace) -> int:
     rows = predict(load_args(args)).ops
     if args.json:
-        print(json.dumps([dict(r.to_dict(), intensity=_intensity(r)) for r in rows], indent=2))
+        print(json.dumps([dict(r.to_dict(), intensity=r.intensity) for r in rows], indent=2))
     else:
         print(render(rows))
     return 0

@@ -8,7 +8,6 @@ the same command resumes: rows already in DIR are skipped, none are lost or dupl
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ COLLECTIVES = "collectives"
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.residuals.design import FAMILIES
+    from llmp.measure.design import FAMILIES
 
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="device kind to time (default cpu)")
     parser.add_argument("--out", type=Path, required=True, help="directory of sample files (created; resumed)")
@@ -58,7 +57,7 @@ def _collectives(args: argparse.Namespace, budget: int | None) -> int:
     if nproc < 2:
         raise InputError(f"collectives need at least 2 ranks, got --nproc {nproc}")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "-m", "llmp.residuals.collectives", "--out", str(args.out), "--seed", str(args.seed),
+           "-m", "llmp.measure.collectives", "--out", str(args.out), "--seed", str(args.seed),
            "--budget", str(budget or 12)]
     node = args.node_id or ("cpu_host" if args.device == "cpu" else None)
     if node:
@@ -78,8 +77,8 @@ def _collectives(args: argparse.Namespace, budget: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.residuals import sampling
-    from llmp.residuals.design import FAMILIES, RANGES
+    from llmp.measure import sampling
+    from llmp.measure.design import FAMILIES, RANGES
 
     families = _split(args.families)
     if not families:
@@ -89,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"unknown families {unknown}", hint=f"choose from {', '.join(FAMILIES)}, {COLLECTIVES}")
     kernels = tuple(f for f in families if f != COLLECTIVES)
     if kernels:
-        base = RANGES[args.device]
-        ranges = dataclasses.replace(base, max_flops=base.max_flops * args.scale, max_bytes=base.max_bytes * args.scale,
-                                     max_params=max(4096, int(base.max_params * args.scale)))
+        ranges = RANGES[args.device].scaled(args.scale)
         per_family = args.budget or (400 if args.minutes is not None else 40)
         config = sampling.SampleConfig(out=args.out, device=args.device, families=kernels,
                                        dtypes=_split(args.dtypes) if args.dtypes else None, per_family=per_family,

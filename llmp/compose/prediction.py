@@ -69,6 +69,11 @@ class OpRow:
     def time_s(self) -> float:
         return self.roofline_s * self.factor
 
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, FLOPs per byte moved (None for an op without both)."""
+        return self.flops / self.bytes if self.bytes > 0 and self.flops > 0 else None
+
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__}
         out["time_s"] = self.time_s

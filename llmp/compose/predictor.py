@@ -25,9 +25,11 @@ from llmp.analytic.op import Op, OpGraph, Part, Scope
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
 from llmp.compose import band, calibration, reuse
+from llmp.compose.calibration_file import as_calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
+from llmp.compose.posterior import scaled
 from llmp.compose.prediction import (
     MemoryReport,
     OpRow,
@@ -39,6 +41,7 @@ from llmp.compose.prediction import (
 from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
+from llmp.stacks import padded_vocab
 from llmp.sym import has_free_symbols
 
 ROOFLINE_ONLY = "roofline only (no residual models)"
@@ -215,7 +218,7 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     ``None`` or ``"none"`` (the bare roofline composition), a store directory, or a loaded store.
     ``level``: how often the band should hold the real step (``compose.band``).
     ``calibration``: a ``STACK.json`` written by ``llmp calibrate`` (or a loaded
-    ``llmp.calibrate.Calibration``) fitted on measured steps of this GPU and stack: its factors and
+    ``llmp.compose.calibration_file.Calibration``) fitted on measured steps of this GPU and stack: its factors and
     per-step overhead correct the step, and its posterior gives the band. ``None``: zero-shot.
     """
     level = band.check_level(level)
@@ -228,9 +231,6 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
         t = float(step.step_time)
         return _prediction(p, step, t, band.zero_shot(p.step_time, times, p.errors, band.composition_term(), level),
                            hw, model_id)
-    from llmp.calibrate.fit import scaled
-    from llmp.calibrate.record import as_calibration
-
     cal = as_calibration(calibration)
     cal.check(spec)
     post = cal.basis(model_id).posterior
@@ -256,8 +256,8 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
         "layers_per_chunk": float(graph.layers_per_chunk),
-        "parameters": float(params.count(spec.model, spec.padded_vocab)),
-        "active_parameters": float(params.active(spec.model, spec.padded_vocab)), "model_flops_per_step": model_flops,
+        "parameters": float(params.count(spec.model, padded_vocab(spec))),
+        "active_parameters": float(params.active(spec.model, padded_vocab(spec))), "model_flops_per_step": model_flops,
         "peak_flops": peak, "critical_rank": int(step.critical_rank),
     }
     return Prediction(

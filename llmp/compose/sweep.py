@@ -87,7 +87,7 @@ def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None) -> di
     its group's factor and adds the per-step overhead to the step time."""
     posterior = None
     if calibration is not None:
-        from llmp.calibrate.record import as_calibration
+        from llmp.compose.calibration_file import as_calibration
         from llmp.compose.predictor import ROOFLINE_ONLY
 
         cal = as_calibration(calibration)
@@ -130,7 +130,7 @@ def _evaluate_group(spec: Spec, k: int, posterior: Any = None) -> dict[str, np.n
     prices = price_arrays(graph, spec, k)
     times, overhead = list(prices.time), 0.0
     if posterior is not None:
-        from llmp.calibrate.fit import scaled
+        from llmp.compose.posterior import scaled
 
         times, overhead = scaled(graph, times, np.asarray(posterior.mean[:-1])), posterior.overhead_s
     step = compose(graph, times, OverlapRules.of(spec), spec.parallel.schedule)

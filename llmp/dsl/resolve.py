@@ -23,7 +23,7 @@ from llmp.dsl import ast, derive
 from llmp.dsl.blocks import Definitions, active
 from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDef, Kind, Section
-from llmp.dsl.spec import Sweep
+from llmp.dsl.spec import Sweep, replica_size
 from llmp.dsl.symbols import symbol_for
 from llmp.dsl.transform import parse_value
 from llmp.dsl.values import (
@@ -294,12 +294,12 @@ class Resolver:
         per_node = self.get(self.frame("node"), "gpus_per_node")
         tp, pp, cp = (self.get(frame, n) for n in ("tp", "pp", "cp"))
         values = (nodes, per_node, tp, pp, cp)
-        if all(isinstance(v, int) for v in values) and (nodes * per_node) % (tp * pp * cp):
+        if all(isinstance(v, int) for v in values) and (nodes * per_node) % replica_size(tp, pp, cp):
             written = [frame.fields[n].value.span for n in ("tp", "pp", "cp") if n in frame.fields]
             raise SpecError(
                 f"dp is not given and cannot be derived: {nodes * per_node} GPUs "
                 f"(cluster.nodes({nodes}) * node.gpus_per_node({per_node})) is not divisible by "
-                f"tp({tp}) * pp({pp}) * cp({cp}) = {tp * pp * cp}",
+                f"tp({tp}) * pp({pp}) * cp({cp}) = {replica_size(tp, pp, cp)}",
                 written[0] if written else frame.span, label="layout mismatch",
                 hint="change tp, pp or cp, or the cluster size")
 
@@ -350,11 +350,12 @@ class Resolver:
         word = expr.parts[0].text if isinstance(expr, ast.Ref) and len(expr.parts) == 1 else None
         if fdef.kind is Kind.LINK:
             return None, self._link(frame, fdef, expr, path)
+        val: Val
         if fdef.kind is Kind.REF:
             val = Word(word) if word is not None else self.eval(expr, frame, fdef.name)
             return val, self._ref(fdef, val, path, span)
         if fdef.kind is Kind.ENUM and word is not None:
-            val: Val = Word(word)
+            val = Word(word)
         else:
             val = self.eval(expr, frame, fdef.name)
         convert = {Kind.COUNT: to_count, Kind.REAL: to_real, Kind.ENUM: to_enum,

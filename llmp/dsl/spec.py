@@ -374,6 +374,19 @@ class ModelSpec:
         return self.moe is not None
 
 
+def replica_size(tp: Any, pp: Any, cp: Any) -> Any:
+    """Devices one data-parallel replica spans: ``tp * pp * cp`` (``ep`` is carved out of
+    ``dp * cp`` and adds none). Ints, numpy columns of a sweep, or SymPy."""
+    return tp * pp * cp
+
+
+def world_size(dp: Any, tp: Any, pp: Any, cp: Any) -> Any:
+    """Devices a layout occupies: ``dp`` replicas of :func:`replica_size`. The one place the
+    degrees multiply to a device count (the spec, the graph's structure, the resolver's and the
+    validation rows' derived ``dp`` all ask here)."""
+    return dp * replica_size(tp, pp, cp)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ParallelSpec:
     """How the model is split over the devices (Megatron order: tp innermost, then cp, ep, pp, dp)."""
@@ -389,9 +402,9 @@ class ParallelSpec:
     """Expert tensor-parallel degree: the tp ranks that split one expert's matrices (Megatron
     ``--expert-tensor-parallel-size``; a divisor of tp). None: tp."""
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
+    """How MoE tokens reach their experts."""
     cp_comm: CpComm = CpComm.P2P
     """How the cp ranks share keys and values (see :class:`CpComm`)."""
-    """How MoE tokens reach their experts."""
     vp: Count = 1
     """Virtual pipeline chunks per pipeline rank (interleaved schedule; zb_v places two in a V)."""
     microbatch_group: Count | None = None
@@ -434,6 +447,11 @@ class ParallelSpec:
     def expert_tp(self) -> Count:
         """The tensor-parallel degree that splits one expert: ``etp``, or ``tp`` when not given."""
         return self.tp if self.etp is None else self.etp
+
+    @property
+    def world_size(self) -> Count:
+        """Devices the layout occupies (:func:`world_size`)."""
+        return world_size(self.dp, self.tp, self.pp, self.cp)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -512,8 +530,7 @@ class Spec:
     # Derived quantities: computed, never typed in.
     @property
     def world_size(self) -> Count:
-        p = self.parallel
-        return p.dp * p.tp * p.pp * p.cp
+        return self.parallel.world_size
 
     @property
     def microbatches(self) -> Count:
@@ -523,11 +540,3 @@ class Spec:
     @property
     def tokens_per_step(self) -> Count:
         return self.train.global_batch * self.model.seq_len
-
-    @property
-    def padded_vocab(self) -> Count:
-        """Rows of the embedding and output head: ``vocab`` padded up to the stack's multiple
-        (Megatron and GPT-NeoX: ``make_vocab_size_divisible_by * tp``; see :mod:`llmp.stacks`)."""
-        from llmp.stacks import padded_vocab  # stacks imports this module
-
-        return padded_vocab(self)

@@ -140,8 +140,8 @@ def arith(op: str, left: Val, right: Val, span: Span) -> Num:
         if isinstance(a.value, Fraction) and isinstance(b.value, Fraction):
             return Num(a.value * b.value, a.dim * b.dim)
         return Num(_normal(_sym(a.value) * _sym(b.value)), a.dim * b.dim)
-    if (isinstance(b.value, Fraction) and b.value == 0) or (
-            is_expr(b.value) and b.value.is_zero):
+    divisor = b.value
+    if divisor == 0 if isinstance(divisor, Fraction) else (is_expr(divisor) and divisor.is_zero):
         raise SpecError("division by zero", span, label="bad expression")
     if isinstance(a.value, Fraction) and isinstance(b.value, Fraction):
         return Num(a.value / b.value, a.dim / b.dim)

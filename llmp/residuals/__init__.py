@@ -1,13 +1,13 @@
-"""Residual models: what the roofline misses, learned from light sampling.
+"""Residual models: what the roofline misses, learned from operator measurements.
 
-Modules (nothing is imported here, so the torch-only modules stay importable on a bare GPU node):
+Modules (numpy and sympy to predict; xgboost only to fit; never torch): ``samplefile`` (the
+sample-file format the measurement kit writes and everything here reads; standard library only),
+``features``, ``dataset`` (sample files -> observations), ``model`` (``ResidualModel``),
+``forest`` (fitted trees evaluated with numpy), ``transfer`` (the cross-GPU model), ``store``
+(``load``, ``save``, ``choose``, ``default_for``, ``Residuals``), ``adapt``, ``fitting``
+(``llmp fit``), ``score`` (``llmp score``) and ``importers/`` (public measurements in llmp's own
+sample schema, ``llmp import-samples``).
 
-* torch and numpy only: ``design`` (the shape design), ``bench`` and ``torch_ops`` (the timed
-  kernels), ``timing``, ``samplefile``, ``sampling`` (``llmp sample``), ``collectives`` (torchrun
-  entry), ``reference`` and ``measure_core`` (``llmp measure``; ``python -m
-  llmp.residuals.measure_core --config cfg.json``), ``devices``;
-* fit and predict (numpy, sympy; xgboost only to fit): ``features``, ``dataset``, ``model``
-  (``ResidualModel``), ``forest`` (fitted trees evaluated with numpy), ``store`` (``load``,
-  ``save``, ``choose``, ``default_for``, ``Residuals``), ``adapt``, ``fitting`` (``llmp fit``),
-  ``score`` (``llmp score``), ``measure`` (spec -> measurement config).
+The measurements themselves come from ``llmp.measure`` (torch), which imports ``samplefile``
+from here and nothing else; nothing here imports ``llmp.measure``.
 """

@@ -42,6 +42,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,6 +53,9 @@ from llmp.hardware.spec import Device
 from llmp.residuals import features
 from llmp.residuals.model import Observation, ResidualModel, row_key, stratum_of
 from llmp.residuals.store import Adjustment, Residuals, Stratum
+
+if TYPE_CHECKING:
+    from llmp.residuals.transfer import CrossGpuModel
 
 RIDGE_OFFSET = 0.5
 """Prior weight (in samples) pulling the offset to 0."""
@@ -82,7 +86,8 @@ def _observation_blocks(obs: Sequence[Observation]) -> tuple[dict[str, features.
     return blocks, np.asarray([o.seconds for o in obs]), device
 
 
-def select_active(model: ResidualModel | Residuals, items: Sequence[Kernel | Collective], device: Device, k: int, *,
+def select_active(model: ResidualModel | CrossGpuModel | Residuals, items: Sequence[Kernel | Collective],
+                  device: Device, k: int, *,
                   links: Links | None = None, blocks: dict[str, features.Block] | None = None) -> np.ndarray:
     """Indices of up to ``k`` candidates per (operator, pass) stratum to measure or use first.
 
@@ -201,7 +206,7 @@ def adapt(base: Residuals, observations: Sequence[Observation], budget: int | No
     for i, o in enumerate(observations):
         used, available = strata.get(stratum_of(o.item), (0, 0))
         strata[stratum_of(o.item)] = (used + (i in picked), available + 1)
-    adjustments = fit_adjustments(base, [observations[i] for i in chosen], alpha=alpha)
+    adjustments = fit_adjustments(base, [observations[int(i)] for i in chosen], alpha=alpha)
     return Adaptation(device=device, adjustments=adjustments, chosen=tuple(int(i) for i in chosen),
                       unused=tuple(i for i in range(len(observations)) if i not in picked),
                       strata=dict(sorted(strata.items())))

@@ -11,17 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from llmp.analytic.collectives import Links
-from llmp.analytic.kernels import VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
+from llmp.analytic.kernels import DIMS, VARIANTS, Collective, CollectiveKind, Family, Kernel, Pass, Tier
 from llmp.dsl import catalog
 from llmp.errors import InputError, LlmpError
 from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Device, Dtype, Node
 from llmp.residuals import samplefile
-from llmp.residuals.design import DIMS
 from llmp.residuals.model import Observation
 
 _ROLE_FAMILIES = {Family.GEMM}
@@ -80,7 +80,10 @@ def node_links(node: Node) -> Links:
     return Links.between(node, node.inter)
 
 
-def _choice(enum: type, text: str, column: str) -> Any:
+E = TypeVar("E", bound=Enum)
+
+
+def _choice(enum: type[E], text: str, column: str) -> E:
     try:
         return enum(text)
     except ValueError:
@@ -119,7 +122,7 @@ def kernel_of(row: dict[str, str]) -> Kernel:
         # Sample files written before llmp's attention kernel had a value head dim and a window
         # timed full attention with one head dim.
         row = {"head_dim_v": row.get("head_dim", ""), "window": row.get("seq_kv", ""), **row}
-    dims = {name: _count(row, name, 0 if name in ("causal", "flash", "rms") else 1) for name in DIMS[family.value]}
+    dims = {name: _count(row, name, 0 if name in ("causal", "flash", "rms") else 1) for name in DIMS[family]}
     variant = "" if family in _ROLE_FAMILIES else row.get("variant", "")
     variant = "" if variant == "-" else variant
     if variant not in VARIANTS[family]:
@@ -186,10 +189,12 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
             raise InputError(f"{path} does not name its catalog device ('{table.meta.get('device_name')}')",
                              hint="pass --device-id ID (a gpu id of llmp/hardware/catalog)")
         node_of_file = node_id or table.meta.get("node_id") or DEFAULT_NODE.get(dev_id)
-        if is_coll and not isinstance(node_of_file, str):
-            raise InputError(f"{path}: collective samples need the catalog node they ran on",
-                             hint="pass --node-id ID (a node id of llmp/hardware/catalog)")
-        node = catalog_node(dev_id, node_of_file) if is_coll else None
+        node = None
+        if is_coll:
+            if not isinstance(node_of_file, str):
+                raise InputError(f"{path}: collective samples need the catalog node they ran on",
+                                 hint="pass --node-id ID (a node id of llmp/hardware/catalog)")
+            node = catalog_node(dev_id, node_of_file)
         device = node.gpu if node is not None else catalog_device(dev_id)
         links = node_links(node) if node is not None else None
         devices[device.id] = device
@@ -199,12 +204,12 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
                 if seconds is None:
                     skip("failed or empty rows")
                     continue
-                item = collective_of(row) if is_coll else kernel_of(row)
+                item: Kernel | Collective = collective_of(row) if is_coll else kernel_of(row)
             except ValueError as err:
                 raise InputError(f"{path}: row {row.get('key', '?')!r}: {err}",
                                  hint="fix or delete the row (sample files are written by llmp sample or "
                                       "llmp import-samples)") from None
-            if is_coll:
+            if isinstance(item, Collective):
                 if families is not None and item.kind.value not in families:
                     continue
                 observations.append(Observation(item=item, device=device, seconds=seconds, links=links))

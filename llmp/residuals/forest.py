@@ -122,10 +122,10 @@ class _Reader:
             return out
         if count is not None:
             return [self.value(kind) for _ in range(count)]
-        out = []
+        items = []
         while (marker := self._marker()) != b"]":
-            out.append(self.value(marker))
-        return out
+            items.append(self.value(marker))
+        return items
 
     def _object(self) -> dict[str, Any]:
         kind, count = self._container_header()

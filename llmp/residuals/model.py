@@ -144,9 +144,9 @@ class ResidualModel:
         self.conformal_q_: dict[tuple, float] = {}
         self.domain_: dict[tuple, dict[str, tuple[float, float]]] = {}
         self.skipped_groups_: dict[tuple, int] = {}
-        for n, (key, obs) in enumerate(sorted(grouped.items())):
-            X, y, family = self._matrix(obs)
-            w = np.asarray([o.weight for o in obs], dtype=np.float64)
+        for n, (key, group) in enumerate(sorted(grouped.items())):
+            X, y, family = self._matrix(group)
+            w = np.asarray([o.weight for o in group], dtype=np.float64)
             if len(y) < self.min_samples:
                 self.skipped_groups_[key] = len(y)
                 continue

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmp.analytic.collectives import Links
 from llmp.errors import InputError
 from llmp.residuals import features, store
 from llmp.residuals.model import Observation, stratum_of
@@ -105,14 +106,14 @@ def score(observations: Sequence[Observation], residuals: object = "default") ->
     if not observations:
         raise InputError("no samples to score",
                          hint="pass sample files or directories (llmp sample, llmp import-samples)")
-    by_device: dict[tuple[str, object], list[int]] = {}
+    by_device: dict[tuple[str, Links | None], list[int]] = {}
     for i, o in enumerate(observations):
         by_device.setdefault((o.device.id, o.links), []).append(i)
     n = len(observations)
     predicted, roofline = np.full(n, np.nan), np.full(n, np.nan)
     covered, out_of_domain = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     stores: dict[str, str] = {}
-    loaded: dict[str, object] = {}
+    loaded: dict[str, store.Residuals | None] = {}
     for (device_id, links), rows in by_device.items():
         device = observations[rows[0]].device
         if device_id not in loaded:

@@ -38,7 +38,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from llmp.hardware.spec import Device
 from llmp.residuals import features
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, stratum_of
+
+if TYPE_CHECKING:  # imported when a cross-GPU store is read (it needs more than a per-device one)
+    from llmp.residuals.transfer import CrossGpuModel
 
 FORMAT = "llmp-residuals"
 FORMAT_VERSION = 2
@@ -158,7 +161,8 @@ class Residuals:
 
     path: Path
     manifest: dict[str, Any]
-    model: ResidualModel
+    model: ResidualModel | CrossGpuModel
+    """Per-device groups, or the cross-GPU transfer model (``serves == "any"``)."""
     adjustments: dict[Stratum, Adjustment] = field(default_factory=dict)
     _id: str = field(init=False, repr=False, compare=False, default="")
 
@@ -342,7 +346,7 @@ def serving(devices: Sequence[Device], serves: str | Sequence[str] | None) -> st
     return served
 
 
-def make_store_dir(directory: str | Path) -> Path:
+def make_store_dir(directory: str | os.PathLike[str]) -> Path:
     """Create ``directory/groups`` for a store, or raise ``InputError`` saying why it cannot be."""
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
@@ -355,7 +359,7 @@ def make_store_dir(directory: str | Path) -> Path:
     return directory
 
 
-def save(model: ResidualModel, directory: str | Path, *, devices: Sequence[Device],
+def save(model: ResidualModel | CrossGpuModel, directory: str | os.PathLike[str], *, devices: Sequence[Device],
          serves: str | Sequence[str] | None = None, samples: Sequence[str] = (),
          adjustments: Mapping[Stratum, Adjustment] | None = None, extra: dict[str, Any] | None = None) -> Path:
     """Write a fitted model (and optional adaptation) to ``directory``; returns the manifest path.
@@ -406,8 +410,9 @@ def _adjustment_entries(adjustments: Mapping[Stratum, Adjustment] | None) -> lis
             for s, a in sorted((adjustments or {}).items())]
 
 
-def save_cross_gpu(model: Any, directory: str | Path, *, devices: Sequence[Device], serves: str | Sequence[str] = ANY,
-                   samples: Sequence[str] = (), adjustments: Mapping[Stratum, Adjustment] | None = None,
+def save_cross_gpu(model: CrossGpuModel, directory: str | os.PathLike[str], *, devices: Sequence[Device],
+                   serves: str | Sequence[str] = ANY, samples: Sequence[str] = (),
+                   adjustments: Mapping[Stratum, Adjustment] | None = None,
                    extra: dict[str, Any] | None = None) -> Path:
     """Write a fitted ``transfer.CrossGpuModel`` (``kind`` ``cross_gpu``): the same header and
     fingerprints as :func:`save`, its units as ``transfer`` entries instead of ``groups``. It
@@ -608,7 +613,7 @@ def _members_loader(readers: list[Callable[[], Forest]]) -> Callable[[], list[Fo
     return lambda: [read() for read in readers]
 
 
-def load(directory: str | Path) -> Residuals:
+def load(directory: str | os.PathLike[str]) -> Residuals:
     """Load a residual store strictly and read-only (see module docstring)."""
     directory = Path(directory)
     c = _Checker(directory)

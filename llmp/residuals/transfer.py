@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -370,7 +371,7 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
     return entries
 
 
-def from_manifest(entries: Sequence[dict[str, object]], directory: Path, *, alpha: float, seed: int) -> CrossGpuModel:
+def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alpha: float, seed: int) -> CrossGpuModel:
     """Rebuild a fitted model from :func:`to_manifest` entries; malformed entries raise
     ``ResidualSchemaError`` naming the family."""
     from llmp.errors import ResidualSchemaError

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from llmp.dsl.serialize import plain
 from llmp.dsl.spec import Spec, Stack
 from llmp.stacks.catalog import PROFILES
 from llmp.stacks.profile import (
@@ -27,7 +28,7 @@ from llmp.stacks.profile import (
 from llmp.sym import has_free_symbols, sympy
 
 __all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "SelectiveRecompute", "Unscale",
-           "ZeroGrad", "padded_vocab", "profile"]
+           "ZeroGrad", "in_effect", "padded_vocab", "profile"]
 
 
 def profile(stack: Stack) -> Profile:
@@ -56,3 +57,20 @@ def padded_vocab(spec: Spec) -> Any:
     if (isinstance(multiple, int) and multiple == 1) or has_free_symbols(multiple):
         return m.vocab
     return _ceil_to(m.vocab, multiple)
+
+
+def in_effect(spec: Spec) -> list[dict[str, Any]]:
+    """Every item of the spec's stack profile: its value in effect and where that comes from
+    (the spec, when it set the field; else the profile item's citation)."""
+    prof = profile(spec.train.stack)
+    sections = {name: sec for sec, names in DEFAULT_FIELDS.items() for name in names}
+    rows = []
+    for name, item in prof.items():
+        sec = sections.get(name)
+        if sec is not None and f"{sec}.{name}" in spec.stack_set:
+            value, source = getattr(getattr(spec, sec), name), "spec"
+        else:
+            value, source = (getattr(getattr(spec, sec), name) if sec else item.value), item.source
+        rows.append({"item": name, "field": f"{sec}.{name}" if sec else None, "value": plain(value),
+                     "source": source, "note": item.note})
+    return rows

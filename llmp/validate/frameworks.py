@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from llmp.analytic.split import OPTIONS
-from llmp.dsl.spec import Fp8Scaling, Precision, Recompute, Schedule, Stack, ZeroStage
+from llmp.dsl.spec import Fp8Scaling, Precision, Recompute, Schedule, Stack, ZeroStage, replica_size
 from llmp.stacks import profile
 from llmp.validate import cells
 from llmp.validate.cells import CellError, Framework, Sharding
@@ -282,7 +282,7 @@ def _layout(row: Row, notes: list[str]) -> tuple[int, int, int, int, int, int]:
     tp, pp, cp = degrees["tp"], degrees["pp"], degrees["cp"]
     assert tp is not None and pp is not None and cp is not None
     if degrees["dp"] is None:
-        degrees["dp"] = max(1, n // (tp * pp * cp))
+        degrees["dp"] = max(1, n // replica_size(tp, pp, cp))
         filled.append(f"dp = num_gpus/(tp·pp·cp) = {degrees['dp']}")
     if filled:
         notes.append(f"layout blanks filled: {', '.join(filled)}")

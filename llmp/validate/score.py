@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.compose import Residuals, predict
+from llmp.compose.calibration_file import as_calibration
 from llmp.compose.prediction import MemoryReport
 from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
@@ -353,8 +354,6 @@ def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sou
     ``calibration`` applies an ``llmp calibrate`` file (loaded once) to every row.
     """
     if calibration is not None:
-        from llmp.calibrate import as_calibration
-
         calibration = as_calibration(calibration)
     measurements = select_sources(group_measurements(read_csvs(tuple(paths))), sources)
     scored: list[Scored] = []

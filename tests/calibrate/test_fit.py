@@ -10,8 +10,9 @@ from analytic.strategies_analytic import llama, make_spec
 
 from llmp.analytic.kernels import Collective, Family, Tier
 from llmp.calibrate import fit as fitting
-from llmp.calibrate.fit import GROUPS, Group
+from llmp.compose import posterior
 from llmp.compose.band import CompositionTerm
+from llmp.compose.posterior import GROUPS, Group
 from llmp.compose.predictor import priced
 
 TERM = CompositionTerm(below=0.05, above=0.5, within=0.1, source="test")
@@ -34,7 +35,7 @@ def configs():
 
 def truth(rows, theta=(0.3, 0.1, 0.2, 0.0), overhead=0.0, noise=0.0, seed=0):
     rng = np.random.default_rng(seed)
-    return [float(fitting.step_times(p, np.asarray(theta), overhead)[0]) * math.exp(noise * rng.standard_normal())
+    return [float(posterior.step_times(p, np.asarray(theta), overhead)[0]) * math.exp(noise * rng.standard_normal())
             for p in rows]
 
 
@@ -45,7 +46,7 @@ def zero(p):
 def test_groups_are_physical(configs):
     seen = set()
     for op in configs[4].graph.ops:  # tp = 4: GEMMs, attention, norms, ..., intra-node collectives
-        group = fitting.group_of(op.work)
+        group = posterior.group_of(op.work)
         if isinstance(op.work, Collective):
             assert group is (Group.INTER if op.work.tier is Tier.INTER else Group.INTRA)
         else:
@@ -57,11 +58,11 @@ def test_groups_are_physical(configs):
 def test_scaled_times_follow_their_group(configs):
     p = configs[1]
     theta = np.array([math.log(2), 0.0, 0.0, 0.0])
-    scaled = fitting.scaled(p.graph, p.times, theta)
+    scaled = posterior.scaled(p.graph, p.times, theta)
     for op, t, s in zip(p.graph.ops, p.times, scaled):
-        expect = 2 * t if fitting.group_of(op.work) is Group.TENSOR else t
+        expect = 2 * t if posterior.group_of(op.work) is Group.TENSOR else t
         assert s == pytest.approx(expect)
-    draws = fitting.step_times(p, np.zeros((5, len(GROUPS))))
+    draws = posterior.step_times(p, np.zeros((5, len(GROUPS))))
     assert draws.shape == (5,) and np.allclose(draws, zero(p))
 
 

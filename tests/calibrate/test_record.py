@@ -11,8 +11,8 @@ import pytest
 from analytic.strategies_analytic import llama, make_spec
 
 from llmp.calibrate import fit_basis, load
-from llmp.calibrate.record import Calibration, Source, from_dict
 from llmp.compose.band import CompositionTerm
+from llmp.compose.calibration_file import Calibration, Source, from_dict
 from llmp.compose.predictor import ROOFLINE_ONLY, priced
 from llmp.dsl.spec import Stack
 from llmp.errors import InputError

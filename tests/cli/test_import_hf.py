@@ -14,8 +14,8 @@ import pytest
 
 from llmp.analytic import params
 from llmp.cli import main
-from llmp.commands.import_hf import FAMILIES, to_llmp
 from llmp.dsl import load
+from llmp.dsl.hf import FAMILIES, to_llmp
 
 LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "attention_bias": False,
              "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,

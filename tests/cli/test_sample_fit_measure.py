@@ -58,7 +58,8 @@ def test_user_errors_exit_1_with_a_message(tmp_path, capsys):
 
 def test_collectives_through_torchrun_and_fit(tmp_path):
     """``llmp sample --families collectives`` starts torchrun (2 gloo ranks); the rows fit."""
-    from llmp.residuals import collectives, dataset, samplefile
+    from llmp.measure import collectives
+    from llmp.residuals import dataset, samplefile
     from llmp.residuals.model import ResidualModel
 
     samples = tmp_path / "coll"

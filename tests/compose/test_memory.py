@@ -19,6 +19,7 @@ from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.compose.memory import layer_activation_bytes, op_sac_bytes
 from llmp.dsl.spec import Recompute, Schedule, Stack, ZeroStage
+from llmp.stacks import padded_vocab
 
 
 def _per_layer(spec) -> float:
@@ -103,7 +104,7 @@ def test_fsdp_stores_fp32_shards_and_gathers_the_root():
     m = llama(layers=4, hidden=1024, heads=8, kv_heads=4, ffn=2816, vocab=32000, seq_len=1024)
     spec = make_spec(m, gpus_per_node=8, global_batch=8, zero=ZeroStage.FSDP)
     mem = predict(spec).memory
-    total = shard.rank(m, spec.parallel, pp=1, layers=m.layers, first=True, last=True, vocab=spec.padded_vocab).total
+    total = shard.rank(m, spec.parallel, pp=1, layers=m.layers, first=True, last=True, vocab=padded_vocab(spec)).total
     layer = shard.layer(m, spec.parallel).total
     assert mem.optimizer == pytest.approx(8 * total / 8)
     assert mem.grads == pytest.approx(4 * total / 8)

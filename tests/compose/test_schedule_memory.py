@@ -15,6 +15,7 @@ from llmp.compose import predict as _predict
 from llmp.compose.memory import layer_activation_bytes, weight_grad_bytes
 from llmp.compose.schedule import in_flight, plan
 from llmp.dsl.spec import Recompute, Schedule, ZeroStage
+from llmp.stacks import padded_vocab
 
 
 def predict(spec):
@@ -99,8 +100,8 @@ def test_dualpipe_keeps_two_copies_of_the_parameters(zero):
     m = llama(layers=8, hidden=1024, heads=8, kv_heads=4, ffn=2816, vocab=32000, seq_len=1024)
     spec = make_spec(m, nodes=2, gpus_per_node=4, pp=pp, global_batch=16, zero=zero, schedule=Schedule.DUALPIPE)
     dual = predict(spec).memory
-    first = shard.rank(m, spec.parallel, pp=pp, layers=2, first=True, last=False, vocab=spec.padded_vocab).total
-    last = shard.rank(m, spec.parallel, pp=pp, layers=2, first=False, last=True, vocab=spec.padded_vocab).total
+    first = shard.rank(m, spec.parallel, pp=pp, layers=2, first=True, last=False, vocab=padded_vocab(spec)).total
+    last = shard.rank(m, spec.parallel, pp=pp, layers=2, first=False, last=True, vocab=padded_vocab(spec)).total
     dp = 2 if zero is ZeroStage.Z1 else 1
     assert dual.weights == pytest.approx(2 * (first + last))
     assert dual.grads == pytest.approx(4 * (first + last))
@@ -118,7 +119,7 @@ def test_dualpipe_all_reduces_each_ranks_gradients_with_the_other_copys_rank():
     for op in sync:
         r = op.ranks[0]
         params = shard.rank(m, spec.parallel, pp=4, layers=4, first=r in (0, 3), last=r in (0, 3),
-                            vocab=spec.padded_vocab).total
+                            vocab=padded_vocab(spec)).total
         assert op.work.group == 2 and op.work.bytes == pytest.approx(params * grad_bytes(ctx))
 
 

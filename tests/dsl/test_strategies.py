@@ -7,13 +7,14 @@ from hypothesis import strategies as st
 from strategies import devices, model_specs, parallel_layouts, specs
 
 from llmp.dsl.checks import check
-from llmp.dsl.spec import Arch, ModelSpec, ParallelSpec, Schedule, Spec
+from llmp.dsl.spec import Arch, ModelSpec, ParallelSpec, Schedule, Spec, replica_size
 from llmp.hardware.spec import Device, Dtype
 
 
 @given(specs())
 def test_generated_specs_pass_every_check(spec: Spec) -> None:
     check(spec, lambda path: None)  # raises SpecError on any violated rule
+    assert spec.world_size == spec.cluster.world_size
 
 
 @given(model_specs())
@@ -28,7 +29,7 @@ def test_model_shapes_are_consistent(m: ModelSpec) -> None:
     lambda world: st.tuples(st.just(world), parallel_layouts(world, experts=8))))
 def test_layouts_multiply_to_the_world(case: tuple[int, ParallelSpec]) -> None:
     world, p = case
-    assert p.dp * p.tp * p.pp * p.cp == world
+    assert p.dp * p.tp * p.pp * p.cp == world == p.world_size == p.dp * replica_size(p.tp, p.pp, p.cp)
     assert 8 % p.tp == 0
     assert (p.dp * p.cp) % p.ep == 0 and 8 % p.ep == 0
     assert (p.vp > 1) == (p.schedule is Schedule.INTERLEAVED)

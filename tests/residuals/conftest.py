@@ -4,26 +4,14 @@
 from __future__ import annotations
 
 import pytest
-from residual_helpers import TINY_GPT, TINY_LLAMA
+from tiny_specs import gpt_spec, llama_spec
 
 from llmp.hardware.spec import Device
 from llmp.residuals import dataset
+
+__all__ = ["cpu", "gpt_spec", "llama_spec"]
 
 
 @pytest.fixture(scope="session")
 def cpu() -> Device:
     return dataset.catalog_device("cpu")
-
-
-@pytest.fixture(scope="session")
-def gpt_spec():
-    from llmp import dsl
-
-    return dsl.loads(TINY_GPT, filename="tiny_gpt.llmp")
-
-
-@pytest.fixture(scope="session")
-def llama_spec():
-    from llmp import dsl
-
-    return dsl.loads(TINY_LLAMA, filename="tiny_llama.llmp")

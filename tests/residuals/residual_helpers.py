@@ -15,25 +15,13 @@ import numpy as np
 
 from llmp.analytic.kernels import Kernel
 from llmp.hardware.spec import Device
-from llmp.residuals import dataset, design, features, samplefile, sampling
+from llmp.measure import design, sampling
+from llmp.residuals import dataset, features, samplefile
 from llmp.residuals.model import Observation
 
 FAST_XGB = {"n_estimators": 40, "max_depth": 3, "learning_rate": 0.2, "n_jobs": 1}
 
 
-TINY_GPT = """
-use "cpu_host"
-cluster local { node = cpu_host  nodes = 1 }
-model tiny_gpt { arch = gpt  layers = 2  hidden = 64  heads = 4  vocab = 512  seq_len = 32 }
-train { precision = fp32  global_batch = 4  micro_batch = 2 }
-"""
-TINY_LLAMA = """
-use "cpu_host"
-cluster local { node = cpu_host  nodes = 1 }
-model tiny_llama { arch = llama  layers = 1  hidden = 64  heads = 4  kv_heads = 2  ffn_hidden = 176
-                   vocab = 512  seq_len = 32 }
-train { precision = fp32  global_batch = 2  micro_batch = 1  recompute = full }
-"""
 
 
 def true_log_ratio(x: dict[str, float], shift: float = 0.0) -> float:

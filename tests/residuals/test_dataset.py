@@ -6,10 +6,11 @@ import pytest
 
 from llmp.analytic.kernels import Family
 from llmp.errors import InputError, LlmpError
-from llmp.residuals import dataset, samplefile, sampling
+from llmp.measure import sampling
+from llmp.residuals import dataset, samplefile
 
 COLLECTIVE_COLUMNS = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s",
-                      "p10_s", "p90_s", "repeats", "error")  # as llmp.residuals.collectives writes them
+                      "p10_s", "p90_s", "repeats", "error")  # as llmp.measure.collectives writes them
 
 
 @pytest.mark.parametrize(("device", "node", "gpus"), [

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from llmp.analytic import collectives, kernels
 from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel, Tier
-from llmp.residuals import design, features
+from llmp.measure import design
+from llmp.residuals import features
 
 
 def test_schema_names_every_family_and_is_unique():

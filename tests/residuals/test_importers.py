@@ -242,7 +242,7 @@ def seed_out(tmp_path_factory):
 
 def test_columns_are_the_samplers():
     pytest.importorskip("torch")
-    from llmp.residuals import collectives, design, sampling
+    from llmp.measure import collectives, design, sampling
 
     assert common.SAMPLE_TAIL == sampling.SAMPLE_COLUMNS_TAIL
     assert common.COLLECTIVE_BASE == collectives.COLUMNS

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from residual_helpers import FAST_XGB, TINY_GPT, synthetic
+from residual_helpers import FAST_XGB, synthetic
+from tiny_specs import TINY_GPT
 
 from llmp import dsl
 from llmp.analytic.graph import decompose
@@ -320,7 +321,7 @@ def test_every_shipped_store_loads_and_matches_the_catalog(name):
 
 
 def test_the_shipped_cpu_store_covers_every_kernel_family():
-    from llmp.residuals import design
+    from llmp.measure import design
 
     res = store.shipped("cpu")
     # The quantize family (low-precision recipes' casts) came after the CPU store was sampled;

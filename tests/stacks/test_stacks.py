@@ -18,7 +18,7 @@ from llmp.compose.predictor import predict
 from llmp.dsl import load, loads, schema
 from llmp.dsl.spec import Attention, Stack
 from llmp.errors import SpecError
-from llmp.stacks import DEFAULT_FIELDS, PROFILES, profile
+from llmp.stacks import DEFAULT_FIELDS, PROFILES, padded_vocab, profile
 
 ROOT = Path(__file__).parents[2]
 
@@ -99,9 +99,10 @@ def test_an_explicit_field_beats_the_profile_and_is_recorded() -> None:
 
 
 def test_check_prints_each_item_with_where_it_came_from() -> None:
-    from llmp.commands.check import render, stack_rows
+    from llmp.commands.check import render
+    from llmp.stacks import in_effect
     spec = spec_of("stack = gpt_neox   attention = flash2")
-    rows = {r["item"]: r for r in stack_rows(spec)}
+    rows = {r["item"]: r for r in in_effect(spec)}
     assert rows["attention"]["source"] == "spec" and rows["attention"]["value"] == "flash2"
     assert "neox_args.py" in rows["fused_rope"]["source"]
     text = render(spec)
@@ -183,7 +184,7 @@ def test_parallel_residual_reduces_once_and_counts_its_norms() -> None:
 
 def _count(text: str) -> int:
     spec = loads(text)
-    return int(params.count(spec.model, spec.padded_vocab))
+    return int(params.count(spec.model, padded_vocab(spec)))
 
 
 def test_gpt_neox_20b_counts_20_55_billion() -> None:

@@ -21,6 +21,7 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
+from llmp.stacks import padded_vocab
 from llmp.validate import group_measurements, map_measurement, read_csvs
 from llmp.validate.mapping import Mapped, Skipped
 from llmp.validate.metrics import Quantity, megatron_sc21_flops
@@ -151,7 +152,7 @@ def test_nemotron_family(map_snippet):
 def test_nemotron_4_340b_has_340b_parameters(map_snippet):
     # NVIDIA's Nemotron-4 340B: squared-ReLU MLP without a gate (a SwiGLU reading gave 471 G).
     m = _mapped(map_snippet(P.NEMO_NEMOTRON_340B))
-    assert params.count(m.spec.model, m.spec.padded_vocab) == pytest.approx(341e9, rel=0.01)
+    assert params.count(m.spec.model, padded_vocab(m.spec)) == pytest.approx(341e9, rel=0.01)
 
 
 def test_nemotron_4_340b_reduces_gradients_in_bf16_as_its_recipe_did(map_snippet):
@@ -396,7 +397,7 @@ def test_megatron_ci_row_reads_its_flags_and_architecture_notes(map_snippet):
     # GQA with a GeLU MLP and LayerNorm: the notes say so, the columns alone would say Llama
     assert model.arch is Arch.GPT and model.activation is Activation.GELU and model.norm is Norm.LAYERNORM
     assert model.kv_heads == 8 and not model.tied_embeddings
-    assert m.spec.padded_vocab == 131200 and t.vocab_divisible_by == 128
+    assert padded_vocab(m.spec) == 131200 and t.vocab_divisible_by == 128
     assert not t.grad_accum_fusion and p.dp_overlap and p.param_gather_overlap
     assert p.zero is ZeroStage.Z1 and not p.sequence_parallel and p.vp == 8
     assert _said(m, "not modelled: --deterministic-mode")

@@ -31,22 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmp.analytic.kernels import Collective, Family, Kernel
+from llmp.analytic.kernels import DIMS, Collective, Family, Kernel
 from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.residuals import dataset, features, samplefile
-from llmp.residuals.design import DIMS
 
 IMPORTER_VERSION = 2
 """Bumped whenever a mapping or a rule changes what an import writes."""
 
 SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
-"""``sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
+"""``llmp.measure.sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
 COLLECTIVE_BASE = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
                    "p90_s", "repeats", "error")
-"""``residuals.collectives.COLUMNS`` (checked by the same test)."""
+"""``llmp.measure.collectives.COLUMNS`` (checked by the same test)."""
 EXTRA = ("source_ref", "note")
 """Columns an imported row adds: where it was read (``owner/repo@commit:path:line``) and what is
 special about its time (``;``-separated tags, legend in the header record's ``note_tags``)."""
@@ -256,8 +255,12 @@ def discover(paths: Sequence[str | Path], accept: Callable[[Path], bool], fmt: s
             take.append(p)
         else:
             raise InputError(f"no such file or directory: {p}")
+    unique: list[Path] = []  # the first mention of each file, in order
     seen: set[Path] = set()
-    unique = [f for f in take if not (f.resolve() in seen or seen.add(f.resolve()))]
+    for f in take:
+        if f.resolve() not in seen:
+            seen.add(f.resolve())
+            unique.append(f)
     return unique, [f for f in other if f.resolve() not in seen]
 
 
@@ -417,7 +420,8 @@ def _manifest(c: Collected, kept: list[Sample], merged: Counter[int], device: De
         notes.append(f"device '{c.device_id}' is not in the catalog yet: the rows are written, but "
                      "dataset.load (llmp fit) reads them only once the catalog has it")
     else:
-        no_peak = Counter(s.item.dtype.value for s in kept if s.is_kernel and s.item.dtype not in device.peak_flops)
+        no_peak = Counter(s.item.dtype.value for s in kept
+                          if isinstance(s.item, Kernel) and s.item.dtype not in device.peak_flops)
         for dtype, n in sorted(no_peak.items()):
             notes.append(f"{n} {dtype} rows are written although '{c.device_id}' has no {dtype} peak in the "
                          "catalog: dataset.load skips them until it has one")
@@ -433,7 +437,7 @@ def _manifest(c: Collected, kept: list[Sample], merged: Counter[int], device: De
 
 def kernel_columns(family: str) -> tuple[str, ...]:
     """``sampling.columns(family)`` plus :data:`EXTRA`."""
-    return ("key", "family", "pass", "variant", "dtype", *DIMS[family], *SAMPLE_TAIL, *EXTRA)
+    return ("key", "family", "pass", "variant", "dtype", *DIMS[Family(family)], *SAMPLE_TAIL, *EXTRA)
 
 
 def _file_text(meta: dict[str, Any], columns: tuple[str, ...], rows: Iterable[dict[str, object]]) -> str:

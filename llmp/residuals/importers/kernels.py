@@ -341,7 +341,7 @@ def collect(files: list[Path], *, device_id: str, gpu_id: str | None, node_id: s
         reader.read(path)
     nodes = sorted(reader.nodes)
     assert len(nodes) <= 1, "one device maps to one node"
-    inputs = [reader.inputs[s] for s in sorted(reader.index, key=reader.index.get)]
+    inputs = [reader.inputs[s] for s in sorted(reader.index, key=lambda s: reader.index[s])]
     present = sorted(reader.sources)
     meta = {
         "source": "kernels.csv of the llmp shared data (kernels/README.md; built by kernels/extract/build_kernels.py)",

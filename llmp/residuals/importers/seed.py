@@ -107,7 +107,7 @@ def accept(path: Path) -> bool:
     if m:
         return m["op"] in OPERATORS or m["op"] in SKIP_FILES
     m = _SUMMARY.match(name)
-    return bool(m) and m["gpu"] in GPUS
+    return m is not None and m["gpu"] in GPUS
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,21 +304,22 @@ class _Reader:
         name = path.name
         nccl, op = _NCCL.match(name), _OPERATOR.match(name)
         match = nccl or op or _SUMMARY.match(name)
+        assert match is not None, "read() is given the files accept() took"
         gpu = match["gpu"]
         known = GPUS.get(gpu)
         folder = f"{known[1] if known else gpu}/{'nccl' if nccl else 'operator'}"
         inp = Input(name=name, source_ref=_ref(folder, name), licence=LICENCE)
         self.inputs.append(inp)
-        if not (nccl or op):
+        if op is None and nccl is None:
             self._skip_file(path, inp, SUMMARY_REASON)
         elif known is None or known[0] != self.device_id:
             self._skip_file(path, inp, OTHER_DEVICE)
-        elif nccl:
+        elif nccl is not None:
             self.names.add(gpu)
             self._nccl(path, inp, folder, nccl, known[2])
-        elif op["op"] in SKIP_FILES:
+        elif op is not None and op["op"] in SKIP_FILES:
             self._skip_file(path, inp, SKIP_FILES[op["op"]])
-        else:
+        elif op is not None:
             self.names.add(gpu)
             self._operator(path, inp, folder, op["op"], DTYPES[op["prec"]])
 

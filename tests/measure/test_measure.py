@@ -9,21 +9,21 @@ import torch
 
 from llmp.analytic import params
 from llmp.errors import SpecError
-from llmp.residuals import measure, measure_core, reference
+from llmp.measure import from_spec, reference, step
 
 
 def test_reference_parameter_count_matches_the_analytic_count(gpt_spec, llama_spec):
     for spec in (gpt_spec, llama_spec):
-        cfg = measure.config_from_spec(spec)
+        cfg = from_spec.config_from_spec(spec)
         model = reference.Transformer(cfg.model)
         assert reference.parameter_count(model) == int(params.count(spec.model))
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_one_step_updates_every_parameter(gpt_spec, precision):
-    cfg = measure.config_from_spec(gpt_spec)
+    cfg = from_spec.config_from_spec(gpt_spec)
     m = dataclasses.replace(cfg.model, precision=precision, dropout=0.1, recompute="selective")
-    run = measure_core.trainer(dataclasses.replace(cfg, model=m), torch.device("cpu"))
+    run = step.trainer(dataclasses.replace(cfg, model=m), torch.device("cpu"))
     before = run.optimizer.master.clone()
     run.step(0)
     for p in run.model.parameters():  # gradients reached every tensor (through the flat buffer)
@@ -38,15 +38,15 @@ def test_one_step_updates_every_parameter(gpt_spec, precision):
 @pytest.mark.parametrize("which", ["gpt_spec", "llama_spec"])
 def test_measure_reports_a_median_step_and_a_csv_row(which, request, tmp_path):
     spec = request.getfixturevalue(which)
-    cfg = measure.config_from_spec(spec, steps=2, warmup=1)
-    result = measure_core.measure(cfg)
+    cfg = from_spec.config_from_spec(spec, steps=2, warmup=1)
+    result = step.measure(cfg)
     assert result.median_s > 0 and len(result.step_times_s) == 2
     out = tmp_path / "m.csv"
-    measure_core.append_csv(out, measure_core.csv_row(cfg, result))
+    step.append_csv(out, step.csv_row(cfg, result))
     import csv
 
     rows = list(csv.DictReader(out.open()))
-    assert tuple(rows[0]) == measure_core.CSV_COLUMNS
+    assert tuple(rows[0]) == step.CSV_COLUMNS
     row = rows[0]
     assert row["metric_name"] == "iteration_time_s" and float(row["metric_value"]) == pytest.approx(result.median_s,
                                                                                                  rel=1e-5)
@@ -55,8 +55,8 @@ def test_measure_reports_a_median_step_and_a_csv_row(which, request, tmp_path):
 
 
 def test_config_round_trips_through_json(llama_spec):
-    cfg = measure.config_from_spec(llama_spec)
-    assert measure_core.MeasureConfig.from_json(cfg.to_json()) == cfg
+    cfg = from_spec.config_from_spec(llama_spec)
+    assert step.MeasureConfig.from_json(cfg.to_json()) == cfg
     m = cfg.model
     assert (m.norm, m.activation, m.position, m.tied_embeddings, m.bias) == ("rmsnorm", "swiglu", "rotary", False,
                                                                              False)
@@ -65,10 +65,10 @@ def test_config_round_trips_through_json(llama_spec):
 
 def test_specs_the_reference_cannot_run_are_refused(gpt_spec):
     with pytest.raises(SpecError, match=r"parallel\.dp = 1 but --nproc 2"):
-        measure.config_from_spec(gpt_spec, nproc=2)
+        from_spec.config_from_spec(gpt_spec, nproc=2)
     tp = dataclasses.replace(gpt_spec, parallel=dataclasses.replace(gpt_spec.parallel, tp=2))
     with pytest.raises(SpecError, match=r"parallel\.tp = 2"):
-        measure.config_from_spec(tp)
+        from_spec.config_from_spec(tp)
     windowed = dataclasses.replace(gpt_spec, model=dataclasses.replace(gpt_spec.model, window=16))
     with pytest.raises(SpecError, match="does not run mla, window or mtp_layers"):
-        measure.config_from_spec(windowed)
+        from_spec.config_from_spec(windowed)

@@ -2,7 +2,7 @@
 
 Started by torchrun (``llmp sample --families collectives`` launches it)::
 
-    python -m torch.distributed.run --standalone --nproc-per-node P -m llmp.residuals.collectives --out DIR
+    python -m torch.distributed.run --standalone --nproc-per-node P -m llmp.measure.collectives --out DIR
 
 gloo on CPU, NCCL on GPUs. For every group size g in 2..P (sub-groups of the first g ranks,
 i.e. ranks packed in one node: ``ranks_per_node = g``, tier ``intra``) and each kind
@@ -30,8 +30,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from llmp.residuals import devices, samplefile, timing
-from llmp.residuals.design import halton
+from llmp.measure import devices, timing
+from llmp.measure.design import halton
+from llmp.residuals import samplefile
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 COLUMNS = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
@@ -121,7 +122,7 @@ def _time_case(case: CollectiveCase, groups: dict[int, dist.ProcessGroup], rank:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmp.residuals.collectives")
+    parser = argparse.ArgumentParser(prog="python -m llmp.measure.collectives")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget", type=int, default=12, help="cases per collective kind")
     parser.add_argument("--seed", type=int, default=0)
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = plan(world, dev.type, args.budget, args.seed)
     groups = {g: dist.new_group(list(range(g))) for g in sorted({c.group for c in cases})}
     appender = None
-    todo_keys: list[object] = [None]
+    todo_keys: list[list[str] | None] = [None]  # rank 0 fills it, the broadcast hands it to every rank
     if rank == 0:
         env = timing.environment(dev, torch.get_num_threads())
         meta = {**env, "device_id": args.device_id or devices.catalog_id(dev.type, str(env["device_name"])),
@@ -155,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         appender = samplefile.Appender(args.out / "collectives.csv", COLUMNS, meta)
         todo_keys = [[c.key for c in cases if c.key not in appender.keys]]
     dist.broadcast_object_list(todo_keys, src=0)
-    todo = [c for c in cases if c.key in set(todo_keys[0])]
+    received = todo_keys[0]
+    assert received is not None, "broadcast_object_list fills every rank's list"
+    todo = [c for c in cases if c.key in set(received)]
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     for n, case in enumerate(todo):
         stop = torch.tensor([int(deadline is not None and time.monotonic() > deadline)], device=dev)

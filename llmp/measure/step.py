@@ -10,7 +10,7 @@ over ranks.
 
 Runs on a bare node with only torch::
 
-    python -m llmp.residuals.measure_core --config cfg.json [--csv OUT.csv] [--out result.json]
+    python -m llmp.measure.step --config cfg.json [--csv OUT.csv] [--out result.json]
 
 ``cfg.json`` comes from ``llmp measure SPEC --export cfg.json`` (made where the DSL is installed).
 """
@@ -27,12 +27,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from llmp.residuals import reference, timing, torch_ops
+from llmp.measure import reference, timing, torch_ops
 
 CSV_COLUMNS = ("source", "source_ref", "model_name", "params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                "vocab", "seq_len", "moe_experts", "moe_topk", "gpu", "gpu_id", "num_gpus", "gpus_per_node",
@@ -98,11 +100,13 @@ def trainer(cfg: MeasureConfig, dev: torch.device, rank: int = 0) -> Trainer:
     params, grads = reference.flatten_(model, dtype)
     opt = torch_ops.FlatOptimizer(params, grads, kind="sgd" if m.optimizer == "sgd" else "adam")
     net: torch.nn.Module = model
+    no_sync: Callable[[], AbstractContextManager[Any]] | None = None  # DDP: accumulate without reducing
     if m.dp > 1:
         from torch.nn.parallel import DistributedDataParallel
 
-        net = DistributedDataParallel(model, bucket_cap_mb=m.dp_bucket_bytes / 2**20,
+        ddp = DistributedDataParallel(model, bucket_cap_mb=m.dp_bucket_bytes / 2**20,
                                       device_ids=[dev.index] if dev.type == "cuda" else None)
+        net, no_sync = ddp, ddp.no_sync
     g = torch.Generator(device="cpu").manual_seed(cfg.seed * 1000 + rank)
     tokens = [torch.randint(0, m.vocab, (m.micro_batch, m.seq_len + 1), generator=g)
               for _ in range(min(4, m.microbatches + 1))]
@@ -113,8 +117,8 @@ def trainer(cfg: MeasureConfig, dev: torch.device, rank: int = 0) -> Trainer:
         for j in range(m.microbatches):
             ids, targets = batches[(i * m.microbatches + j) % len(batches)]
             last = j == m.microbatches - 1
-            if m.dp > 1 and not last:
-                with net.no_sync():
+            if no_sync is not None and not last:
+                with no_sync():
                     (net(ids, targets) / m.microbatches).backward()
             else:
                 (net(ids, targets) / m.microbatches).backward()
@@ -203,7 +207,7 @@ def csv_row(cfg: MeasureConfig, result: MeasureResult) -> dict[str, object]:
     steps = ",".join(f"{t:.6g}" for t in result.step_times_s)
     notes = (f"llmp measure; torch {env['torch']}; threads {env['threads']}; device {env['device_name']}; "
              f"date {env['date']}; warmup {cfg.warmup}; steps [{steps}] s; {env['timing']}")
-    row = {c: "" for c in CSV_COLUMNS}
+    row: dict[str, object] = {c: "" for c in CSV_COLUMNS}
     row.update({k: v for k, v in cfg.row.items() if k in row})
     row.update(metric_name="iteration_time_s", metric_value=f"{result.median_s:.6g}", metric_unit="s", notes=notes)
     if not row["source"]:
@@ -226,7 +230,7 @@ def append_csv(path: str | Path, row: dict[str, object]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmp.residuals.measure_core", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m llmp.measure.step", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="JSON from `llmp measure SPEC --export`")
     parser.add_argument("--csv", type=Path, help="append the published-CSV row here")
     parser.add_argument("--out", type=Path, help="write the full result JSON here")

@@ -18,13 +18,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from llmp import __version__
-from llmp.calibrate.fit import GROUPS, PARAMS, Posterior, Prior
 from llmp.compose.band import CompositionTerm
+from llmp.compose.posterior import GROUPS, PARAMS, Posterior, Prior
 from llmp.dsl.spec import Spec
 from llmp.errors import InputError
 
@@ -251,6 +251,14 @@ def load(path: str | os.PathLike[str]) -> Calibration:
         raise InputError(f"{name} is not valid JSON ({err})", label="bad calibration file",
                          hint="write it again with llmp calibrate MEASURED.csv -o STACK.json") from None
     return from_dict(data, name)
+
+
+@overload
+def as_calibration(value: None) -> None: ...
+
+
+@overload
+def as_calibration(value: Calibration | str | os.PathLike[str]) -> Calibration: ...
 
 
 def as_calibration(value: Calibration | str | os.PathLike[str] | None) -> Calibration | None:

@@ -78,6 +78,7 @@ class FlatOptimizer:
         self.master = params.detach().float().clone() if self.mixed else params
         self.master.requires_grad_(False)
         fused = params.device.type == "cuda"
+        self.opt: torch.optim.Optimizer
         if kind == "sgd":
             self.opt = torch.optim.SGD([self.master], lr=lr, momentum=0.9, foreach=not fused, fused=fused or None)
         else:

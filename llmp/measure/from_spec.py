@@ -1,7 +1,7 @@
 """``llmp measure``: from a resolved Spec to a reference-model measurement and a CSV row.
 
-This half needs the DSL (a ``Spec``); the torch half (``measure_core``) does not, so a bare GPU
-node can run ``python -m llmp.residuals.measure_core --config cfg.json`` on a config exported
+This half needs the DSL (a ``Spec``); the torch half (``step``) does not, so a bare GPU
+node can run ``python -m llmp.measure.step --config cfg.json`` on a config exported
 here with ``llmp measure SPEC --export cfg.json``.
 
 The reference model runs one device, or data parallelism over local processes: a spec with
@@ -11,14 +11,16 @@ message that says which field and why.
 
 from __future__ import annotations
 
+from typing import Any
+
 from llmp.analytic import params
 from llmp.dsl.spec import Position, Precision, Spec
 from llmp.errors import SpecError
-from llmp.residuals.measure_core import MeasureConfig
-from llmp.residuals.reference import ModelConfig
+from llmp.measure.reference import ModelConfig
+from llmp.measure.step import MeasureConfig
 
 
-def _int(value: object, path: str) -> int:
+def _int(value: Any, path: str) -> int:
     """A concrete integer field, or a SpecError naming the field."""
     try:
         number = float(value)  # a SymPy expression with free symbols raises TypeError here

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from tiny_ranges import TINY
 
-from llmp.residuals import design, samplefile, sampling
+from llmp.measure import design, sampling
+from llmp.residuals import samplefile
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("sympy", "lark", "xgboost", "sklearn", "rich", "scipy")
@@ -49,9 +50,9 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     """
     families = ("copy", "elementwise", "norm")
     per_family = 20
-    code = ("import sys; from pathlib import Path; sys.path.insert(0, 'tests/residuals'); from tiny_ranges import "
-            "TINY; import llmp.residuals.sampling as sampling, llmp.residuals.measure_core, "
-            f"llmp.residuals.collectives, llmp.commands.sample, llmp.cli; heavy = [m for m in {HEAVY!r} if m in "
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, 'tests/measure'); from tiny_ranges import "
+            "TINY; import llmp.measure.sampling as sampling, llmp.measure.step, "
+            f"llmp.measure.collectives, llmp.commands.sample, llmp.cli; heavy = [m for m in {HEAVY!r} if m in "
             f"sys.modules]; assert not heavy, heavy; sampling.run(sampling.SampleConfig(out=Path({str(tmp_path)!r}), "
             f"families={families!r}, ranges=TINY, per_family={per_family}, target_s=0.02, progress=False))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)

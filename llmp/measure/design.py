@@ -15,10 +15,12 @@ are the strings of ``llmp.analytic.kernels`` (``Family``, ``Pass``, ``Elementwis
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -90,6 +92,12 @@ class Ranges:
     """Cap on the memory traffic of one call (bytes)."""
     max_params: int
 
+    def scaled(self, factor: float) -> Ranges:
+        """These ranges with every work cap multiplied by ``factor`` (``llmp sample --scale``: 0.01
+        for a quick smoke run); at least 4096 parameters stay, so the optimizer still has work."""
+        return dataclasses.replace(self, max_flops=self.max_flops * factor, max_bytes=self.max_bytes * factor,
+                                   max_params=max(4096, int(self.max_params * factor)))
+
 
 RANGES: dict[str, Ranges] = {
     # A 2-core CPU does ~50 GFLOP/s fp32 and a few GB/s: caps keep one call <= ~50 ms.
@@ -101,6 +109,8 @@ RANGES: dict[str, Ranges] = {
                    tokens_multiple=128, tp=(1, 2, 4, 8), vocab=(32000, 256000), seq=(256, 8192),
                    max_flops=4e13, max_bytes=8e9, max_params=2_000_000_000),
 }
+
+T = TypeVar("T")
 
 _PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
@@ -133,7 +143,8 @@ def _log_pick(u: float, lo: int, hi: int, multiple: int) -> int:
     return max(multiple, round(x / multiple) * multiple)
 
 
-def _choice(u: float, options: tuple) -> object:
+def _choice(u: float, options: Sequence[T]) -> T:
+    """The option a unit coordinate ``u`` falls on (equal shares of [0, 1))."""
     return options[min(int(u * len(options)), len(options) - 1)]
 
 
@@ -315,7 +326,7 @@ def _quantize(u: np.ndarray, r: Ranges, dtypes: tuple[str, ...]) -> Case | None:
     # A low-precision recipe's quantisation of a BF16 tensor (whatever the spec dtypes: the source
     # is BF16 and the target the recipe's format).
     variant = str(_choice(u[0], _QUANTIZE_VARIANTS))
-    block, dtype = _choice(u[1], _QUANTIZE_BLOCKS)  # type: ignore[misc]
+    block, dtype = _choice(u[1], _QUANTIZE_BLOCKS)
     elements = _log_pick(u[2], 4096, int(r.max_bytes / 5), 1024)
     scales = 1 if block == 0 or variant == "amax" else (2 if variant == "both" else 1) * elements // block
     return Case(family="quantize", pass_="fwd", variant=variant, dtype=dtype,

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from llmp.residuals import torch_ops
+from llmp.measure import torch_ops
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

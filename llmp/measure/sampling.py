@@ -21,7 +21,8 @@ import torch
 
 from llmp import __version__
 from llmp.errors import InputError
-from llmp.residuals import bench, design, devices, samplefile, timing
+from llmp.measure import bench, design, devices, timing
+from llmp.residuals import samplefile
 
 DESIGN_VERSION = "halton-llm-v1"
 SAMPLE_COLUMNS_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
@@ -148,7 +149,7 @@ def run(config: SampleConfig) -> SampleReport:
         torch.set_num_threads(threads)
     torch.manual_seed(config.seed)
     meta = header(config, dev, threads)
-    cache = int(meta["cache_bytes"])
+    cache = timing.cache_bytes(dev)  # as recorded in meta
     ranges = config.ranges or design.RANGES[dev.type]
     meta["ranges"] = dataclasses.asdict(ranges)
     plan = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family)

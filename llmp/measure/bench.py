@@ -20,8 +20,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from llmp.residuals import torch_ops
-from llmp.residuals.design import Case
+from llmp.measure import torch_ops
+from llmp.measure.design import Case
 
 Runner = Callable[[], object]
 
@@ -78,7 +78,7 @@ def _norm(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, int]:
     if not bwd:
         return (lambda: torch_ops.norm(x, w, bias, rms)), 2 * _nbytes(x)
     y = torch_ops.norm(x, w, bias, rms)
-    inputs = (x, w) if rms else (x, w, bias)
+    inputs = (x, w) if bias is None else (x, w, bias)
     return _backward(y, inputs, dev), 3 * _nbytes(x)
 
 
@@ -99,8 +99,10 @@ def _elementwise(c: Case, dt: torch.dtype, dev: torch.device) -> tuple[Runner, i
         inputs = (a, b)
     else:
         x = _randn((rows, width), dt, dev, bwd)
-        unary = {"gelu": torch_ops.gelu, "relu": F.relu,
-                 "dropout": functools.partial(F.dropout, p=torch_ops.DROPOUT_P, training=True)}[v]
+        unaries: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+            "gelu": torch_ops.gelu, "relu": F.relu,
+            "dropout": functools.partial(F.dropout, p=torch_ops.DROPOUT_P, training=True)}
+        unary = unaries[v]
         fn = functools.partial(unary, x)
         inputs = (x,)
     size = _nbytes(*inputs)
