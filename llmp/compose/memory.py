@@ -2,13 +2,15 @@
 
 States (Rajbhandari et al. 2020, ZeRO §3.1; Megatron-LM ``docs/distrib_optimizer.md``): weights
 in the model dtype, plus a low-precision recipe's quantised copies of its GEMM weights, which with
-``fp8_param_gather`` replace those weights' BF16 parameters (:mod:`llmp.analytic.lowp`); gradients in FP32 where the stack keeps FP32 main grads for the precision
+``fp8_param_gather`` replace those weights' BF16 parameters (:mod:`llmp.analytic.lowp`); gradients
+in FP32 where the stack keeps FP32 main grads for the precision
 (:func:`~llmp.analytic.layer.grad_bytes`: Megatron's for BF16 and FP8 runs) else in the model
-dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the
-model itself is FP32 or ``master_weights = false``. ZeRO-1 shards the optimizer states over the
-data-parallel replicas (dp x cp; dp x cp / ep for expert weights), ZeRO-2 also the gradients,
-ZeRO-3/FSDP also the weights, which are then gathered one layer at a time (the layer in use and
-the prefetched next one are held whole).
+dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the model itself is
+FP32 or ``master_weights = false`` (with ``master_remainders`` only its low 16 bits, which the BF16
+parameter completes: Apex ``DistributedFusedAdam``'s ``store_param_remainders``). ZeRO-1 shards
+the optimizer states over the data-parallel replicas (dp x cp; dp x cp / ep for expert weights),
+ZeRO-2 also the gradients, ZeRO-3/FSDP also the weights, which are then gathered one layer at a
+time (the layer in use and the prefetched next one are held whole).
 
 Activations of one layer for one microbatch, bytes (Korthikanti et al. 2022, §4, generalised):
 with ``e`` bytes per element, ``T = b s / cp`` tokens on the GPU, ``Tsp = T / tp`` with sequence
@@ -226,8 +228,13 @@ def _fsdp(spec: Spec) -> bool:
 
 
 def _master_bytes(spec: Spec) -> int:
+    """Bytes per parameter of the master copy: FP32, or its low 16 bits with ``master_remainders``
+    (NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py, ``StateBucket``:
+    ``param_remainders_shard`` is ``torch.int16`` and ``params_shard`` is not allocated)."""
     t = spec.train
-    return 4 if (t.master_weights and t.precision not in (Precision.FP32, Precision.TF32)) else 0
+    if not t.master_weights or t.precision in (Precision.FP32, Precision.TF32):
+        return 0
+    return 2 if t.master_remainders else 4
 
 
 def _state_bytes(spec: Spec) -> int:

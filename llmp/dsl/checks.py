@@ -94,6 +94,8 @@ def _precision(c: _Checker) -> None:
                "remove fp8_scaling, or set precision = fp8")
     if t.fp8_param_gather:
         _fp8_param_gather(c)
+    if t.master_remainders:
+        _master_remainders(c)
     dtype = t.precision.compute_dtype
     if dtype.low_precision and dtype not in gpu.peak_flops:
         have = ", ".join(d.value for d in gpu.peak_flops) or "none"
@@ -134,6 +136,36 @@ def _fp8_param_gather(c: _Checker) -> None:
         c.fail("train.fp8_param_gather = true but master_weights = false: FP8 parameters are updated by "
                "re-quantising the optimizer's FP32 main parameters", (*paths, "train.master_weights"),
                "contradictory fields", "set master_weights = true, or remove fp8_param_gather")
+
+
+def _master_remainders(c: _Checker) -> None:
+    """``master_remainders`` stores the FP32 master copy as the low 16 bits a BF16 parameter lacks:
+    it needs a master copy, BF16 parameters to complete it (Apex ``DistributedFusedAdam`` raises
+    "requires BF16 params and FP32 optimizer state when storing parameter remainders",
+    NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py, ``__init__``; NeMo stores full
+    parameters instead when they are FP8, ``fp8_params``), and an optimizer apart from the
+    parameters (FSDP's sharded FP32 parameter is itself the master copy)."""
+    t, zero = c.spec.train, c.spec.parallel.zero
+    paths = ("train.master_remainders",)
+    if not t.master_weights:
+        c.fail("train.master_remainders = true but master_weights = false: there is no FP32 master copy to "
+               "keep the remainders of", (*paths, "train.master_weights"), "contradictory fields",
+               "set master_weights = true, or remove master_remainders")
+    if t.precision.value in ("fp32", "tf32", "fp16"):
+        why = ("the parameters are FP32 and are the master copy" if t.precision.value != "fp16" else
+               "an FP16 parameter is not the upper half of an FP32 number, as a BF16 one is")
+        c.fail(f"train.master_remainders = true but precision = {t.precision.value}: {why}",
+               (*paths, "train.precision"), "contradictory fields",
+               "remove master_remainders, or train with BF16 parameters (precision = bf16, fp8, mxfp8 or nvfp4)")
+    if t.fp8_param_gather:
+        c.fail("train.master_remainders = true with fp8_param_gather = true: FP8 parameters cannot complete an "
+               "FP32 master copy (NeMo keeps full FP32 master parameters with fp8_params)",
+               (*paths, "train.fp8_param_gather"), "contradictory fields",
+               "remove master_remainders, or remove fp8_param_gather")
+    if zero.value == "fsdp":
+        c.fail("train.master_remainders = true but parallel.zero = fsdp: FSDP's sharded FP32 parameter is itself "
+               "the master copy", (*paths, "parallel.zero"), "contradictory fields",
+               "remove master_remainders, or use parallel.zero = 1 (a distributed optimizer)")
 
 
 def _links(c: _Checker) -> None:

@@ -276,6 +276,9 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _enum("recompute", Recompute, "Activation recomputation: selective = the stack's selective mode "
           "(the attention core; torchtitan: op-level SAC), full = every layer's forward.", default="none"),
     _bool("master_weights", "Mixed precision keeps an FP32 copy of the weights.", "true"),
+    _bool("master_remainders", "The FP32 master copy kept as the 16 bits each BF16 parameter lacks "
+          "(Apex DistributedFusedAdam store_param_remainders): 2 bytes per parameter instead of 4; "
+          "needs master_weights and BF16 parameters.", "false"),
     FieldDef(name="fp32_grads", kind=Kind.BOOL, doc="Gradients accumulate and reduce in FP32 (Megatron "
              "grad_reduce_in_fp32); default: the stack's rule for the precision.", bound=None),
     _enum("stack", Stack, "Training stack; its profile gives the defaults marked 'stack'.",

@@ -475,6 +475,11 @@ class TrainSpec:
     recompute: Recompute = Recompute.NONE
     master_weights: bool = True
     """Mixed precision keeps an FP32 copy of the weights in the optimizer."""
+    master_remainders: bool = False
+    """The FP32 master copy is kept as the 16 low-order bits each BF16 parameter lacks (Apex
+    ``DistributedFusedAdam(store_param_remainders=True)``, TransformerEngine ``FusedAdam``'s option
+    of the same name): 2 bytes per parameter in the optimizer instead of 4, the master value
+    rebuilt from the BF16 parameter and its remainder at each step."""
     fp32_grads: bool | None = None
     """Gradients accumulate and are reduced in FP32 (Megatron's main grads with
     ``grad_reduce_in_fp32``; false: in the 16-bit dtype). None: the stack's rule for the precision."""

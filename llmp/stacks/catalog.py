@@ -251,8 +251,10 @@ NEMO = Profile(
     pipeline_zero_max=Item(ZeroStage.Z1, f"{_MC_ARGS} (distributed optimizer with pipeline parallelism)"),
     fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), f"{_NEMO}/recipes/llama31_405b.py "
                     "(DistributedDataParallelConfig(grad_reduce_in_fp32=True)); NeMo 1 (24.07): optim.grad_sync_dtype "
-                    "defaults to fp32, and the NeMo-Framework-Launcher configs that change it say so "
-                    "(nemotron_340b.yaml: grad_sync_dtype: bf16)"),
+                    "defaults to fp32 (Apex DistributedFusedAdam: grad_sync_dtype = dtype), and the "
+                    "NeMo-Framework-Launcher configs and H100 FP8 scripts that change it say so "
+                    "(nemotron_340b.yaml: grad_sync_dtype: bf16; examples/training/*/h100/*_fp8*.sh: "
+                    "+training.model.optim.grad_sync_dtype=bf16), which the validation rows set per model"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
                              "through MegatronStrategy)"),
 )

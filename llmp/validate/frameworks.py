@@ -160,13 +160,63 @@ _MLM_LLAMA_NEMO = ("the README's FP8 table 'follows those defined in NeMo Framew
                    "precision/mixed_precision.py, bf16_with_fp8_mixed), as the 8B script passes --fp8-param-gather "
                    "(NVIDIA/Megatron-LM@157006d:examples/llama/train_llama3_8b_h100_fp8.sh)")
 
+_NFL = "NVIDIA/NeMo-Framework-Launcher"
+_NEMO_24_07 = "nemo-24.07-perf-summary"
+_NEMO_BF16_GRADS: tuple[tuple[str, str], ...] = (
+    ("GPT3-5B", f"{_NFL}@329df4a:examples/training/gpt/h100/5b_fp8_8node.sh (8 nodes, tp 1, mbs 4)"),
+    ("GPT3-20B", f"{_NFL}@329df4a:examples/training/gpt/h100/20b_fp8_8node.sh (8 nodes, tp 2, mbs 2)"),
+    ("GPT3-175B", f"{_NFL}@edc9045:examples/training/gpt/h100/175b_fp8_16node.sh (16 nodes, tp 4, pp 8, gbs 256); "
+                  f"{_NFL}@1e46ac6:launcher_scripts/conf/training/gpt3/175b_fp8_performance.yaml (gbs 2048, "
+                  "optim.grad_sync_dtype: bf16)"),
+    ("LLAMA2-7B", f"{_NFL}@7d6e2df:examples/training/llama/h100/llama2_7b_fp8.sh (1 node, gbs 128)"),
+    ("LLAMA2-13B", f"{_NFL}@edc9045:examples/training/llama/h100/llama2_13b_fp8.sh (1 node, gbs 128)"),
+    ("LLAMA2-70B", f"{_NFL}@1ee3eb3:examples/training/llama/h100/llama2_70b_fp8.sh (8 nodes, gbs 128)"),
+    ("LLAMA3-8B", f"{_NFL}@329df4a:examples/training/llama/h100/llama3_8b_fp8.sh (1 node, gbs 128)"),
+    ("LLAMA3-70B", f"{_NFL}@4a9b61b:examples/training/llama/h100/llama3_70b_fp8.sh (8 nodes, gbs 128)"),
+)
+"""NeMo 24.07 FP8 rows whose H100 launcher script reduces gradients in BF16
+(``+training.model.optim.grad_sync_dtype=bf16``); the Nemotron-8B/22B FP8 scripts
+(``nemotron_{8b,22b}_fp8.sh`` at edc9045) do not, and keep NeMo 1's FP32 default."""
+
+_NEMO1_REMAINDERS = (
+    "NeMo 1 hands its Apex distributed optimizer BF16 parameters and FP32 state and asks it to keep only "
+    "the parameters' 16-bit remainders (NVIDIA/NeMo r2.0.0: nemo/collections/nlp/models/language_modeling/"
+    "megatron_base_model.py, MegatronBaseModel.setup_optimization: optim dtype defaults to fp32, model dtype "
+    "is bf16 under megatron_amp_O2, so store_params = False, store_param_remainders = True; "
+    "NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py, StateBucket: an int16 "
+    "param_remainders_shard and no FP32 params_shard)")
+_NEMO_DISTRIBUTED_FUSED_ADAM: tuple[tuple[str, str], ...] = (
+    ("GPT3-5B", f"{_NFL}@00af8f2:launcher_scripts/conf/training/gpt3/5b.yaml"),
+    ("GPT3-20B", f"{_NFL}@056a90e:launcher_scripts/conf/training/gpt3/20b.yaml"),
+    ("GPT3-175B", f"{_NFL}@056a90e:launcher_scripts/conf/training/gpt3/175b.yaml"),
+    ("LLAMA2-7B", f"{_NFL}@064e676:launcher_scripts/conf/training/llama/llama2_7b.yaml"),
+    ("LLAMA2-13B", f"{_NFL}@0446d2c:launcher_scripts/conf/training/llama/llama2_13b.yaml"),
+    ("LLAMA2-70B", f"{_NFL}@0446d2c:launcher_scripts/conf/training/llama/llama2_70b.yaml"),
+    ("LLAMA3-8B", f"{_NFL}@14860f7:launcher_scripts/conf/training/llama/llama3_8b.yaml"),
+    ("Nemotron-8B", f"{_NFL}@089b90e:launcher_scripts/conf/training/nemotron/nemotron_8b.yaml"),
+    ("Nemotron-22B", f"{_NFL}@089b90e:launcher_scripts/conf/training/nemotron/nemotron_22b.yaml"),
+)
+"""NeMo 24.07 rows whose launcher config trains with Apex ``distributed_fused_adam`` (trainer
+precision bf16, ``megatron_amp_O2: true``). Llama 3 70B (llama3_70b.yaml at 3dd3561) and
+Nemotron-4 340B (nemotron_340b.yaml at 3be81fc) use ``mcore_distributed_optim``: Megatron-Core's
+distributed optimizer, whose FP32 main parameters are whole (NeMo passes no optimizer dtype to its
+OptimizerConfig: nemo/core/classes/modelPT.py, setup_megatron_optimization)."""
+
 SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
-    SourceRecipe(source="nemo-24.07-perf-summary", model_name="Nemotron-340B", fields=(("fp32_grads", False),),
+    SourceRecipe(source=_NEMO_24_07, model_name="Nemotron-340B", fields=(("fp32_grads", False),),
                  why=("NeMo's Nemotron-4 340B training config reduces gradients in BF16 "
-                      "(NVIDIA/NeMo-Framework-Launcher@3be81fc:"
-                      "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
+                      f"({_NFL}@3be81fc:launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "
                       "optim: mcore_distributed_optim, grad_sync_dtype: bf16; NeMo 1 sets "
-                      "grad_reduce_in_fp32 = grad_sync_dtype == 'fp32'), unlike the other 24.07 models' configs")),
+                      "grad_reduce_in_fp32 = grad_sync_dtype == 'fp32')")),
+    *(SourceRecipe(source=_NEMO_24_07, model_name=name, fields=(("fp32_grads", False),), precision=Precision.FP8,
+                   why=(f"NeMo's H100 FP8 launcher script for the model reduces gradients in BF16 ({where}: "
+                        "+training.model.optim.grad_sync_dtype=bf16, the grad_sync_dtype of Apex "
+                        "DistributedFusedAdam, whose contiguous gradient buffer then holds BF16)"))
+      for name, where in _NEMO_BF16_GRADS),
+    *(SourceRecipe(source=_NEMO_24_07, model_name=name, fields=(("master_remainders", True),),
+                   why=f"{where} trains with optim: distributed_fused_adam and megatron_amp_O2: true; "
+                       f"{_NEMO1_REMAINDERS}")
+      for name, where in _NEMO_DISTRIBUTED_FUSED_ADAM),
     SourceRecipe(source="megatron-lm-examples-llama", model_name="LLAMA3-8B", fields=(("fp8_param_gather", True),),
                  why=_MLM_LLAMA_FP8, precision=Precision.FP8),
     *(SourceRecipe(source="megatron-lm-examples-llama", model_name=name, fields=(("fp8_param_gather", True),),

@@ -18,7 +18,7 @@ from llmp.analytic.layer import Context
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.compose.memory import layer_activation_bytes, op_sac_bytes
-from llmp.dsl.spec import Recompute, Schedule, Stack, ZeroStage
+from llmp.dsl.spec import Precision, Recompute, Schedule, Stack, ZeroStage
 from llmp.stacks import padded_vocab
 
 
@@ -96,6 +96,21 @@ def test_memory_states_follow_megatron_bytes_per_parameter():
     params = (mem.weights) / 2
     assert mem.grads == pytest.approx(4 * params)
     assert mem.optimizer == pytest.approx(12 * params)
+
+
+@settings(max_examples=20)
+@given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([ZeroStage.NONE, ZeroStage.Z1, ZeroStage.Z2, ZeroStage.Z3]),
+       st.sampled_from([Precision.BF16, Precision.FP8]))
+def test_master_remainders_keep_two_bytes_of_the_master_copy(dp, zero, precision):
+    # Apex DistributedFusedAdam(store_param_remainders=True): FP32 m and v (8 bytes) and an int16
+    # remainder (2) per parameter instead of a 4-byte FP32 master; weights and gradients unchanged.
+    base = make_spec(llama(layers=2, hidden=1024, heads=8, kv_heads=4, ffn=2816, vocab=32000, seq_len=1024),
+                     gpus_per_node=dp, global_batch=dp, precision=precision, zero=zero)
+    full, rem = predict(base).memory, predict(with_train(base, master_remainders=True)).memory
+    assert rem.optimizer == pytest.approx(full.optimizer * 10 / 12)
+    assert (rem.weights, rem.grads, rem.activations) == pytest.approx((full.weights, full.grads, full.activations))
+    params = full.grads / 4 * (dp if zero in (ZeroStage.Z2, ZeroStage.Z3) else 1)  # FP32 main grads, unsharded
+    assert full.optimizer - rem.optimizer == pytest.approx(2 * params / (dp if zero is not ZeroStage.NONE else 1))
 
 
 def test_fsdp_stores_fp32_shards_and_gathers_the_root():

@@ -164,6 +164,25 @@ def test_nemotron_4_340b_reduces_gradients_in_bf16_as_its_recipe_did(map_snippet
     assert other.spec.train.fp32_grads is None
 
 
+def test_nemo_24_07_rows_keep_what_their_launcher_configs_say(map_snippet):
+    # GPT3-5B: 5b_fp8_8node.sh passes optim.grad_sync_dtype=bf16, and gpt3/5b.yaml trains with Apex
+    # distributed_fused_adam under megatron_amp_O2, for which NeMo 1 keeps parameter remainders.
+    m = _mapped(map_snippet(P.NEMO_GPT3_5B))
+    assert m.spec.train.fp32_grads is False and m.spec.train.master_remainders is True
+    assert _said(m, "fp32_grads = false", "5b_fp8_8node.sh", "grad_sync_dtype=bf16")
+    assert _said(m, "master_remainders = true", "gpt3/5b.yaml", "distributed_fused_adam", "store_param_remainders")
+    bf16 = _mapped(map_snippet(P.edit(P.edit(P.NEMO_GPT3_5B, "precision", "BF16"), "dtype", "bf16")))
+    assert bf16.spec.train.fp32_grads is None and bf16.spec.train.master_remainders is True  # the script is FP8's
+    # Nemotron-8B's FP8 script leaves grad_sync_dtype at NeMo 1's FP32 default; its config is Apex's optimizer.
+    n8 = _mapped(map_snippet(P.NEMO_NEMOTRON_8B)).spec.train
+    assert n8.fp32_grads is None and n8.master_remainders is True
+    # Nemotron-4 340B runs Megatron-Core's distributed optimizer: whole FP32 main parameters.
+    n340 = _mapped(map_snippet(P.NEMO_NEMOTRON_340B)).spec.train
+    assert n340.fp32_grads is False and n340.master_remainders is False
+    other = _mapped(map_snippet(P.edit(P.NEMO_GPT3_5B, "model_name", "GPT3-5B-other"))).spec.train
+    assert other.fp32_grads is None and other.master_remainders is False
+
+
 def test_megatron_llama_fp8_examples_store_fp8_parameters_as_their_recipe_does(map_snippet):
     # train_llama3_8b_h100_fp8.sh passes --fp8-param-gather; the README's 70B/405B rows follow NeMo's
     # performance recipes, whose bf16_with_fp8_mixed sets fp8_param_gather = True.
