@@ -178,6 +178,14 @@ def sweep_in_child(n: int) -> dict:
     return json.loads(proc.stdout)
 
 
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def cpu_model() -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
@@ -198,7 +206,7 @@ def main() -> None:
     print(f"date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; machine: {cpu_model()}, "
           f"{len(os.sched_getaffinity(0))} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"Python {platform.python_version()}, numpy {np.__version__}; "
-          f"command: `python benchmarks/speed.py {shlex.join(sys.argv[1:])}`".rstrip())
+          f"llmp commit {commit()}; command: `{shlex.join(['python', 'benchmarks/speed.py', *sys.argv[1:]])}`")
     print()
     print(f"| measurement | spec | llmp | {' | '.join(f'{p} (llmp/peer)' for p in PEERS)} | target |")
     print(f"|---|---|---|{'---|' * len(PEERS)}---|")
