@@ -60,6 +60,7 @@ def build(cfg: dict) -> tuple[dict, list[str]]:
     model = ModelConfig(
         name=cfg["name"], num_layers=cfg["layers"], n_head=cfg["heads"], hidden_dim=cfg["hidden"],
         vocab_size=cfg["vocab"], max_seq_len=cfg["seq_len"], num_key_value_heads=cfg["kv_heads"],
+        # Both given: with ffn_embed_dim alone it asserts ffn % hidden == 0 (Llama 3's 14336 / 4096 is 3.5).
         ffn_embed_dim=cfg["ffn_hidden"], expansion_ratio=cfg["ffn_hidden"] / cfg["hidden"])
     analysis_args = {
         "model_config": model,
