@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from recording import commit, machine, record  # noqa: E402
+from recording import commit, machine, record
 
 FILE = "tests/analytic/test_scaling.py"
 DEFAULT_TESTS = ("test_step_time_never_rises_when_hardware_gets_faster",)
@@ -84,7 +84,7 @@ def main() -> None:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     tests = tuple(args.test) or DEFAULT_TESTS
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.UTC)
     host = machine()
     runs: list[Run] = []
     argv: list[str] = []
