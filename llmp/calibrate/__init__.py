@@ -78,7 +78,7 @@ def calibrate(paths: Sequence[str | os.PathLike[str]], *,
             try:
                 rows.append(priced(r.spec, choice))
             except InfeasibleError as err:
-                raise InputError(f"{r.metric_row.key}: the layout cannot run: {err.message}",
+                raise InputError(f"{r.measurement.lines}: the layout cannot run: {err.message}",
                                  label="rows llmp cannot model", hint="remove the row") from None
         bases.append(fit_basis(rows, times, keys, term))
     sources_ = tuple(Source(path=f, sha256=file_digest(f),

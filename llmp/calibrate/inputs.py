@@ -5,7 +5,8 @@ Rows come in the published-measurement schema (``validation/*.csv``, or what ``l
 (``llmp.validate``), so a row means the same to both. A calibration is of one stack on one
 cluster, so the checks refuse, each with the rows named and the fix:
 
-* a row llmp cannot model (the mapping's own reason: fine-tuning, MoE without widths, ...);
+* a row llmp cannot model (the mapping's own reason: fine-tuning, MoE without widths, ...) or an
+  exact copy of an earlier row (it would count one step twice or, merged, silently once);
 * rows of several GPUs, or of several stacks;
 * contradictory rows: one configuration measured twice (two rows of one measurement reporting
   its metric, or two measurements that resolve to the same spec) with values further apart than
@@ -23,8 +24,7 @@ from dataclasses import dataclass
 from llmp.compose.predictor import spec_hash
 from llmp.errors import InputError
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
-from llmp.validate.rows import group_measurements, read_csvs
-from llmp.validate.score import select_sources
+from llmp.validate.score import read_measurements, skip_summary
 
 CONTRADICTION = 1.25
 """Two measurements of one configuration further apart than this factor contradict each other."""
@@ -49,17 +49,24 @@ def _listing(items: Sequence[str]) -> str:
 
 def read(paths: Sequence[str], sources: Sequence[str] = ()) -> Measured:
     """Read and check the measured rows in ``paths`` (only ``sources`` when given)."""
-    measurements = select_sources(group_measurements(read_csvs(tuple(paths))), sources)
+    measurements, copies = read_measurements(paths, sources)
     mapped: list[Mapped] = []
     skipped: list[Skipped] = []
     for m in measurements:
         result = map_measurement(m)
-        (mapped if isinstance(result, Mapped) else skipped).append(result)
+        if isinstance(result, Mapped):
+            mapped.append(result)
+        else:
+            skipped.append(result)
+    skipped += copies
     if skipped:
-        raise InputError(f"llmp cannot model {len(skipped)} of the {len(measurements)} measured steps: "
-                         + _listing([f"{s.measurement.config.key}: {s.reason.value} ({s.detail})" for s in skipped]),
+        raise InputError(f"llmp cannot model {len(skipped)} of the {len(measurements) + len(copies)} measured steps "
+                         f"({skip_summary(skipped)}): "
+                         + _listing([f"{s.measurement.lines}: {s.reason.value} ({s.detail.splitlines()[0]})"
+                                     for s in skipped]),
                          label="rows llmp cannot model",
-                         hint="remove them, or pick the rows to calibrate on with --source")
+                         hint="remove them (llmp validate FILE shows each row's full diagnostic), or pick the rows "
+                              "to calibrate on with --source")
     if not mapped:
         raise InputError("no measured steps in the given files", label="nothing to calibrate")
     for what, of in (("GPUs", lambda r: r.spec.cluster.gpu.id), ("stacks", lambda r: r.spec.train.stack.value)):

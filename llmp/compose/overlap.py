@@ -68,7 +68,9 @@ class PassWork:
 
     by_category: Mapping[str, Any]
     compute: Any
-    """Compute-stream seconds only (families and recompute), no exposed communication."""
+    """Compute-stream seconds (families and recompute) that no collective of the pass already
+    hides behind: the cover left for collectives outside it (gradient buckets, the next step's
+    parameter gather, DualPipe's paired all-to-all)."""
 
     @property
     def total(self) -> Any:
@@ -114,12 +116,15 @@ def _hidden(op: Op, total: Any, partner: Any, rules: OverlapRules) -> Any:
 
 
 def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tuple[dict[str, Any], Any]:
-    """Category seconds of ``ops`` (one scope, one part) run ``repeat`` times; and compute seconds.
+    """Category seconds of ``ops`` (one scope, one part) run ``repeat`` times; and the compute
+    seconds still free to hide other work.
 
     Each second of compute hides at most one collective: the ZeRO-3/FSDP prefetch hides behind
-    the compute that the TP and partner collectives did not already take. (Counting the same
-    GEMM as cover for both made a faster GEMM lengthen the step: a TP collective it hid less of
-    became exposed, and so did the prefetch.)
+    the compute that the TP and partner collectives did not already take, and the windows built
+    from the pass (the data-parallel buckets behind the last backward, the next step's parameter
+    gather behind the first forward, DualPipe's pair) get only what neither took. (Counting the
+    same GEMM as cover twice made a faster GEMM lengthen the step: a TP collective it hid less of
+    became exposed, and so did the prefetch or the gradient buckets.)
     """
     totals = {op.name: op.count * t for op, t in ops}
     acc: dict[str, Any] = defaultdict(int)
@@ -138,10 +143,13 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
             acc[op.category] += total - hidden
             covering += hidden
     out = {k: v * repeat for k, v in acc.items()}
-    if prefetch:
-        gathers = sum(prefetch)
-        out["dp"] = out.get("dp", 0) + gathers + (repeat - 1) * positive_part(gathers - (compute - covering))
-    return out, compute * repeat
+    free = compute - covering
+    if not prefetch:
+        return out, free * repeat
+    gathers = sum(prefetch)
+    exposed = positive_part(gathers - free)
+    out["dp"] = out.get("dp", 0) + gathers + (repeat - 1) * exposed
+    return out, free * repeat - (repeat - 1) * (gathers - exposed)
 
 
 def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool,

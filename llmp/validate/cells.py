@@ -90,13 +90,11 @@ def sharding(cell: str) -> Sharding:
         found(_FSDP_STRATEGY[strategy], strategy)
     elif re.search(r"\b(fsdp[12]?|fully[-_ ]sharded?)\b", text):
         found(ZeroStage.FSDP, "FSDP (parameters, gradients and optimizer states sharded)")
-    degree = None
-    m = re.search(r"\b(?:fsdp|shard(?:ing)?)[-_ ]?(?:size|degree)?\s*=\s*(\d+)\b", text)
-    if m:
-        degree = int(m.group(1))
+    stated = re.search(r"\b(?:fsdp|shard(?:ing)?)[-_ ]?(?:size|degree)?\s*=\s*(\d+)\b", text)
+    degree = int(stated.group(1)) if stated else None
     framework = _framework(text)
-    if degree == 0:  # an explicit sharding degree of 0: plain data parallelism, whatever word precedes it
-        return Sharding(stage=ZeroStage.NONE, degree=0, framework=framework, because=f"{m.group(0)}: not sharded")
+    if stated and degree == 0:  # an explicit sharding degree of 0: plain data parallelism, whatever word precedes it
+        return Sharding(stage=ZeroStage.NONE, degree=0, framework=framework, because=f"{stated.group(0)}: not sharded")
     sharded = {s: w for s, w in stages.items() if s is not ZeroStage.NONE}
     if len(sharded) > 1:
         raise CellError("contradicting signals: " + ", ".join(sharded.values()))

@@ -260,7 +260,7 @@ def plan_model(row: Row, notes: Notes | None = None) -> ModelPlan:
         arch = fam.arch
         said.append(f"architecture: {fam.name} family → arch = {arch} ({fam.citation})")
         said.extend(f"not modelled: {what}" for what in fam.unmodelled)
-    chosen = {f: getattr(fam, f) if fam else None for f in MODEL_FIELDS}
+    chosen: dict[str, Any] = {f: getattr(fam, f) if fam else None for f in MODEL_FIELDS}
     for f, fact in notes.section("model").items():
         if f in MODEL_FIELDS:
             if chosen[f] is not None and chosen[f] != fact.value:

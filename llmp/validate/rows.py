@@ -102,6 +102,11 @@ class Measurement:
         return tuple(dict.fromkeys(r.text("metric_name") for r in self.rows))
 
     @property
+    def lines(self) -> str:
+        """``<file stem>:<line>[,<line>...]``: every row of the measurement, for a skip to name them all."""
+        return f"{Path(self.config.file).stem}:{','.join(str(r.line) for r in self.rows)}"
+
+    @property
     def notes(self) -> str:
         """Every distinct note of the measurement's rows, in order, joined by ``"; "``."""
         return "; ".join(dict.fromkeys(r.text("notes") for r in self.rows if r.text("notes")))
@@ -217,6 +222,25 @@ def read_csvs(paths: list[str] | tuple[str, ...]) -> tuple[Row, ...]:
     if not paths:
         raise InputError("no CSV files given", label="usage", hint="llmp validate validation/*.csv")
     return tuple(row for path in paths for row in read_csv(path))
+
+
+def drop_copies(rows: tuple[Row, ...] | list[Row]) -> tuple[tuple[Row, ...], tuple[tuple[Row, Row], ...]]:
+    """The rows without exact copies, and each copy with the earlier row of its file it repeats.
+
+    A row equal cell for cell to an earlier one (a pasted line, a file concatenated twice) adds no
+    measurement: grouped with its original it would silently count once, so callers report it.
+    """
+    first: dict[tuple[str, tuple[str, ...]], Row] = {}
+    kept: list[Row] = []
+    copies: list[tuple[Row, Row]] = []
+    for row in rows:
+        key = (row.file, tuple(row.values[c] for c in COLUMNS))
+        if key in first:
+            copies.append((row, first[key]))
+        else:
+            first[key] = row
+            kept.append(row)
+    return tuple(kept), tuple(copies)
 
 
 def group_measurements(rows: tuple[Row, ...] | list[Row]) -> tuple[Measurement, ...]:

@@ -25,7 +25,7 @@ from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.validate import metrics
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
 from llmp.validate.notes import MemoryKind, MemoryReading
-from llmp.validate.rows import Measurement, group_measurements, read_csvs
+from llmp.validate.rows import Measurement, drop_copies, group_measurements, read_csvs
 from llmp.validate.skips import SkipReason
 
 GIB = 2.0**30
@@ -280,7 +280,8 @@ class Report:
                        "error": r.error} for r in self.worst()],
             "skip_counts": self.skip_counts,
             "skipped": [{"row": s.measurement.config.to_dict(), "key": s.measurement.config.key,
-                         "reason": s.reason.value, "detail": s.detail} for s in self.skipped],
+                         "lines": [r.line for r in s.measurement.rows], "reason": s.reason.value,
+                         "detail": s.detail} for s in self.skipped],
             "attribution": [{"category": a.category, "mean_share": a.mean_share, "correlation": a.correlation,
                              "slope": a.slope} for a in attribution(self.rows)],
         }
@@ -317,6 +318,11 @@ ResidualsFor = Callable[[Spec], Residuals | None]
 def score(mapped: Mapped, residuals: Residuals | None = None, calibration: Any = None) -> Scored | Skipped:
     """Predict one mapped measurement; a prediction llmp refuses becomes a :class:`Skipped`
     (``calibration``: an ``llmp calibrate`` file; rows of another GPU or stack are skipped)."""
+    if calibration is not None:
+        try:
+            calibration.check(mapped.spec)
+        except InputError as err:
+            return Skipped(measurement=mapped.measurement, reason=SkipReason.CALIBRATION, detail=err.message)
     try:
         prediction = predict(mapped.spec, residuals=residuals, calibration=calibration)
     except InfeasibleError as err:
@@ -355,12 +361,41 @@ def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sou
     """
     if calibration is not None:
         calibration = as_calibration(calibration)
-    measurements = select_sources(group_measurements(read_csvs(tuple(paths))), sources)
+    measurements, copies = read_measurements(paths, sources)
     scored: list[Scored] = []
     skipped: list[Skipped] = []
     for m in measurements:
-        result = map_measurement(m)
-        if isinstance(result, Mapped):
-            result = score(result, residuals(result.spec) if residuals is not None else None, calibration)
-        (scored if isinstance(result, Scored) else skipped).append(result)
-    return Report(rows=tuple(scored), skipped=tuple(skipped))
+        mapped = map_measurement(m)
+        result = (score(mapped, residuals(mapped.spec) if residuals is not None else None, calibration)
+                  if isinstance(mapped, Mapped) else mapped)
+        if isinstance(result, Scored):
+            scored.append(result)
+        else:
+            skipped.append(result)
+    return Report(rows=tuple(scored), skipped=(*skipped, *copies))
+
+
+def read_measurements(paths: Sequence[str], sources: Sequence[str] = ()) -> tuple[tuple[Measurement, ...],
+                                                                                 tuple[Skipped, ...]]:
+    """The measurements in ``paths`` (only ``sources`` when given), and the rows set aside while
+    reading: exact copies of an earlier row, each a :class:`Skipped` naming the row it repeats
+    (``llmp validate`` and ``llmp calibrate`` read their rows the same way)."""
+    rows, copies = drop_copies(read_csvs(tuple(paths)))
+    measurements = select_sources(group_measurements(rows), sources)
+    skipped = tuple(Skipped(measurement=Measurement(rows=(copy,)), reason=SkipReason.DUPLICATE,
+                            detail=f"every cell equals row {first.key}: the measurement is counted once")
+                    for copy, first in copies if not sources or copy.text("source") in sources)
+    return measurements, skipped
+
+
+def skip_summary(skipped: Sequence[Skipped], shown: int = 8) -> str:
+    """``reason: count (file:line, ...)`` per reason, most frequent first: what a skip note or an
+    error names, so that no dropped row goes unmentioned (``shown`` rows per reason, then a count)."""
+    by: dict[str, list[str]] = {}
+    for s in skipped:
+        by.setdefault(s.reason.value, []).append(s.measurement.lines)
+    parts = []
+    for reason, keys in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        more = f", and {len(keys) - shown} more" if len(keys) > shown else ""
+        parts.append(f"{reason}: {len(keys)} ({', '.join(keys[:shown])}{more})")
+    return "; ".join(parts)

@@ -8,6 +8,8 @@ from enum import StrEnum
 class SkipReason(StrEnum):
     """Kinds of unmodellable rows; ``llmp validate`` counts skips per kind."""
 
+    DUPLICATE = "copy of an earlier row"
+    """Every cell equal to an earlier row of the same file: the measurement is counted once."""
     FINE_TUNING = "fine-tuning (LoRA/SFT), not a pre-training step"
     NO_TIME_METRIC = "no time-like metric"
     MISSING_ARCHITECTURE = "missing architecture columns"
@@ -24,6 +26,8 @@ class SkipReason(StrEnum):
     SPEC_ERROR = "spec rejected"
     INFEASIBLE = "infeasible layout"
     PREDICT_ERROR = "predict cannot model it"
+    CALIBRATION = "calibration does not apply"
+    """``--calibration`` was fitted on another GPU or stack than the row's."""
 
 
 class Unmodellable(Exception):

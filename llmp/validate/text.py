@@ -82,5 +82,5 @@ def render(report: Report, *, per_row: bool = True) -> str:
             for s in report.skipped:
                 if s.reason.value == reason:
                     detail = s.detail.splitlines()[0]
-                    out.append(f"    {s.measurement.config.key} {s.measurement.config.text('model_name')}: {detail}")
+                    out.append(f"    {s.measurement.lines} {s.measurement.config.text('model_name')}: {detail}")
     return "\n".join(out)

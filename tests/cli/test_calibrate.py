@@ -168,6 +168,15 @@ def test_rows_llmp_cannot_model_are_refused(capsys, runs, tmp_path):
     assert code == 1 and "rows llmp cannot model" in err and "lora:4" in err and "fine-tuning" in err
 
 
+def test_an_exact_copy_of_a_row_is_refused_with_the_row_it_repeats(capsys, runs, tmp_path):
+    # merged with its original it would count once without a word; calibrate says so and stops
+    rows = list(csv.DictReader(runs.open()))
+    code, _, err = _run(capsys, "calibrate", str(_write(tmp_path / "copy.csv", [*rows, rows[1]])), "-o",
+                        str(tmp_path / "x.json"))
+    assert code == 1 and "copy of an earlier row: 1 (copy:8)" in err and "every cell equals row copy:3" in err
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_a_calibration_of_another_gpu_or_store_does_not_apply(capsys, runs, stack, tmp_path):
     code, _, err = _run(capsys, "predict", "examples/llama3_8b_dgx_h100.llmp", "--calibration", str(stack))
     assert code == 1 and "calibration does not apply" in err and "h100_sxm5_80gb" in err

@@ -106,6 +106,23 @@ def test_nothing_predicted_exits_non_zero_with_the_reasons(capsys, csv_file):
     assert "nothing predicted: all 1 measurements were skipped (fine-tuning" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("flags", [(), ("--json",), ("--summary",)])
+def test_skipped_rows_are_counted_on_stderr_in_every_format(capsys, csv_file, flags):
+    code, _, err = _run(capsys, "validate", str(csv_file(TWO_SOURCES)), *flags)
+    assert code == 0
+    assert "1 measurements predicted, 1 skipped: fine-tuning (LoRA/SFT), not a pre-training step: 1 (rows:5,6)" in err
+
+
+def test_a_copied_row_is_a_counted_skip(capsys, csv_file):
+    lines = P.SC21_1P7B.splitlines(keepends=True)
+    code, out, err = _run(capsys, "validate", str(csv_file("".join([*lines, lines[2]]))), "--json")
+    assert code == 0 and "copy of an earlier row: 1 (rows:5)" in err
+    doc = json.loads(out)
+    assert len(doc["rows"]) == 1
+    (skip,) = doc["skipped"]
+    assert skip["lines"] == [5] and skip["detail"].startswith("every cell equals row rows:3")
+
+
 def test_memory_and_stack_in_the_text_report(capsys, csv_file):
     code, out, err = _run(capsys, "validate", str(csv_file(P.FUNCTIONAL_7B_H100)))
     assert code == 0, err

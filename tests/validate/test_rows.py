@@ -8,7 +8,7 @@ import io
 import pytest
 
 from llmp.errors import InputError
-from llmp.validate.rows import COLUMNS, Row, group_measurements, read_csv, read_csvs
+from llmp.validate.rows import COLUMNS, Row, drop_copies, group_measurements, read_csv, read_csvs
 from tests.validate import published_rows as P
 
 
@@ -55,6 +55,21 @@ def test_same_run_in_two_files_stays_two_measurements(csv_file):
 def test_a_changed_configuration_cell_splits_a_measurement(csv_file):
     text = P.edit(P.SC21_1P7B, "micro_batch", "8", row=2)
     assert len(group_measurements(read_csv(csv_file(text)))) == 2
+
+
+def test_exact_copies_are_set_apart_with_the_row_they_repeat(csv_file):
+    lines = P.SC21_1P7B.splitlines(keepends=True)
+    rows, copies = drop_copies(read_csv(csv_file("".join([*lines, lines[1]]))))  # row 2 pasted again as row 5
+    assert [r.line for r in rows] == [2, 3, 4]
+    ((copy, first),) = copies
+    assert (copy.line, first.line) == (5, 2)
+    (m,) = group_measurements(rows)
+    assert m.lines == "rows:2,3,4"  # a skip names every row of its measurement
+
+
+def test_the_same_row_in_two_files_is_no_copy(csv_file):
+    rows = read_csvs([str(csv_file(P.SC21_1P7B, "a.csv")), str(csv_file(P.SC21_1P7B, "b.csv"))])
+    assert drop_copies(rows) == (rows, ())
 
 
 def test_header_order_is_free(csv_file):
