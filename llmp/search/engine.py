@@ -8,7 +8,9 @@
    per group of configurations that share what those checks read, and names the reason of each
    dropped configuration.
 3. :func:`evaluate_grid` calls :func:`llmp.compose.evaluate` on the feasible rows in chunks of
-   whole structural groups (each group is one vectorised evaluation), reporting progress.
+   whole structural groups (each group is one vectorised evaluation), reporting progress;
+   :func:`evaluate_rows` composes chosen rows one at a time as ``llmp.predict`` does (without
+   residual models), for the branch-and-bound of :mod:`llmp.search.prune`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from llmp.dsl import checks
 from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
-from llmp.errors import InputError, LlmpError
+from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.search import space
 from llmp.search.space import Grid
 from llmp.units import format_bytes
@@ -90,7 +92,7 @@ def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[
         for n in counts:
             layout, fixed = space.layout_axes(spec, n)
             merged = space.merge_axes(layout, declared)
-            grids.append(space.layout_columns(spec, space.product(merged, fixed), n))
+            grids.append(pipelines(spec, space.layout_columns(spec, space.product(merged, fixed), n)))
             axes_seen += merged
         grid = space.concat(grids)
         axes = tuple(space.merge_axes(axes_seen))
@@ -101,6 +103,37 @@ def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[
         raise InputError(f"the spec leaves {', '.join(free)} free; a search needs numbers",
                          hint=f"vary it (--vary {free[0]}=V1,V2) or pin it (--set {free[0]}=VALUE)")
     return Built(spec=spec, grid=grid, axes=axes, notes=tuple(notes))
+
+
+SPLIT_FIELDS = ("parallel.pp", "parallel.vp", "parallel.schedule", "model.layers", "parallel.first_stage_layers",
+                "parallel.last_stage_layers", "parallel.account_for_embedding", "parallel.account_for_loss")
+"""What the schedule's pipeline requirements and the layer split read (without DeepSpeed's
+``partition``, which also weighs the layers' parameters)."""
+
+
+def pipelines(spec: Spec, grid: Grid) -> Grid:
+    """Leave out the layouts whose pipeline cannot run: the schedule's requirements of pp and vp
+    and the layer split, the rulebook's own functions (:mod:`llmp.analytic.rules`), evaluated
+    once per combination of :data:`SPLIT_FIELDS` instead of once per layout (a layout search has
+    thousands of layouts and a few dozen pipelines)."""
+    from llmp.analytic.split import split
+    from llmp.compose.schedules import entry
+
+    if spec.parallel.partition:
+        return grid
+    dropped = grid.reasons()
+    numeric = frozenset(specpath.paths(spec))
+    paths = [p for p in SPLIT_FIELDS if p in grid.columns]
+    for rows in _groups(grid, paths, np.flatnonzero(dropped == "")):
+        s = row_spec(spec, grid.columns, int(rows[0]), paths, numeric)
+        unmet = entry(s.parallel.schedule).requires(int(s.parallel.pp), int(s.parallel.vp), None, None)
+        try:
+            if unmet:
+                raise InfeasibleError(unmet, label="bad schedule")
+            split(s)
+        except LlmpError as err:
+            dropped[rows] = reason(err)
+    return Grid(columns=grid.columns, varied=grid.varied, size=grid.size, dropped=dropped)
 
 
 def derive(resolve: Callable[[Sequence[str]], Spec], overrides: Sequence[str], spec: Spec,
@@ -126,13 +159,16 @@ def derive(resolve: Callable[[Sequence[str]], Spec], overrides: Sequence[str], s
     return grid.with_columns(columns), []
 
 
-def _set_option(spec: Spec, path: str, value: Any) -> Spec:
-    """A copy of ``spec`` with one enum or boolean field of its model, train or parallel section set."""
-    section, _, name = path.partition(".")
-    block = getattr(spec, section)
-    current = getattr(block, name)
-    new = bool(value) if isinstance(current, bool) else type(current)(value)
-    return dataclasses.replace(spec, **{section: dataclasses.replace(block, **{name: new})})
+def _set_options(spec: Spec, options: Mapping[str, Any]) -> Spec:
+    """A copy of ``spec`` with enum or boolean fields of its model, train or parallel section set
+    (one copy per section)."""
+    sections: dict[str, dict[str, Any]] = {}
+    for path, value in options.items():
+        section, _, name = path.partition(".")
+        current = getattr(getattr(spec, section), name)
+        sections.setdefault(section, {})[name] = bool(value) if isinstance(current, bool) else type(current)(value)
+    return dataclasses.replace(spec, **{section: dataclasses.replace(getattr(spec, section), **fields)
+                                        for section, fields in sections.items()})
 
 
 def _scalar(x: Any) -> int | float:
@@ -146,10 +182,8 @@ def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Seque
     chosen = list(columns) if paths is None else list(paths)
     numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
     spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
-    for path in chosen:
-        if path not in numbers:
-            spec = _set_option(spec, path, columns[path][i])
-    return spec
+    options = {p: columns[p][i] for p in chosen if p not in numbers}
+    return _set_options(spec, options) if options else spec
 
 
 def reason(err: LlmpError) -> str:
@@ -238,8 +272,7 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray, progress: Progress |
                   calibration: Any = None) -> tuple[dict[str, np.ndarray], int]:
     """:func:`llmp.compose.evaluate` on ``rows`` of the grid, in chunks of whole structural groups;
     also returns the number of structural groups (one vectorised evaluation each)."""
-    out = {k: np.full(grid.size, np.nan) for k in ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes")}
-    out["feasible"] = np.zeros(grid.size, dtype=bool)
+    out = empty_values(grid.size)
     if len(rows) == 0:
         return out, 0
     fields = structural(spec)
@@ -261,3 +294,75 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray, progress: Progress |
         if progress is not None:
             progress(done, len(rows))
     return out, len(starts)
+
+
+OUTPUTS = ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes")
+
+
+def empty_values(size: int) -> dict[str, np.ndarray]:
+    """The columns :func:`evaluate_grid` and :func:`evaluate_rows` fill: NaN and not feasible."""
+    out = {k: np.full(size, np.nan) for k in OUTPUTS}
+    out["feasible"] = np.zeros(size, dtype=bool)
+    return out
+
+
+def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, calibration: Any = None
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Check and compose each of ``rows`` on its own: the values (as :func:`evaluate_grid`
+    returns them, for the grid's size) and the reasons (as :func:`feasibility` gives them).
+
+    Each row's rules are checked, its memory compared with its ``limit``, and only then its step
+    composed, exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
+    calibration=)``) composes it. A layout search has one structural group per layout, so the
+    vectorised path would gain nothing there and would first compile every op kind's cost with
+    SymPy (about a second); this path prices with plain floats and keeps graphs in
+    :mod:`llmp.compose.reuse` for the next use of the same layout.
+    """
+    from llmp.analytic.pricing import Hardware, price
+    from llmp.compose import reuse
+    from llmp.compose.overlap import OverlapRules
+    from llmp.compose.predictor import model_flops_per_token
+    from llmp.compose.schedule import plan
+    from llmp.compose.step import compose
+
+    out = empty_values(grid.size)
+    reasons = grid.reasons()
+    post = None
+    if calibration is not None:
+        from llmp.calibrate.fit import scaled
+        from llmp.compose.predictor import ROOFLINE_ONLY
+
+        post = calibration.basis(ROOFLINE_ONLY).posterior
+    numeric = frozenset(specpath.paths(spec))
+    for i in (int(r) for r in rows):
+        s = row_spec(spec, grid.columns, i, None, numeric)
+        try:
+            checks.check(s, lambda _path: None)
+            st = structure_of(s)
+            # memory needs the structure and the schedule's plan, not the graph
+            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
+        except LlmpError as err:
+            reasons[i] = reason(err)
+            continue
+        if float(mem.total) > limit[i]:
+            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
+            continue
+        try:
+            graph = reuse.GRAPHS.get(reuse.graph_key(s), lambda s=s, st=st: decompose(s, st))
+            # predict's times with no residual models (each factor is 1)
+            times, overhead = [float(t) for t in price(graph, s).time], 0.0
+            if post is not None:
+                times, overhead = scaled(graph, times, np.asarray(post.mean[:-1])), float(post.overhead_s)
+            step = compose(graph, times, OverlapRules.of(s), s.parallel.schedule)
+        except InfeasibleError:
+            reasons[i] = "infeasible layout"
+            continue
+        t = float(step.step_time) + overhead
+        tokens = float(s.tokens_per_step)
+        peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))
+        out["step_time_s"][i] = t
+        out["tokens_per_s"][i] = tokens / t
+        out["mfu"][i] = tokens * float(model_flops_per_token(s)) / (t * graph.structure.world_size * peak)
+        out["memory_per_gpu_bytes"][i] = float(mem.total)
+        out["feasible"][i] = True
+    return out, reasons

@@ -62,6 +62,11 @@ class Grid:
     def with_columns(self, columns: dict[str, np.ndarray]) -> Grid:
         return Grid(columns=columns, varied=self.varied, size=self.size, dropped=self.dropped)
 
+    def take(self, rows: np.ndarray) -> Grid:
+        """The configurations ``rows`` only, in that order."""
+        return Grid(columns={p: c[rows] for p, c in self.columns.items()}, varied=self.varied, size=len(rows),
+                    dropped=None if self.dropped is None else self.dropped[rows])
+
 
 def parse_vary(text: str) -> tuple[str, list[str]]:
     """``"parallel.tp=1,2,4"`` → (``parallel.tp``, ``["1", "2", "4"]``); values are checked later."""
