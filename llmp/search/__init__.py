@@ -1,18 +1,21 @@
 """Search configurations: sweep, drop what cannot run (with reasons), rank, and find the Pareto front.
 
-    from llmp.search import search
-    result = search("examples/sweep_llama3_8b.llmp", vary=["train.recompute=none,full"])
+    import llmp
+    from llmp.search import load, search
+    spec, resolve = load("examples/sweep_llama3_8b.llmp", vary=["train.recompute=none,full"])
+    result = search(spec, resolve=resolve)
     result.ranked[0].config, result.infeasible, result.pareto
+    search(llmp.load("examples/llama3_70b_dgx_h100.llmp"), gpus=[512])   # every layout on 512 GPUs
 
-Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (derived fields,
-feasibility, vectorised evaluation through :func:`llmp.compose.evaluate`), ``rank`` (objectives,
-ordering, Pareto front), ``report`` (typed results).
+Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (loading, derived
+fields, feasibility, evaluation), ``bound`` and ``prune`` (lower bounds on the step time and the
+branch and bound of layout searches), ``rank`` (objectives, ordering, Pareto front), ``report``
+(typed results).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -24,29 +27,36 @@ from llmp.analytic import specpath
 from llmp.dsl.spec import Spec
 from llmp.errors import InputError
 from llmp.search import engine, prune, rank
-from llmp.search.engine import Progress
+from llmp.search.engine import Progress, Resolve, load
 from llmp.search.rank import Objective
 from llmp.search.report import Candidate, SearchResult
 from llmp.search.space import Grid
 
-__all__ = ["Candidate", "Objective", "SearchResult", "search"]
+__all__ = ["Candidate", "Objective", "SearchResult", "load", "search"]
 
 
-def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Sequence[str] = (),
-           gpus: Sequence[int] = (), layouts: bool = False, objective: Objective | str = Objective.STEP_TIME,
-           max_memory: float | None = None, gpu_hour_price: float = 1.0, top: int | None = 10,
-           exhaustive: bool = False, progress: Progress | None = None, calibration: Any = None) -> SearchResult:
-    """Search the spec at ``source`` (with ``--set`` overrides ``sets``).
+def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
+           objective: Objective | str = Objective.STEP_TIME, max_memory: float | None = None,
+           gpu_hour_price: float = 1.0, top: int | None = 10, exhaustive: bool = False,
+           progress: Progress | None = None, calibration: Any = None, resolve: Resolve | None = None) -> SearchResult:
+    """Search ``spec``'s declared sweep lists and, with ``gpus`` (or ``layouts``: the spec's own
+    GPU count), every layout on that many GPUs.
 
     ``max_memory``: bytes per GPU a configuration may use (None: each GPU's capacity). ``top``:
     how many ranked configurations to return (None: all feasible ones). ``calibration``: an
     ``llmp calibrate`` file of the spec's GPU and stack, applied to every configuration.
+    ``resolve``: from :func:`load`, to derive again the fields the spec computes from varied
+    ones (``dp = 64 / tp``); without it they keep the spec's values.
+
+    A layout search with a ``top`` is a branch and bound (:mod:`llmp.search.prune`): it composes
+    only the layouts whose lower bound can still reach the ranking or the Pareto front, and
+    returns what the exhaustive search (``exhaustive=True``, or ``top=None``) returns for both.
     """
     start = time.perf_counter()
     objective = Objective(objective)
     if not (math.isfinite(gpu_hour_price) and gpu_hour_price > 0):
         raise InputError(f"--gpu-hour-price must be positive, got {gpu_hour_price:g}")
-    built = engine.build(str(source), sets, vary, gpus, layouts)
+    built = engine.build(spec, gpus, layouts, resolve)
     grid, spec = built.grid, built.spec
     notes = built.notes
     if calibration is not None:
@@ -61,7 +71,7 @@ def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Se
     varies_gpus = len(np.unique(gpus_col[candidates])) > 1
     x_name = "gpus" if varies_gpus else "cost"
     pruned = np.zeros(grid.size, dtype=bool)
-    if exhaustive or top is None:
+    if exhaustive or top is None or not (gpus or layouts):
         reasons = engine.feasibility(spec, grid, max_memory)
         runnable = np.flatnonzero(reasons == "")
         values, groups = engine.evaluate_grid(spec, grid, runnable, progress, calibration)

@@ -34,7 +34,8 @@ import numpy as np
 
 from llmp.analytic import specpath
 from llmp.analytic.op import Part
-from llmp.compose.overlap import OverlapRules, chunk_work, layer_floor
+from llmp.analytic.op import OpGraph
+from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, layer_floor, rank_tail
 from llmp.analytic.graph import decompose
 from llmp.analytic.pricing import price
 from llmp.analytic.structure import structure_of
@@ -144,3 +145,43 @@ def _bound(spec: Spec, grid: Grid, rows: np.ndarray, key: KeyCompute) -> np.ndar
     even = default_split & (chunk_layers == np.floor(chunk_layers)) & np.isin(schedule, list(FILL_SCHEDULES))
     fill = np.where(even, (m * vp + pp - 1) * chunk_layers * key.layer, 0.0)
     return np.maximum(work, fill) * (1.0 - SLACK)
+
+
+def layout_bound(graph: OpGraph, times: Sequence[float], spec: Spec) -> float:
+    """A lower bound on the step time of one layout from its own priced graph, without the
+    pipeline timeline (which, with memory, is most of what composing a step costs).
+
+    Each rank runs every microbatch through each of its chunks, forward and backward, then its
+    gradient sync; the update of the slowest rank starts after every rank has synced. So the step
+    lasts at least the busiest rank's passes and sync, plus the slowest update; and with the fill
+    and drain of :data:`FILL_SCHEDULES` at least the last rank's passes between the first forward
+    reaching it and the last backward leaving rank 0. The gradient sync is taken with the whole
+    backward as its overlap window (a split W only shrinks it) and passes are whole (a split
+    backward only exposes more). DualPipe overlaps pairs of passes, so it gets no bound here (0).
+    """
+    st = graph.structure
+    if spec.parallel.schedule is Schedule.DUALPIPE:
+        return 0.0
+    rules = OverlapRules.of(spec)
+    kinds: dict[tuple[bool, bool, Any], ChunkWork] = {}
+    works = []
+    for g in range(st.chunks):
+        key = (g == 0, g == st.chunks - 1, graph.chunk_kinds[g])
+        if key not in kinds:
+            kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2])
+        works.append(kinds[key])
+    m = st.microbatches
+    busy, syncs, updates = [], [], []
+    for r in range(st.pp):
+        mine = [works[g] for g in st.placement[r]]
+        tail = rank_tail(graph, times, rules, r, sum(w.bwd.compute for w in mine), sum(w.fwd.compute for w in mine))
+        busy.append(m * sum(w.fwd.total + w.bwd.total for w in mine) + sum(tail.sync.values()))
+        syncs.append(sum(tail.sync.values()))
+        updates.append(sum(tail.update.values()))
+    bound = max(busy)
+    if spec.parallel.schedule.value in FILL_SCHEDULES:
+        f = min(w.fwd.total for w in works)
+        b = min(w.bwd.total for w in works)
+        bound = max(bound, (st.pp - 1) * (f + b) + m * st.vp * min(w.fwd.total + w.bwd.total for w in works)
+                    + min(syncs))
+    return float(bound + max(updates)) * (1.0 - SLACK)

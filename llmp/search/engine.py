@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,26 +61,39 @@ class Built:
     notes: tuple[str, ...]
 
 
-def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[int], layouts: bool) -> Built:
-    """The grid of the spec at ``source`` (with ``--set`` ``sets``): declared sweeps, ``--vary``
-    axes and, with ``gpus`` or ``layouts``, every layout."""
+Resolve = Callable[[Sequence[str]], Spec]
+"""Resolves the searched spec again with more ``--set`` overrides (to re-derive fields)."""
+
+
+def load(source: str | os.PathLike[str], sets: Sequence[str] = (), vary: Sequence[str] = ()) -> tuple[Spec, Resolve]:
+    """The spec at ``source`` with ``--set`` ``sets`` and each ``--vary`` as a declared sweep list
+    (so its values go through the resolver's unit and name checks), and the function that
+    resolves it again with more overrides, which :func:`build` uses to re-derive the fields
+    computed from varied ones."""
     parsed = [space.parse_vary(v) for v in vary]
     overrides = [space.sweep_override(p, values) for p, values in parsed]
 
     def resolve(extra: Sequence[str]) -> Spec:
-        return dsl.load(source, [*sets, *extra])
+        return dsl.load(source, [*sets, *overrides, *extra])
 
     try:
-        spec = resolve(overrides)
+        spec = resolve(())
     except LlmpError as err:
         line = err.span.line - len(sets) if err.span is not None and err.span.file == SET_FILE else 0
         if not 0 < line <= len(vary):
             raise
         raise InputError(f"--vary {vary[line - 1]}: {err.message}", hint=err.hint) from None
+    return spec, resolve
+
+
+def build(spec: Spec, gpus: Sequence[int], layouts: bool, resolve: Resolve | None = None) -> Built:
+    """The grid of ``spec``: its declared sweeps and, with ``gpus`` or ``layouts``, every layout.
+    With ``resolve`` (from :func:`load`), fields the spec derives from varied ones are derived
+    again for each configuration; without it they keep the spec's values."""
     declared = space.declared_axes(spec)
     if not (layouts or gpus):
         if not declared:
-            raise InputError("nothing to search: the spec declares no sweep lists and no --vary was given",
+            raise InputError("nothing to search: the spec declares no sweep lists (and no --vary was given)",
                              hint="add --vary parallel.tp=1,2,4,8, or --gpus N to try every layout")
         grid = space.product(declared)
         axes = tuple(declared)
@@ -96,7 +110,7 @@ def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[
             axes_seen += merged
         grid = space.concat(grids)
         axes = tuple(space.merge_axes(axes_seen))
-    grid, notes = derive(resolve, overrides, spec, grid)
+    grid, notes = derive(resolve, spec, grid) if resolve is not None else (grid, [])
     free = [p for p in specpath.paths(spec) if p not in grid.columns
             and isinstance(specpath.get(spec, p), sp.Basic) and specpath.get(spec, p).free_symbols]
     if free:
@@ -136,15 +150,14 @@ def pipelines(spec: Spec, grid: Grid) -> Grid:
     return Grid(columns=grid.columns, varied=grid.varied, size=grid.size, dropped=dropped)
 
 
-def derive(resolve: Callable[[Sequence[str]], Spec], overrides: Sequence[str], spec: Spec,
-           grid: Grid) -> tuple[Grid, list[str]]:
+def derive(resolve: Resolve, spec: Spec, grid: Grid) -> tuple[Grid, list[str]]:
     """Add columns for the fields the spec derives from varied numeric fields (fields that also
     depend on a field the spec leaves free get none: the search then says what is missing)."""
     numeric = [p for p in grid.columns if p in specpath.paths(spec) and grid.columns[p].dtype != object]
     if not numeric:
         return grid, []
     try:
-        free = resolve([*overrides, *(f"{p}=symbol" for p in numeric)])
+        free = resolve([f"{p}=symbol" for p in numeric])
     except LlmpError as err:
         return grid, [f"fields derived from the varied ones were not re-derived: {err.message}"]
     syms = [symbol_for(p) for p in numeric]
@@ -306,12 +319,19 @@ def empty_values(size: int) -> dict[str, np.ndarray]:
     return out
 
 
-def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, calibration: Any = None
-                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Check and compose each of ``rows`` on its own: the values (as :func:`evaluate_grid`
-    returns them, for the grid's size) and the reasons (as :func:`feasibility` gives them).
+Skip = Callable[[int, float], bool]
+"""Given a row and a lower bound on its step time, whether it need not be composed."""
 
-    Each row's rules are checked, its memory compared with its ``limit``, and only then its step
+
+def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, calibration: Any = None,
+                  skip: Skip | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Check and compose each of ``rows`` on its own: the values (as :func:`evaluate_grid`
+    returns them, for the grid's size), the reasons (as :func:`feasibility` gives them) and
+    which rows ``skip`` left out.
+
+    Each row's rules are checked, its graph priced and (with ``skip``) its step bounded from
+    below without the timeline (:func:`llmp.search.bound.layout_bound`); a row ``skip`` accepts
+    stops there. Otherwise its memory is compared with its ``limit`` and only then its step
     composed, exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
     calibration=)``) composes it. A layout search has one structural group per layout, so the
     vectorised path would gain nothing there and would first compile every op kind's cost with
@@ -325,8 +345,11 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     from llmp.compose.schedule import plan
     from llmp.compose.step import compose
 
+    from llmp.search.bound import layout_bound
+
     out = empty_values(grid.size)
     reasons = grid.reasons()
+    skipped = np.zeros(grid.size, dtype=bool)
     post = None
     if calibration is not None:
         from llmp.calibrate.fit import scaled
@@ -339,6 +362,22 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         try:
             checks.check(s, lambda _path: None)
             st = structure_of(s)
+        except LlmpError as err:
+            reasons[i] = reason(err)
+            continue
+        try:
+            graph = reuse.GRAPHS.get(reuse.graph_key(s), lambda s=s, st=st: decompose(s, st))
+            # predict's times with no residual models (each factor is 1)
+            times, overhead = [float(t) for t in price(graph, s).time], 0.0
+            if post is not None:
+                times, overhead = scaled(graph, times, np.asarray(post.mean[:-1])), float(post.overhead_s)
+            if skip is not None and skip(i, layout_bound(graph, times, s) + overhead):
+                skipped[i] = True
+                continue
+        except InfeasibleError:
+            reasons[i] = "infeasible layout"
+            continue
+        try:
             # memory needs the structure and the schedule's plan, not the graph
             mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
         except LlmpError as err:
@@ -348,11 +387,6 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
             continue
         try:
-            graph = reuse.GRAPHS.get(reuse.graph_key(s), lambda s=s, st=st: decompose(s, st))
-            # predict's times with no residual models (each factor is 1)
-            times, overhead = [float(t) for t in price(graph, s).time], 0.0
-            if post is not None:
-                times, overhead = scaled(graph, times, np.asarray(post.mean[:-1])), float(post.overhead_s)
             step = compose(graph, times, OverlapRules.of(s), s.parallel.schedule)
         except InfeasibleError:
             reasons[i] = "infeasible layout"
@@ -365,4 +399,4 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         out["mfu"][i] = tokens * float(model_flops_per_token(s)) / (t * graph.structure.world_size * peak)
         out["memory_per_gpu_bytes"][i] = float(mem.total)
         out["feasible"][i] = True
-    return out, reasons
+    return out, reasons, skipped

@@ -43,16 +43,19 @@ class Pruned:
     reasons: np.ndarray
     """Per configuration: why it cannot run ("" if it can, or was not checked)."""
     pruned: np.ndarray
-    """Per configuration: left out by the bound."""
+    """Per configuration: left out by the bound (not composed, and if not checked, no reason)."""
+    checked: np.ndarray
+    """Per configuration: its rules were checked."""
     bound_s: np.ndarray
     """Per configuration: the lower bound on its step time (0 where none is known)."""
 
 
 def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory: float | None,
-           gpus: np.ndarray, tokens: np.ndarray, gpu_hour_price: float, pareto_x: str,
+           gpus: np.ndarray, tokens: np.ndarray, gpu_hour_price: float, pareto_x: str | None,
            calibration: Any = None, progress: engine.Progress | None = None) -> Pruned:
     """Check and compose the configurations of ``grid`` that can reach the ``top`` best by
-    ``objective`` or the Pareto front of step time against ``pareto_x`` (``gpus`` or ``cost``)."""
+    ``objective`` or the Pareto front of step time against ``pareto_x`` (``gpus`` or ``cost``;
+    None: the ranking only)."""
     reasons = grid.reasons()
     values = engine.empty_values(grid.size)
     rows = np.flatnonzero(reasons == "")
@@ -77,16 +80,24 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
 
     order = rows[np.argsort(badness(bound[rows], rows), kind="stable")]
     todo = np.ones(grid.size, dtype=bool)
+    checked = np.zeros(grid.size, dtype=bool)
     done = 0
 
-    def run(batch: np.ndarray) -> None:
+    def run(batch: np.ndarray, threshold: float | None) -> None:
         nonlocal done
+
+        def skip(j: int, t: float) -> bool:
+            i = batch[j : j + 1]
+            bound[i] = max(bound[i[0]], t)
+            return threshold is not None and bool(badness(bound[i], i)[0] > threshold)
+
         sub = grid.take(batch)
-        out, why = engine.evaluate_rows(spec, sub, np.arange(sub.size), limit[batch], calibration)
+        out, why, skipped = engine.evaluate_rows(spec, sub, np.arange(sub.size), limit[batch], calibration, skip)
         reasons[batch] = why
         for k, column in values.items():
             column[batch] = out[k]
-        todo[batch] = False
+        todo[batch[~skipped]] = False
+        checked[batch] = True
         done += len(batch)
         if progress is not None:
             progress(done, len(rows))
@@ -105,10 +116,10 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
         batch = batch[badness(bound[batch], batch) <= threshold]
         if len(batch) == 0:
             break
-        run(batch)
+        run(batch, threshold)
         start += BATCH
     # Phase 2: whatever might still be on the Pareto front.
-    while True:
+    while pareto_x is not None:
         left = np.flatnonzero(todo & (reasons == ""))
         if len(left) == 0:
             break
@@ -122,6 +133,6 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
         open_rows = left[~(best_t < bound[left])]
         if len(open_rows) == 0:
             break
-        run(open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH])
+        run(open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH], None)
     pruned = todo & (reasons == "")
-    return Pruned(values=values, reasons=reasons, pruned=pruned, bound_s=bound)
+    return Pruned(values=values, reasons=reasons, pruned=pruned, checked=checked, bound_s=bound)
