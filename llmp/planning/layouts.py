@@ -14,7 +14,7 @@ exhaustive search of the narrowed space ranks first by step time (``tests/plan``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,7 +108,7 @@ def matmul_params(spec: Spec) -> tuple[float, float]:
     return layers + float(m.vocab * m.hidden), layers
 
 
-def best(source: str, sets: list[str] | tuple[str, ...], gpus: int) -> Layout | None:
+def best(source: str, sets: Sequence[str], gpus: int) -> Layout | None:
     """The layout with the shortest step time (search's composition, no residual models) on
     ``gpus`` GPUs, or None when no layout of the narrowed space can run."""
     spec, resolve = engine.load(source, sets)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import os
 import re
@@ -366,7 +367,7 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = reason(err)
             continue
         try:
-            graph = reuse.GRAPHS.get(reuse.graph_key(s), lambda s=s, st=st: decompose(s, st))
+            graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
             # predict's times with no residual models (each factor is 1)
             times, overhead = [float(t) for t in price(graph, s).time], 0.0
             if post is not None:

@@ -197,7 +197,7 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
         own = spec.parallel.schedule
         degrees = np.column_stack([np.broadcast_to(cols[p], (grid.size,)) for p in ("parallel.pp", "parallel.vp")])
         pairs, which = np.unique(degrees, axis=0, return_inverse=True)
-        names = [own if entry(own).requires(int(pp), int(vp), None) is None
+        names = [own if entry(own).requires(int(pp), int(vp), None, None) is None
                  else Schedule.INTERLEAVED if vp > 1 else Schedule.ONE_F_ONE_B for pp, vp in pairs]
         cols["parallel.schedule"] = np.array([n.value for n in names], dtype=object)[which.reshape(grid.size)]
     dropped = grid.reasons()
