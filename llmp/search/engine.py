@@ -331,9 +331,11 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     which rows ``skip`` left out.
 
     Each row's rules are checked, its graph priced and (with ``skip``) its step bounded from
-    below without the timeline (:func:`llmp.search.bound.layout_bound`); a row ``skip`` accepts
-    stops there. Otherwise its memory is compared with its ``limit`` and only then its step
-    composed, exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
+    below without the timeline (:func:`llmp.search.bound.layout_bound`), then composed (and its
+    step offered to ``skip`` again), and last its memory compared with its ``limit``; a row
+    ``skip`` accepts stops there and counts as neither feasible nor dropped (one skipped after
+    composing keeps its step time, not feasible). The step is composed
+    exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
     calibration=)``) composes it. A layout search has one structural group per layout, so the
     vectorised path would gain nothing there and would first compile every op kind's cost with
     SymPy (about a second); this path prices with plain floats and keeps graphs in
@@ -379,6 +381,17 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = "infeasible layout"
             continue
         try:
+            step = compose(graph, times, OverlapRules.of(s), s.parallel.schedule)
+        except InfeasibleError:
+            reasons[i] = "infeasible layout"
+            continue
+        out["step_time_s"][i] = t = float(step.step_time) + overhead
+        # The activations in flight, which memory counts, cost more than the timeline on deep
+        # interleaved pipelines: a step that cannot make the answer is not sized.
+        if skip is not None and skip(i, t):
+            skipped[i] = True
+            continue
+        try:
             # memory needs the structure and the schedule's plan, not the graph
             mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
         except LlmpError as err:
@@ -387,15 +400,8 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         if float(mem.total) > limit[i]:
             reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
             continue
-        try:
-            step = compose(graph, times, OverlapRules.of(s), s.parallel.schedule)
-        except InfeasibleError:
-            reasons[i] = "infeasible layout"
-            continue
-        t = float(step.step_time) + overhead
         tokens = float(s.tokens_per_step)
         peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))
-        out["step_time_s"][i] = t
         out["tokens_per_s"][i] = tokens / t
         out["mfu"][i] = tokens * float(model_flops_per_token(s)) / (t * graph.structure.world_size * peak)
         out["memory_per_gpu_bytes"][i] = float(mem.total)
