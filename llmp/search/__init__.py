@@ -107,7 +107,8 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
     return SearchResult(
         source=spec.source, objective=objective, axes=tuple((a.path, a.values) for a in built.axes),
         columns=_shown(grid), size=grid.size,
-        feasible=len(good), groups=groups, pruned=int(np.count_nonzero(pruned)), infeasible=dict(dropped), ranked=tuple(candidate(int(i)) for i in shown),
+        feasible=len(good), groups=groups, pruned=int(np.count_nonzero(pruned)), infeasible=dict(dropped),
+        ranked=tuple(candidate(int(i)) for i in shown),
         pareto=tuple(candidate(int(i)) for i in front), pareto_axes=(x_name, "step_time_s"),
         seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
         gpu_hour_price=gpu_hour_price, notes=notes)

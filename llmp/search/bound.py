@@ -33,16 +33,15 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import specpath
-from llmp.analytic.op import Part
-from llmp.analytic.op import OpGraph
-from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, layer_floor, rank_tail
 from llmp.analytic.graph import decompose
+from llmp.analytic.op import OpGraph, Part
 from llmp.analytic.pricing import price
 from llmp.analytic.structure import structure_of
+from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, layer_floor, rank_tail
 from llmp.dsl import checks
 from llmp.dsl.spec import Schedule, Spec
 from llmp.errors import LlmpError
-from llmp.search import engine
+from llmp.search import space
 from llmp.search.space import Grid
 
 PIPELINE = frozenset({"parallel.pp", "parallel.vp", "parallel.dp", "parallel.schedule", "parallel.zero",
@@ -68,7 +67,7 @@ class KeyCompute:
 
 def _representative(spec: Spec, grid: Grid, row: int, numeric: frozenset[str]) -> Spec:
     """Row ``row`` with its layers on one stage (pp = vp = 1, 1F1B) and one microbatch per step."""
-    s = engine.row_spec(spec, grid.columns, row, None, numeric)
+    s = space.row_spec(spec, grid.columns, row, None, numeric)
     p = s.parallel
     dp = int(p.dp * p.pp)
     parallel = dataclasses.replace(p, pp=1, vp=1, dp=dp, schedule=Schedule.ONE_F_ONE_B, microbatch_group=None,
@@ -111,7 +110,7 @@ def step_bound(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None
         overhead = float(post.overhead_s)
     numeric = frozenset(specpath.paths(spec))
     key_paths = [p for p in grid.columns if p not in PIPELINE]
-    for group in engine._groups(grid, key_paths, rows):
+    for group in space.groups(grid, key_paths, rows):
         try:
             rep = _representative(spec, grid, int(group[0]), numeric)
             checks.check(rep, lambda _path: None)

@@ -15,12 +15,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +40,7 @@ from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.search import space
+from llmp.search.bound import layout_bound
 from llmp.search.space import Grid
 from llmp.units import format_bytes
 
@@ -139,8 +139,8 @@ def pipelines(spec: Spec, grid: Grid) -> Grid:
     dropped = grid.reasons()
     numeric = frozenset(specpath.paths(spec))
     paths = [p for p in SPLIT_FIELDS if p in grid.columns]
-    for rows in _groups(grid, paths, np.flatnonzero(dropped == "")):
-        s = row_spec(spec, grid.columns, int(rows[0]), paths, numeric)
+    for rows in space.groups(grid, paths, np.flatnonzero(dropped == "")):
+        s = space.row_spec(spec, grid.columns, int(rows[0]), paths, numeric)
         unmet = entry(s.parallel.schedule).requires(int(s.parallel.pp), int(s.parallel.vp), None, None)
         try:
             if unmet:
@@ -173,46 +173,10 @@ def derive(resolve: Resolve, spec: Spec, grid: Grid) -> tuple[Grid, list[str]]:
     return grid.with_columns(columns), []
 
 
-def _set_options(spec: Spec, options: Mapping[str, Any]) -> Spec:
-    """A copy of ``spec`` with enum or boolean fields of its model, train or parallel section set
-    (one copy per section)."""
-    sections: dict[str, dict[str, Any]] = {}
-    for path, value in options.items():
-        section, _, name = path.partition(".")
-        current = getattr(getattr(spec, section), name)
-        sections.setdefault(section, {})[name] = bool(value) if isinstance(current, bool) else type(current)(value)
-    return dataclasses.replace(spec, **{section: dataclasses.replace(getattr(spec, section), **fields)
-                                        for section, fields in sections.items()})
-
-
-def _scalar(x: Any) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
-
-
-def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Sequence[str] | None = None,
-             numeric: frozenset[str] | None = None) -> Spec:
-    """The spec of configuration ``i`` (only the fields ``paths``, default all); ``numeric`` is
-    ``specpath.paths(spec)``, passed in by callers that build many rows."""
-    chosen = list(columns) if paths is None else list(paths)
-    numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
-    spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
-    options = {p: columns[p][i] for p in chosen if p not in numbers}
-    return _set_options(spec, options) if options else spec
-
-
 def reason(err: LlmpError) -> str:
     """A reason shared by every configuration failing the same rule: numbers become ``N``."""
     text = re.sub(r"(?<=[(=] )\d+(\.\d+)?(e[+-]?\d+)?|(?<=[(=])\d+(\.\d+)?(e[+-]?\d+)?", "N", err.message)
     return text if err.label == "error" else f"{err.label}: {text}"
-
-
-def _keys(grid: Grid, paths: Sequence[str]) -> np.ndarray:
-    """Group index of each row over the columns ``paths``."""
-    if not paths:
-        return np.zeros(grid.size, dtype=int)
-    codes = [np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
-                       return_inverse=True)[1].reshape(grid.size) for p in paths]
-    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(grid.size)
 
 
 def mark_oom(reasons: np.ndarray, oom: np.ndarray, limit: np.ndarray) -> None:
@@ -226,16 +190,6 @@ def memory_limit(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray
     if max_memory is not None:
         return np.full(grid.size, float(max_memory))
     return grid.columns.get("gpu.memory", np.full(grid.size, float(specpath.get(spec, "gpu.memory"))))
-
-
-def _groups(grid: Grid, paths: Sequence[str], rows: np.ndarray) -> list[np.ndarray]:
-    """``rows`` split into groups that agree on the columns ``paths``."""
-    if len(rows) == 0:
-        return []
-    keys = _keys(grid, paths)[rows]
-    order = np.argsort(keys, kind="stable")
-    cuts = np.flatnonzero(np.diff(keys[order])) + 1
-    return np.split(rows[order], cuts)
 
 
 def _is_layout(grid: Grid, path: str, fields: frozenset[str]) -> bool:
@@ -259,15 +213,15 @@ def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
     layout = [p for p in grid.columns if _is_layout(grid, p, fields)]
     arrays = [p for p in grid.columns if p in numeric and not _is_layout(grid, p, fields)]
     if hardware:
-        for rows in _groups(grid, hardware, np.flatnonzero(reasons == "")):
+        for rows in space.groups(grid, hardware, np.flatnonzero(reasons == "")):
             try:
-                checks.check(row_spec(spec, grid.columns, int(rows[0]), hardware, numeric), lambda _path: None)
+                checks.check(space.row_spec(spec, grid.columns, int(rows[0]), hardware, numeric), lambda _path: None)
             except LlmpError as err:
                 reasons[rows] = reason(err)
     limit = memory_limit(spec, grid, max_memory)
-    for rows in _groups(grid, layout, np.flatnonzero(reasons == "")):
+    for rows in space.groups(grid, layout, np.flatnonzero(reasons == "")):
         try:
-            s = row_spec(spec, grid.columns, int(rows[0]), layout, numeric)
+            s = space.row_spec(spec, grid.columns, int(rows[0]), layout, numeric)
             checks.check(s, lambda _path: None)
             st = structure_of(s)
         except LlmpError as err:
@@ -292,7 +246,7 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray, progress: Progress |
     fields = structural(spec)
     grouped = [p for p in grid.columns if p in fields or grid.columns[p].dtype == object
                or grid.columns[p].dtype == bool]
-    keys = _keys(grid, grouped)[rows]
+    keys = space.group_index(grid, grouped)[rows]
     ordered = rows[np.argsort(keys, kind="stable")]
     sorted_keys = np.sort(keys, kind="stable")
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
@@ -348,8 +302,6 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     from llmp.compose.schedule import plan
     from llmp.compose.step import compose
 
-    from llmp.search.bound import layout_bound
-
     out = empty_values(grid.size)
     reasons = grid.reasons()
     skipped = np.zeros(grid.size, dtype=bool)
@@ -361,7 +313,7 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         post = calibration.basis(ROOFLINE_ONLY).posterior
     numeric = frozenset(specpath.paths(spec))
     for i in (int(r) for r in rows):
-        s = row_spec(spec, grid.columns, i, None, numeric)
+        s = space.row_spec(spec, grid.columns, i, None, numeric)
         try:
             checks.check(s, lambda _path: None)
             st = structure_of(s)

@@ -18,7 +18,6 @@ dropped. The ranking and the front equal the exhaustive search's (``tests/search
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 

@@ -11,7 +11,6 @@ from llmp.search import engine
 from llmp.search.space import Grid
 
 
-
 def exhaustive(source: str, gpus: int) -> tuple[Grid, np.ndarray]:
     """Every layout of the narrowed space and its composed step time (NaN if it cannot run)."""
     spec, resolve = engine.load(source)
