@@ -141,7 +141,8 @@ class SearchResult:
         limit = "each GPU's capacity" if self.memory_limit_bytes is None else format_bytes(
             self.memory_limit_bytes, binary=True)
         lines = [(f"searched {self.size} configurations of {self.source} in {format_time(self.seconds)} "
-                 f"({format_count(self.configs_per_s)} per second); {self.feasible} feasible "
+                 f"({format_count(self.configs_per_s)} per second); {self.feasible} feasible"
+                 f"{' of those checked' if self.pruned else ''} "
                  f"(memory limit: {limit})")]
         for reason, count in sorted(self.infeasible.items(), key=lambda kv: -kv[1]):
             lines.append(f"  dropped {count:>6}: {reason}")
