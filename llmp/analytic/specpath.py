@@ -86,24 +86,30 @@ def get(spec: Spec, path: str) -> Any:
     return obj[last] if isinstance(last, Dtype) else getattr(obj, last)
 
 
-def _set(obj: Any, chain: tuple[str, ...], last: str | Dtype, value: Any) -> Any:
-    if not chain:
-        return dataclasses.replace(obj, **{str(last): value})
-    child = getattr(obj, chain[0])
-    if isinstance(last, Dtype) and len(chain) == 1:
-        new_child = dict(child)
-        new_child[last] = value
-    else:
-        new_child = _set(child, chain[1:], last, value)
-    return dataclasses.replace(obj, **{chain[0]: new_child})
+class _Branch(dict):  # type: ignore[type-arg]
+    """Changes below one field of a spec: attribute (or dtype) -> value or a further branch."""
+
+
+def _apply(obj: Any, changes: _Branch) -> Any:
+    if isinstance(obj, dict):  # a dtype-keyed table (``gpu.flops``): its entries are the leaves
+        return {**obj, **changes}
+    return dataclasses.replace(obj, **{str(k): _apply(getattr(obj, str(k)), v) if isinstance(v, _Branch) else v
+                                       for k, v in changes.items()})
 
 
 def replace(spec: Spec, values: Mapping[str, Any]) -> Spec:
-    """A copy of ``spec`` with the numeric fields at ``values``' paths replaced."""
+    """A copy of ``spec`` with the numeric fields at ``values``' paths replaced (one copy of each
+    section and block that changes, however many of its fields do: a search builds many)."""
+    if not values:
+        return spec
+    tree = _Branch()
     for path, value in values.items():
         chain, last = _locate(path)
-        spec = _set(spec, chain, last, value)
-    return spec
+        node = tree
+        for attr in chain:
+            node = node.setdefault(attr, _Branch())
+        node[last] = value
+    return _apply(spec, tree)  # type: ignore[no-any-return]
 
 
 def symbolize(spec: Spec) -> tuple[Spec, dict[sp.Symbol, Any]]:

@@ -1,12 +1,13 @@
 """``llmp search SPEC [--vary PATH=V1,V2,...] [--gpus N[,N...]] [--layouts] [--objective O]
-[--max-memory auto|SIZE] [--gpu-hour-price P] [--top K] [--pareto] [--json] [--calibration STACK.json]
-[--set ...]``.
+[--max-memory auto|SIZE] [--gpu-hour-price P] [--top K] [--exhaustive] [--pareto] [--json]
+[--calibration STACK.json] [--set ...]``.
 
 Sweeps the spec's declared sweep lists and every ``--vary`` axis (their product), and with
 ``--gpus`` (or ``--layouts``: the spec's own GPU count) every layout (dp, tp, pp, vp, micro-batch,
 recompute, sequence parallelism, ZeRO) for that many GPUs. Configurations that cannot run or do
-not fit in memory are dropped and counted per reason; the rest are evaluated vectorised, ranked
-by the objective, and (``--pareto``) reduced to the front of step time against GPUs or cost.
+not fit in memory are dropped and counted per reason; the rest are evaluated, ranked by the
+objective, and (``--pareto``) reduced to the front of step time against GPUs or cost. A layout
+search skips the layouts a lower bound on their step time rules out (``--exhaustive`` does not).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from llmp.dsl import add_set_argument
 from llmp.errors import InputError
-from llmp.search import Objective, search
+from llmp.search import Objective, load, search
 from llmp.units import SIZE, parse_quantity
 
 
@@ -38,6 +39,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="price of one GPU-hour for the cost objective (default 1.0: cost in GPU-hours "
                              "per 10^9 tokens)")
     parser.add_argument("--top", type=int, default=10, metavar="K", help="configurations to show (default 10)")
+    parser.add_argument("--exhaustive", action="store_true",
+                        help="check and compose every layout (default: skip those a lower bound on the step time "
+                             "rules out of the top K and the Pareto front; same answer, reasons counted for all)")
     parser.add_argument("--pareto", action="store_true", help="also show the Pareto front")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--calibration", metavar="STACK.json",
@@ -86,10 +90,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--top needs a positive count, got {args.top}")
     bar, advance = _progress(sys.stderr.isatty() and not args.json)
     with bar:
-        result = search(args.spec, sets=args.set, vary=args.vary, gpus=_gpus(args.gpus), layouts=args.layouts,
-                        objective=args.objective, max_memory=_memory(args.max_memory),
-                        gpu_hour_price=args.gpu_hour_price, top=args.top, progress=advance,
-                        calibration=args.calibration)
+        spec, resolve = load(args.spec, args.set, args.vary)
+        result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
+                        max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
+                        exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
+                        resolve=resolve)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

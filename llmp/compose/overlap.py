@@ -152,6 +152,15 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
     return out, free * repeat - (repeat - 1) * (gathers - exposed)
 
 
+def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> Any:
+    """Seconds that one layer's ``ops`` (one part, with their times) add to any chunk's pass at
+    least: their compute and the communication no overlap hides, without the ZeRO-3/FSDP prefetch
+    (which only adds). A chunk of ``n`` such layers takes at least ``n`` times this, so a search
+    can bound a layout's step from one priced layer (``llmp.search.bound``)."""
+    cats, _ = _pass([(op, t) for op, t in ops if op.overlap is not Overlap.PREFETCH], rules, 1)
+    return sum(cats.values())
+
+
 def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool,
                layers: Any, split: bool = False) -> ChunkWork:
     """Forward and backward work of one microbatch on one chunk of ``layers`` transformer layers

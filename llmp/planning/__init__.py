@@ -140,7 +140,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
         mode = "deadline"
     for n in curve:
         at(_gpu_count(n, "a curve point"))
-    scanned = tuple(seen[n] for n in sorted(seen) if seen[n] is not None)
+    scanned = tuple(e for n in sorted(seen) if (e := seen[n]) is not None)
     unlayable = tuple(sorted(n for n, e in seen.items() if e is None))
     notes.append("layouts: tp within the NVLink domain, sequence parallelism with tp, the spec's ZeRO stage, "
                  f"pp <= {layouts.PP_LIMIT}; cp stays the spec's ({base.parallel.cp}); ranked by search's "

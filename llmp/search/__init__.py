@@ -1,18 +1,21 @@
 """Search configurations: sweep, drop what cannot run (with reasons), rank, and find the Pareto front.
 
-    from llmp.search import search
-    result = search("examples/sweep_llama3_8b.llmp", vary=["train.recompute=none,full"])
+    import llmp
+    from llmp.search import load, search
+    spec, resolve = load("examples/sweep_llama3_8b.llmp", vary=["train.recompute=none,full"])
+    result = search(spec, resolve=resolve)
     result.ranked[0].config, result.infeasible, result.pareto
+    search(llmp.load("examples/llama3_70b_dgx_h100.llmp"), gpus=[512])   # every layout on 512 GPUs
 
-Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (derived fields,
-feasibility, vectorised evaluation through :func:`llmp.compose.evaluate`), ``rank`` (objectives,
-ordering, Pareto front), ``report`` (typed results).
+Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (loading, derived
+fields, feasibility, evaluation), ``bound`` and ``prune`` (lower bounds on the step time and the
+branch and bound of layout searches), ``rank`` (objectives, ordering, Pareto front), ``report``
+(typed results).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -23,30 +26,37 @@ import numpy as np
 from llmp.analytic import specpath
 from llmp.dsl.spec import Spec
 from llmp.errors import InputError
-from llmp.search import engine, rank
-from llmp.search.engine import Progress
+from llmp.search import engine, prune, rank
+from llmp.search.engine import Progress, Resolve, load
 from llmp.search.rank import Objective
 from llmp.search.report import Candidate, SearchResult
 from llmp.search.space import Grid
 
-__all__ = ["Candidate", "Objective", "SearchResult", "search"]
+__all__ = ["Candidate", "Objective", "SearchResult", "load", "search"]
 
 
-def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Sequence[str] = (),
-           gpus: Sequence[int] = (), layouts: bool = False, objective: Objective | str = Objective.STEP_TIME,
-           max_memory: float | None = None, gpu_hour_price: float = 1.0, top: int | None = 10,
-           progress: Progress | None = None, calibration: Any = None) -> SearchResult:
-    """Search the spec at ``source`` (with ``--set`` overrides ``sets``).
+def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
+           objective: Objective | str = Objective.STEP_TIME, max_memory: float | None = None,
+           gpu_hour_price: float = 1.0, top: int | None = 10, exhaustive: bool = False,
+           progress: Progress | None = None, calibration: Any = None, resolve: Resolve | None = None) -> SearchResult:
+    """Search ``spec``'s declared sweep lists and, with ``gpus`` (or ``layouts``: the spec's own
+    GPU count), every layout on that many GPUs.
 
     ``max_memory``: bytes per GPU a configuration may use (None: each GPU's capacity). ``top``:
     how many ranked configurations to return (None: all feasible ones). ``calibration``: an
     ``llmp calibrate`` file of the spec's GPU and stack, applied to every configuration.
+    ``resolve``: from :func:`load`, to derive again the fields the spec computes from varied
+    ones (``dp = 64 / tp``); without it they keep the spec's values.
+
+    A layout search with a ``top`` is a branch and bound (:mod:`llmp.search.prune`): it composes
+    only the layouts whose lower bound can still reach the ranking or the Pareto front, and
+    returns what the exhaustive search (``exhaustive=True``, or ``top=None``) returns for both.
     """
     start = time.perf_counter()
     objective = Objective(objective)
     if not (math.isfinite(gpu_hour_price) and gpu_hour_price > 0):
         raise InputError(f"--gpu-hour-price must be positive, got {gpu_hour_price:g}")
-    built = engine.build(str(source), sets, vary, gpus, layouts)
+    built = engine.build(spec, gpus, layouts, resolve)
     grid, spec = built.grid, built.spec
     notes = built.notes
     if calibration is not None:
@@ -56,24 +66,34 @@ def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Se
         calibration.check(spec)
         notes += (f"calibrated by {calibration.id} ({calibration.rows} measured steps of {calibration.stack} on "
                   f"{calibration.gpu}, roofline basis)",)
-    reasons = engine.feasibility(spec, grid, max_memory)
-    runnable = np.flatnonzero(reasons == "")
-    values, groups = engine.evaluate_grid(spec, grid, runnable, progress, calibration)
-    failed = runnable[~values["feasible"][runnable]]
-    reasons[failed] = "infeasible layout"
+    gpus_col = _world(spec, grid)
+    candidates = grid.reasons() == ""
+    varies_gpus = len(np.unique(gpus_col[candidates])) > 1
+    x_name = "gpus" if varies_gpus else "cost"
+    pruned = np.zeros(grid.size, dtype=bool)
+    if exhaustive or top is None or not (gpus or layouts):
+        reasons = engine.feasibility(spec, grid, max_memory)
+        runnable = np.flatnonzero(reasons == "")
+        values, groups = engine.evaluate_grid(spec, grid, runnable, progress, calibration)
+        failed = runnable[~values["feasible"][runnable]]
+        reasons[failed] = "infeasible layout"
+    else:
+        found = prune.search(spec, grid, objective=objective, top=top, max_memory=max_memory, gpus=gpus_col,
+                             tokens=_column(spec, grid, "train.global_batch") * _column(spec, grid, "model.seq_len"),
+                             gpu_hour_price=gpu_hour_price, pareto_x=x_name, calibration=calibration,
+                             progress=progress)
+        values, reasons, pruned = found.values, found.reasons, found.pruned
+        groups = int(np.count_nonzero(~np.isnan(values["step_time_s"])))
     mem = values["memory_per_gpu_bytes"]
     limit = engine.memory_limit(spec, grid, max_memory)
     ok = values["feasible"] & (mem <= limit)
     engine.mark_oom(reasons, values["feasible"] & ~ok, limit)
-    gpus_col = _world(spec, grid)
     cost = rank.cost(gpus_col, values["tokens_per_s"], gpu_hour_price)
     objective_values = {Objective.STEP_TIME: values["step_time_s"], Objective.TOKENS_PER_S: values["tokens_per_s"],
                         Objective.COST: cost}[objective]
     good = np.flatnonzero(ok)
     order = good[rank.order(objective_values[good], values["step_time_s"][good], objective)]
     shown = order if top is None else order[:top]
-    varies_gpus = len(np.unique(gpus_col[good])) > 1 if len(good) else False
-    x_name = "gpus" if varies_gpus else "cost"
     x = gpus_col if varies_gpus else cost
     front = good[rank.pareto(x[good], values["step_time_s"][good])] if len(good) else good
 
@@ -83,11 +103,12 @@ def search(source: str | os.PathLike[str], *, sets: Sequence[str] = (), vary: Se
                          tokens_per_s=float(values["tokens_per_s"][i]), mfu=float(values["mfu"][i]),
                          memory_per_gpu_bytes=float(mem[i]), gpus=int(gpus_col[i]), cost=float(cost[i]))
 
-    dropped = Counter(str(r) for r in reasons[reasons != ""])
+    dropped = Counter(str(r) for r in reasons[(reasons != "") & ~pruned])
     return SearchResult(
         source=spec.source, objective=objective, axes=tuple((a.path, a.values) for a in built.axes),
         columns=_shown(grid), size=grid.size,
-        feasible=len(good), groups=groups, infeasible=dict(dropped), ranked=tuple(candidate(int(i)) for i in shown),
+        feasible=len(good), groups=groups, pruned=int(np.count_nonzero(pruned)), infeasible=dict(dropped),
+        ranked=tuple(candidate(int(i)) for i in shown),
         pareto=tuple(candidate(int(i)) for i in front), pareto_axes=(x_name, "step_time_s"),
         seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
         gpu_hour_price=gpu_hour_price, notes=notes)
@@ -99,6 +120,13 @@ def _world(spec: Spec, grid: Grid) -> np.ndarray:
     for path in ("parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp"):
         world = world * (grid.columns[path].astype(float) if path in grid.columns else float(specpath.get(spec, path)))
     return np.rint(world).astype(int)
+
+
+def _column(spec: Spec, grid: Grid, path: str) -> np.ndarray:
+    """Field ``path`` of every configuration, as floats."""
+    if path in grid.columns:
+        return grid.columns[path].astype(float)
+    return np.full(grid.size, float(specpath.get(spec, path)))
 
 
 def _shown(grid: Grid) -> tuple[str, ...]:

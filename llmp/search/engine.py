@@ -8,15 +8,18 @@
    per group of configurations that share what those checks read, and names the reason of each
    dropped configuration.
 3. :func:`evaluate_grid` calls :func:`llmp.compose.evaluate` on the feasible rows in chunks of
-   whole structural groups (each group is one vectorised evaluation), reporting progress.
+   whole structural groups (each group is one vectorised evaluation), reporting progress;
+   :func:`evaluate_rows` composes chosen rows one at a time as ``llmp.predict`` does (without
+   residual models), for the branch-and-bound of :mod:`llmp.search.prune`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import itertools
+import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +38,9 @@ from llmp.dsl import checks
 from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
-from llmp.errors import InputError, LlmpError
+from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.search import space
+from llmp.search.bound import layout_bound
 from llmp.search.space import Grid
 from llmp.units import format_bytes
 
@@ -58,26 +62,39 @@ class Built:
     notes: tuple[str, ...]
 
 
-def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[int], layouts: bool) -> Built:
-    """The grid of the spec at ``source`` (with ``--set`` ``sets``): declared sweeps, ``--vary``
-    axes and, with ``gpus`` or ``layouts``, every layout."""
+Resolve = Callable[[Sequence[str]], Spec]
+"""Resolves the searched spec again with more ``--set`` overrides (to re-derive fields)."""
+
+
+def load(source: str | os.PathLike[str], sets: Sequence[str] = (), vary: Sequence[str] = ()) -> tuple[Spec, Resolve]:
+    """The spec at ``source`` with ``--set`` ``sets`` and each ``--vary`` as a declared sweep list
+    (so its values go through the resolver's unit and name checks), and the function that
+    resolves it again with more overrides, which :func:`build` uses to re-derive the fields
+    computed from varied ones."""
     parsed = [space.parse_vary(v) for v in vary]
     overrides = [space.sweep_override(p, values) for p, values in parsed]
 
     def resolve(extra: Sequence[str]) -> Spec:
-        return dsl.load(source, [*sets, *extra])
+        return dsl.load(source, [*sets, *overrides, *extra])
 
     try:
-        spec = resolve(overrides)
+        spec = resolve(())
     except LlmpError as err:
         line = err.span.line - len(sets) if err.span is not None and err.span.file == SET_FILE else 0
         if not 0 < line <= len(vary):
             raise
         raise InputError(f"--vary {vary[line - 1]}: {err.message}", hint=err.hint) from None
+    return spec, resolve
+
+
+def build(spec: Spec, gpus: Sequence[int], layouts: bool, resolve: Resolve | None = None) -> Built:
+    """The grid of ``spec``: its declared sweeps and, with ``gpus`` or ``layouts``, every layout.
+    With ``resolve`` (from :func:`load`), fields the spec derives from varied ones are derived
+    again for each configuration; without it they keep the spec's values."""
     declared = space.declared_axes(spec)
     if not (layouts or gpus):
         if not declared:
-            raise InputError("nothing to search: the spec declares no sweep lists and no --vary was given",
+            raise InputError("nothing to search: the spec declares no sweep lists (and no --vary was given)",
                              hint="add --vary parallel.tp=1,2,4,8, or --gpus N to try every layout")
         grid = space.product(declared)
         axes = tuple(declared)
@@ -90,11 +107,11 @@ def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[
         for n in counts:
             layout, fixed = space.layout_axes(spec, n)
             merged = space.merge_axes(layout, declared)
-            grids.append(space.layout_columns(spec, space.product(merged, fixed), n))
+            grids.append(pipelines(spec, space.layout_columns(spec, space.product(merged, fixed), n)))
             axes_seen += merged
         grid = space.concat(grids)
         axes = tuple(space.merge_axes(axes_seen))
-    grid, notes = derive(resolve, overrides, spec, grid)
+    grid, notes = derive(resolve, spec, grid) if resolve is not None else (grid, [])
     free = [p for p in specpath.paths(spec) if p not in grid.columns
             and isinstance(specpath.get(spec, p), sp.Basic) and specpath.get(spec, p).free_symbols]
     if free:
@@ -103,15 +120,45 @@ def build(source: str, sets: Sequence[str], vary: Sequence[str], gpus: Sequence[
     return Built(spec=spec, grid=grid, axes=axes, notes=tuple(notes))
 
 
-def derive(resolve: Callable[[Sequence[str]], Spec], overrides: Sequence[str], spec: Spec,
-           grid: Grid) -> tuple[Grid, list[str]]:
+SPLIT_FIELDS = ("parallel.pp", "parallel.vp", "parallel.schedule", "model.layers", "parallel.first_stage_layers",
+                "parallel.last_stage_layers", "parallel.account_for_embedding", "parallel.account_for_loss")
+"""What the schedule's pipeline requirements and the layer split read (without DeepSpeed's
+``partition``, which also weighs the layers' parameters)."""
+
+
+def pipelines(spec: Spec, grid: Grid) -> Grid:
+    """Leave out the layouts whose pipeline cannot run: the schedule's requirements of pp and vp
+    and the layer split, the rulebook's own functions (:mod:`llmp.analytic.rules`), evaluated
+    once per combination of :data:`SPLIT_FIELDS` instead of once per layout (a layout search has
+    thousands of layouts and a few dozen pipelines)."""
+    from llmp.analytic.split import split
+    from llmp.compose.schedules import entry
+
+    if spec.parallel.partition:
+        return grid
+    dropped = grid.reasons()
+    numeric = frozenset(specpath.paths(spec))
+    paths = [p for p in SPLIT_FIELDS if p in grid.columns]
+    for rows in space.groups(grid, paths, np.flatnonzero(dropped == "")):
+        s = space.row_spec(spec, grid.columns, int(rows[0]), paths, numeric)
+        unmet = entry(s.parallel.schedule).requires(int(s.parallel.pp), int(s.parallel.vp), None, None)
+        try:
+            if unmet:
+                raise InfeasibleError(unmet, label="bad schedule")
+            split(s)
+        except LlmpError as err:
+            dropped[rows] = reason(err)
+    return Grid(columns=grid.columns, varied=grid.varied, size=grid.size, dropped=dropped)
+
+
+def derive(resolve: Resolve, spec: Spec, grid: Grid) -> tuple[Grid, list[str]]:
     """Add columns for the fields the spec derives from varied numeric fields (fields that also
     depend on a field the spec leaves free get none: the search then says what is missing)."""
     numeric = [p for p in grid.columns if p in specpath.paths(spec) and grid.columns[p].dtype != object]
     if not numeric:
         return grid, []
     try:
-        free = resolve([*overrides, *(f"{p}=symbol" for p in numeric)])
+        free = resolve([f"{p}=symbol" for p in numeric])
     except LlmpError as err:
         return grid, [f"fields derived from the varied ones were not re-derived: {err.message}"]
     syms = [symbol_for(p) for p in numeric]
@@ -126,45 +173,10 @@ def derive(resolve: Callable[[Sequence[str]], Spec], overrides: Sequence[str], s
     return grid.with_columns(columns), []
 
 
-def _set_option(spec: Spec, path: str, value: Any) -> Spec:
-    """A copy of ``spec`` with one enum or boolean field of its model, train or parallel section set."""
-    section, _, name = path.partition(".")
-    block = getattr(spec, section)
-    current = getattr(block, name)
-    new = bool(value) if isinstance(current, bool) else type(current)(value)
-    return dataclasses.replace(spec, **{section: dataclasses.replace(block, **{name: new})})
-
-
-def _scalar(x: Any) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
-
-
-def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Sequence[str] | None = None,
-             numeric: frozenset[str] | None = None) -> Spec:
-    """The spec of configuration ``i`` (only the fields ``paths``, default all); ``numeric`` is
-    ``specpath.paths(spec)``, passed in by callers that build many rows."""
-    chosen = list(columns) if paths is None else list(paths)
-    numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
-    spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
-    for path in chosen:
-        if path not in numbers:
-            spec = _set_option(spec, path, columns[path][i])
-    return spec
-
-
 def reason(err: LlmpError) -> str:
     """A reason shared by every configuration failing the same rule: numbers become ``N``."""
     text = re.sub(r"(?<=[(=] )\d+(\.\d+)?(e[+-]?\d+)?|(?<=[(=])\d+(\.\d+)?(e[+-]?\d+)?", "N", err.message)
     return text if err.label == "error" else f"{err.label}: {text}"
-
-
-def _keys(grid: Grid, paths: Sequence[str]) -> np.ndarray:
-    """Group index of each row over the columns ``paths``."""
-    if not paths:
-        return np.zeros(grid.size, dtype=int)
-    codes = [np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
-                       return_inverse=True)[1].reshape(grid.size) for p in paths]
-    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(grid.size)
 
 
 def mark_oom(reasons: np.ndarray, oom: np.ndarray, limit: np.ndarray) -> None:
@@ -178,16 +190,6 @@ def memory_limit(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray
     if max_memory is not None:
         return np.full(grid.size, float(max_memory))
     return grid.columns.get("gpu.memory", np.full(grid.size, float(specpath.get(spec, "gpu.memory"))))
-
-
-def _groups(grid: Grid, paths: Sequence[str], rows: np.ndarray) -> list[np.ndarray]:
-    """``rows`` split into groups that agree on the columns ``paths``."""
-    if len(rows) == 0:
-        return []
-    keys = _keys(grid, paths)[rows]
-    order = np.argsort(keys, kind="stable")
-    cuts = np.flatnonzero(np.diff(keys[order])) + 1
-    return np.split(rows[order], cuts)
 
 
 def _is_layout(grid: Grid, path: str, fields: frozenset[str]) -> bool:
@@ -211,15 +213,15 @@ def feasibility(spec: Spec, grid: Grid, max_memory: float | None) -> np.ndarray:
     layout = [p for p in grid.columns if _is_layout(grid, p, fields)]
     arrays = [p for p in grid.columns if p in numeric and not _is_layout(grid, p, fields)]
     if hardware:
-        for rows in _groups(grid, hardware, np.flatnonzero(reasons == "")):
+        for rows in space.groups(grid, hardware, np.flatnonzero(reasons == "")):
             try:
-                checks.check(row_spec(spec, grid.columns, int(rows[0]), hardware, numeric), lambda _path: None)
+                checks.check(space.row_spec(spec, grid.columns, int(rows[0]), hardware, numeric), lambda _path: None)
             except LlmpError as err:
                 reasons[rows] = reason(err)
     limit = memory_limit(spec, grid, max_memory)
-    for rows in _groups(grid, layout, np.flatnonzero(reasons == "")):
+    for rows in space.groups(grid, layout, np.flatnonzero(reasons == "")):
         try:
-            s = row_spec(spec, grid.columns, int(rows[0]), layout, numeric)
+            s = space.row_spec(spec, grid.columns, int(rows[0]), layout, numeric)
             checks.check(s, lambda _path: None)
             st = structure_of(s)
         except LlmpError as err:
@@ -238,14 +240,13 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray, progress: Progress |
                   calibration: Any = None) -> tuple[dict[str, np.ndarray], int]:
     """:func:`llmp.compose.evaluate` on ``rows`` of the grid, in chunks of whole structural groups;
     also returns the number of structural groups (one vectorised evaluation each)."""
-    out = {k: np.full(grid.size, np.nan) for k in ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes")}
-    out["feasible"] = np.zeros(grid.size, dtype=bool)
+    out = empty_values(grid.size)
     if len(rows) == 0:
         return out, 0
     fields = structural(spec)
     grouped = [p for p in grid.columns if p in fields or grid.columns[p].dtype == object
                or grid.columns[p].dtype == bool]
-    keys = _keys(grid, grouped)[rows]
+    keys = space.group_index(grid, grouped)[rows]
     ordered = rows[np.argsort(keys, kind="stable")]
     sorted_keys = np.sort(keys, kind="stable")
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
@@ -261,3 +262,100 @@ def evaluate_grid(spec: Spec, grid: Grid, rows: np.ndarray, progress: Progress |
         if progress is not None:
             progress(done, len(rows))
     return out, len(starts)
+
+
+OUTPUTS = ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes")
+
+
+def empty_values(size: int) -> dict[str, np.ndarray]:
+    """The columns :func:`evaluate_grid` and :func:`evaluate_rows` fill: NaN and not feasible."""
+    out = {k: np.full(size, np.nan) for k in OUTPUTS}
+    out["feasible"] = np.zeros(size, dtype=bool)
+    return out
+
+
+Skip = Callable[[int, float], bool]
+"""Given a row and a lower bound on its step time, whether it need not be composed."""
+
+
+def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, calibration: Any = None,
+                  skip: Skip | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Check and compose each of ``rows`` on its own: the values (as :func:`evaluate_grid`
+    returns them, for the grid's size), the reasons (as :func:`feasibility` gives them) and
+    which rows ``skip`` left out.
+
+    Each row's rules are checked, its graph priced and (with ``skip``) its step bounded from
+    below without the timeline (:func:`llmp.search.bound.layout_bound`), then composed (and its
+    step offered to ``skip`` again), and last its memory compared with its ``limit``; a row
+    ``skip`` accepts stops there and counts as neither feasible nor dropped (one skipped after
+    composing keeps its step time, not feasible). The step is composed
+    exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
+    calibration=)``) composes it. A layout search has one structural group per layout, so the
+    vectorised path would gain nothing there and would first compile every op kind's cost with
+    SymPy (about a second); this path prices with plain floats and keeps graphs in
+    :mod:`llmp.compose.reuse` for the next use of the same layout.
+    """
+    from llmp.analytic.pricing import Hardware, price
+    from llmp.compose import reuse
+    from llmp.compose.overlap import OverlapRules
+    from llmp.compose.predictor import model_flops_per_token
+    from llmp.compose.schedule import plan
+    from llmp.compose.step import compose
+
+    out = empty_values(grid.size)
+    reasons = grid.reasons()
+    skipped = np.zeros(grid.size, dtype=bool)
+    post = None
+    if calibration is not None:
+        from llmp.calibrate.fit import scaled
+        from llmp.compose.predictor import ROOFLINE_ONLY
+
+        post = calibration.basis(ROOFLINE_ONLY).posterior
+    numeric = frozenset(specpath.paths(spec))
+    for i in (int(r) for r in rows):
+        s = space.row_spec(spec, grid.columns, i, None, numeric)
+        try:
+            checks.check(s, lambda _path: None)
+            st = structure_of(s)
+        except LlmpError as err:
+            reasons[i] = reason(err)
+            continue
+        try:
+            graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
+            # predict's times with no residual models (each factor is 1)
+            times, overhead = [float(t) for t in price(graph, s).time], 0.0
+            if post is not None:
+                times, overhead = scaled(graph, times, np.asarray(post.mean[:-1])), float(post.overhead_s)
+            if skip is not None and skip(i, layout_bound(graph, times, s) + overhead):
+                skipped[i] = True
+                continue
+        except InfeasibleError:
+            reasons[i] = "infeasible layout"
+            continue
+        try:
+            step = compose(graph, times, OverlapRules.of(s), s.parallel.schedule)
+        except InfeasibleError:
+            reasons[i] = "infeasible layout"
+            continue
+        out["step_time_s"][i] = t = float(step.step_time) + overhead
+        # The activations in flight, which memory counts, cost more than the timeline on deep
+        # interleaved pipelines: a step that cannot make the answer is not sized.
+        if skip is not None and skip(i, t):
+            skipped[i] = True
+            continue
+        try:
+            # memory needs the structure and the schedule's plan, not the graph
+            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
+        except LlmpError as err:
+            reasons[i] = reason(err)
+            continue
+        if float(mem.total) > limit[i]:
+            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
+            continue
+        tokens = float(s.tokens_per_step)
+        peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))
+        out["tokens_per_s"][i] = tokens / t
+        out["mfu"][i] = tokens * float(model_flops_per_token(s)) / (t * graph.structure.world_size * peak)
+        out["memory_per_gpu_bytes"][i] = float(mem.total)
+        out["feasible"][i] = True
+    return out, reasons, skipped

@@ -85,11 +85,14 @@ class SearchResult:
     size: int
     """Configurations in the space."""
     feasible: int
-    """Configurations that can run and fit in memory."""
+    """Configurations found to run and fit in memory (of those checked: pruned ones are not)."""
     groups: int
     """Structural groups evaluated (one vectorised evaluation each)."""
     infeasible: Mapping[str, int]
-    """Reason → configurations dropped for it."""
+    """Reason → configurations dropped for it (of those checked)."""
+    pruned: int
+    """Configurations left out unchecked because their lower bound on the step time shows they
+    can reach neither the ranking nor the Pareto front (:mod:`llmp.search.prune`)."""
     ranked: tuple[Candidate, ...]
     """The best configurations, best first."""
     pareto: tuple[Candidate, ...]
@@ -112,6 +115,7 @@ class SearchResult:
             "gpu_hour_price": self.gpu_hour_price,
             "space": {"size": self.size, "axes": [{"path": p, "values": list(v)} for p, v in self.axes]},
             "feasible": self.feasible, "structural_groups": self.groups, "infeasible": dict(self.infeasible),
+            "pruned": self.pruned,
             "memory_limit_bytes": self.memory_limit_bytes,
             "results": [c.to_dict(i + 1) for i, c in enumerate(self.ranked)],
             "pareto": {"axes": list(self.pareto_axes), "points": [c.to_dict() for c in self.pareto]},
@@ -137,10 +141,14 @@ class SearchResult:
         limit = "each GPU's capacity" if self.memory_limit_bytes is None else format_bytes(
             self.memory_limit_bytes, binary=True)
         lines = [(f"searched {self.size} configurations of {self.source} in {format_time(self.seconds)} "
-                 f"({format_count(self.configs_per_s)} per second); {self.feasible} feasible "
+                 f"({format_count(self.configs_per_s)} per second); {self.feasible} feasible"
+                 f"{' of those checked' if self.pruned else ''} "
                  f"(memory limit: {limit})")]
         for reason, count in sorted(self.infeasible.items(), key=lambda kv: -kv[1]):
             lines.append(f"  dropped {count:>6}: {reason}")
+        if self.pruned:
+            lines.append(f"  pruned  {self.pruned:>6}: a lower bound on their step time rules them out of the "
+                         f"top {len(self.ranked)} and the Pareto front (not checked; --exhaustive checks them)")
         if not self.ranked:
             lines.append("no configuration can run: see the reasons above")
             return "\n".join(lines)

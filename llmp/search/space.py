@@ -14,6 +14,7 @@ column (a struct of arrays), which is what :func:`llmp.compose.evaluate` takes.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import math
@@ -61,6 +62,11 @@ class Grid:
 
     def with_columns(self, columns: dict[str, np.ndarray]) -> Grid:
         return Grid(columns=columns, varied=self.varied, size=self.size, dropped=self.dropped)
+
+    def take(self, rows: np.ndarray) -> Grid:
+        """The configurations ``rows`` only, in that order."""
+        return Grid(columns={p: c[rows] for p, c in self.columns.items()}, varied=self.varied, size=len(rows),
+                    dropped=None if self.dropped is None else self.dropped[rows])
 
 
 def parse_vary(text: str) -> tuple[str, list[str]]:
@@ -192,7 +198,7 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
         own = spec.parallel.schedule
         degrees = np.column_stack([np.broadcast_to(cols[p], (grid.size,)) for p in ("parallel.pp", "parallel.vp")])
         pairs, which = np.unique(degrees, axis=0, return_inverse=True)
-        names = [own if entry(own).requires(int(pp), int(vp), None) is None
+        names = [own if entry(own).requires(int(pp), int(vp), None, None) is None
                  else Schedule.INTERLEAVED if vp > 1 else Schedule.ONE_F_ONE_B for pp, vp in pairs]
         cols["parallel.schedule"] = np.array([n.value for n in names], dtype=object)[which.reshape(grid.size)]
     dropped = grid.reasons()
@@ -202,3 +208,49 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
             "duplicate: sequence parallelism without tp is the same layout")
     dropped[np.mod(gpus, model_parallel) != 0] = "layout: tp x pp x cp does not divide the GPU count"
     return Grid(columns=cols, varied=grid.varied, size=grid.size, dropped=dropped)
+
+
+def _set_options(spec: Spec, options: Mapping[str, Any]) -> Spec:
+    """A copy of ``spec`` with enum or boolean fields of its model, train or parallel section set
+    (one copy per section)."""
+    sections: dict[str, dict[str, Any]] = {}
+    for path, value in options.items():
+        section, _, name = path.partition(".")
+        current = getattr(getattr(spec, section), name)
+        sections.setdefault(section, {})[name] = bool(value) if isinstance(current, bool) else type(current)(value)
+    return dataclasses.replace(spec, **{section: dataclasses.replace(getattr(spec, section), **fields)
+                                        for section, fields in sections.items()})
+
+
+def _scalar(x: Any) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Sequence[str] | None = None,
+             numeric: frozenset[str] | None = None) -> Spec:
+    """The spec of configuration ``i`` (only the fields ``paths``, default all); ``numeric`` is
+    ``specpath.paths(spec)``, passed in by callers that build many rows."""
+    chosen = list(columns) if paths is None else list(paths)
+    numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
+    spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
+    options = {p: columns[p][i] for p in chosen if p not in numbers}
+    return _set_options(spec, options) if options else spec
+
+
+def group_index(grid: Grid, paths: Sequence[str]) -> np.ndarray:
+    """Group index of each row over the columns ``paths``."""
+    if not paths:
+        return np.zeros(grid.size, dtype=int)
+    codes = [np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
+                       return_inverse=True)[1].reshape(grid.size) for p in paths]
+    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(grid.size)
+
+
+def groups(grid: Grid, paths: Sequence[str], rows: np.ndarray) -> list[np.ndarray]:
+    """``rows`` split into groups that agree on the columns ``paths``."""
+    if len(rows) == 0:
+        return []
+    index = group_index(grid, paths)[rows]
+    order = np.argsort(index, kind="stable")
+    cuts = np.flatnonzero(np.diff(index[order])) + 1
+    return np.split(rows[order], cuts)

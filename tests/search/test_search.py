@@ -12,12 +12,17 @@ from hypothesis.extra.numpy import arrays
 
 from llmp import dsl
 from llmp.compose import predict as _predict
-from llmp.search import Objective, rank, search
+from llmp.search import Objective, load, rank, search
 
 
 def predict(spec, residuals=None):
     """The analytic composition (these tests are about it, not about a shipped residual store)."""
     return _predict(spec, residuals)
+
+def run(path, vary=(), **kwargs):
+    """``llmp search PATH --vary ...``: the CLI's load, then the library's search."""
+    spec, resolve = load(path, vary=vary)
+    return search(spec, resolve=resolve, **kwargs)
 
 ROOT = Path(__file__).parents[2]
 SWEEP = ROOT / "examples" / "sweep_llama3_8b.llmp"
@@ -31,7 +36,7 @@ def _predicted(path: Path, overrides: list[str]) -> float:
 
 @pytest.fixture(scope="module")
 def tiny():
-    return search(SWEEP, vary=["train.recompute=none,full"], top=None)
+    return run(SWEEP, vary=["train.recompute=none,full"], top=None)
 
 
 def test_every_feasible_point_equals_predict(tiny):
@@ -66,15 +71,15 @@ def test_counts_add_up_and_out_of_memory_matches_predict(tiny):
 
 
 def test_lower_memory_limit_drops_more():
-    loose = search(SWEEP, top=None)
-    tight = search(SWEEP, max_memory=40 * 2**30, top=None)
+    loose = run(SWEEP, top=None)
+    tight = run(SWEEP, max_memory=40 * 2**30, top=None)
     assert tight.feasible < loose.feasible
     assert all(c.memory_per_gpu_bytes <= 40 * 2**30 for c in tight.ranked)
     assert tight.infeasible["out of memory: more than 40 GiB per GPU"] == loose.size - tight.feasible
 
 
 def test_infeasible_layouts_are_counted_per_reason():
-    result = search(SMALL, vary=["parallel.tp=1,2,3,4", "train.micro_batch=1,2,3"], top=None)
+    result = run(SMALL, vary=["parallel.tp=1,2,3,4", "train.micro_batch=1,2,3"], top=None)
     assert result.size == 12
     assert sum(result.infeasible.values()) + result.feasible == 12
     # tp = 3 divides neither the heads nor the 8 GPUs; micro_batch 3 does not split global_batch 32 over dp.
@@ -86,7 +91,7 @@ def test_infeasible_layouts_are_counted_per_reason():
 
 def test_derived_fields_follow_the_varied_ones():
     # llama_sweep derives dp = 32 / (tp * pp * cp) and global_batch = 16 * dp.
-    result = search(DERIVED, top=None)
+    result = run(DERIVED, top=None)
     for c in result.ranked:
         dp = 32 / (c.config["parallel.tp"] * 2)
         assert c.config["parallel.dp"] == dp and c.config["train.global_batch"] == 16 * dp
@@ -96,7 +101,7 @@ def test_derived_fields_follow_the_varied_ones():
 
 def test_layouts_on_a_gpu_count():
     # --vary narrows two layout axes (recompute, ZeRO) to keep the test fast; the rest is enumerated.
-    result = search(SMALL, gpus=[2, 4], vary=["train.recompute=selective", "parallel.zero=none,1"], top=None)
+    result = run(SMALL, gpus=[2, 4], vary=["train.recompute=selective", "parallel.zero=none,1"], top=None)
     assert {a for a, _ in result.axes} >= {"parallel.tp", "parallel.pp", "parallel.vp", "train.micro_batch",
                                           "parallel.sequence_parallel", "parallel.zero", "train.recompute"}
     assert {c.gpus for c in result.ranked} == {2, 4}
@@ -116,10 +121,10 @@ def _assert_front(result):
 
 
 def test_objectives_order_the_same_points_their_own_way(tiny):
-    by_tokens = search(SWEEP, vary=["train.recompute=none,full"], objective=Objective.TOKENS_PER_S, top=None)
+    by_tokens = run(SWEEP, vary=["train.recompute=none,full"], objective=Objective.TOKENS_PER_S, top=None)
     assert [c.tokens_per_s for c in by_tokens.ranked] == sorted((c.tokens_per_s for c in by_tokens.ranked),
                                                                 reverse=True)
-    by_cost = search(SWEEP, vary=["train.recompute=none,full"], objective="cost", gpu_hour_price=2.0, top=3)
+    by_cost = run(SWEEP, vary=["train.recompute=none,full"], objective="cost", gpu_hour_price=2.0, top=3)
     c = by_cost.ranked[0]
     assert c.cost == pytest.approx(c.gpus * 1e9 / c.tokens_per_s / 3600 * 2.0, rel=1e-12)
     assert len(by_cost.ranked) == 3
@@ -135,7 +140,7 @@ def test_pareto_front_is_undominated_and_dominates_the_rest(x, data):
 
 
 def test_memory_limit_follows_each_configurations_gpu():
-    result = search(SWEEP, vary=["gpu.memory=40GiB,80GiB"], top=None)
+    result = run(SWEEP, vary=["gpu.memory=40GiB,80GiB"], top=None)
     assert all(c.memory_per_gpu_bytes <= c.config["gpu.memory"] for c in result.ranked)
     assert {c.config["gpu.memory"] for c in result.ranked} == {40 * 2**30, 80 * 2**30}
     assert set(result.infeasible) == {"out of memory: more than 40 GiB per GPU",
@@ -144,7 +149,7 @@ def test_memory_limit_follows_each_configurations_gpu():
 
 def test_hardware_values_are_checked_per_value():
     # A measured ceiling above the datasheet peak (989 TFLOP/s for the H100) is not a machine.
-    result = search(SMALL, vary=["gpu.achievable.bf16=500TFLOP/s,1200TFLOP/s"], top=None)
+    result = run(SMALL, vary=["gpu.achievable.bf16=500TFLOP/s,1200TFLOP/s"], top=None)
     assert result.size == 2 and result.feasible == 1
     (why,) = result.infeasible
     assert "gpu.achievable.bf16" in why and "gpu.flops.bf16" in why
@@ -154,7 +159,7 @@ def test_hardware_values_are_checked_per_value():
 def test_layouts_include_tensor_parallelism_across_nodes_and_equal_predict():
     # The seed's Vista layout: one GPU per node, so tp 2 crosses InfiniBand; search enumerates it.
     vista = ROOT / "examples" / "vista_llemma_7b.llmp"
-    result = search(vista, gpus=[16], vary=["train.recompute=full", "parallel.zero=none",
+    result = run(vista, gpus=[16], vary=["train.recompute=full", "parallel.zero=none",
                                             "parallel.sequence_parallel=false", "train.micro_batch=4",
                                             "parallel.vp=1", "parallel.pp=4"], top=None)
     tps = {int(c.config["parallel.tp"]) for c in result.ranked}
@@ -166,7 +171,7 @@ def test_layouts_include_tensor_parallelism_across_nodes_and_equal_predict():
 def test_layouts_keep_a_varied_schedule_and_drop_the_layouts_it_cannot_run():
     # A varied schedule is taken as given (not swapped for 1F1B/interleaved); layouts it cannot
     # run are dropped with its own reason.
-    result = search(SMALL, gpus=[4], vary=["parallel.schedule=zb_h1,zb_v,dualpipe", "train.recompute=selective",
+    result = run(SMALL, gpus=[4], vary=["parallel.schedule=zb_h1,zb_v,dualpipe", "train.recompute=selective",
                                            "parallel.zero=1", "parallel.sequence_parallel=true",
                                            "train.micro_batch=2"], top=None)
     schedules = {c.config["parallel.schedule"] for c in result.ranked}

@@ -1,0 +1,94 @@
+"""Branch and bound: the lower bounds are bounds, and the pruned search returns what the
+exhaustive one does (ranking, times, Pareto front) for every objective and ``top``."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmp
+from llmp.compose import predict
+from llmp.search import Objective, SearchResult, engine, search
+from llmp.search.bound import step_bound
+
+ROOT = Path(__file__).parents[2]
+SMALL = ROOT / "tests" / "sensitivity" / "fixtures" / "small.llmp"
+MOE = ROOT / "examples" / "mixtral_8x7b_dgx_h100.llmp"
+
+
+@cache
+def _search(path: Path, gpus: tuple[int, ...], objective: Objective, top: int, exhaustive: bool) -> SearchResult:
+    return search(llmp.load(path), gpus=gpus, objective=objective, top=top, exhaustive=exhaustive)
+
+
+def _same(pruned: SearchResult, full: SearchResult) -> None:
+    assert [c.config for c in pruned.ranked] == [c.config for c in full.ranked]
+    for a, b in zip(pruned.ranked, full.ranked):
+        assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12)
+        assert a.memory_per_gpu_bytes == pytest.approx(b.memory_per_gpu_bytes, rel=1e-12)
+    assert [c.config for c in pruned.pareto] == [c.config for c in full.pareto]
+
+
+@settings(max_examples=12, deadline=None)
+@given(gpus=st.sampled_from([(4,), (8,), (16,), (4, 8)]), objective=st.sampled_from(list(Objective)),
+       top=st.integers(1, 12))
+def test_pruned_search_equals_the_exhaustive_one(gpus, objective, top):
+    pruned = _search(SMALL, gpus, objective, top, False)
+    full = _search(SMALL, gpus, objective, top, True)
+    _same(pruned, full)
+    assert pruned.pruned > 0 or pruned.feasible == full.feasible
+    assert full.pruned == 0
+
+
+def test_pruning_skips_most_layouts_and_says_so():
+    pruned = _search(SMALL, (16,), Objective.STEP_TIME, 3, False)
+    full = _search(SMALL, (16,), Objective.STEP_TIME, 3, True)
+    assert pruned.pruned > full.feasible
+    assert "pruned" in pruned.to_table() and pruned.to_dict()["pruned"] == pruned.pruned
+    assert sum(pruned.infeasible.values()) + pruned.pruned + pruned.feasible <= pruned.size
+
+
+def _exhaustive(path: Path, gpus: int, sample: int | None = None):
+    """Every (or a seeded sample of) layout(s): the grid, its rows and their composed values."""
+    spec = llmp.load(path)
+    built = engine.build(spec, [gpus], False)
+    rows = np.flatnonzero(built.grid.reasons() == "")
+    if sample is not None:
+        rows = np.random.default_rng(0).choice(rows, min(sample, len(rows)), replace=False)
+    limit = np.full(built.grid.size, np.inf)
+    values, _, _ = engine.evaluate_rows(built.spec, built.grid, rows, limit)
+    return built, rows, values
+
+
+@pytest.mark.parametrize(("path", "gpus", "sample"), [(SMALL, 8, None), (SMALL, 16, None), (MOE, 64, 60)])
+def test_the_bounds_never_exceed_the_composed_step(path, gpus, sample):
+    built, rows, values = _exhaustive(path, gpus, sample)
+    ran = rows[values["feasible"][rows]]
+    assert len(ran) > 5
+    t = values["step_time_s"][ran]
+    bound = step_bound(built.spec, built.grid, rows)[ran]
+    assert np.all(bound <= t)
+    assert np.count_nonzero(bound > 0.5 * t) > len(ran) // 2  # not a bound of 0
+    refined = []
+
+    def keep(i: int, lower: float) -> bool:
+        refined.append((i, lower))
+        return False
+
+    engine.evaluate_rows(built.spec, built.grid, ran, np.full(built.grid.size, np.inf), skip=keep)
+    for i, lower in refined:
+        assert lower <= values["step_time_s"][i]
+        assert lower >= 0.5 * values["step_time_s"][i] or built.grid.columns["parallel.schedule"][i] == "dualpipe"
+
+
+def test_a_composed_layout_equals_predict():
+    result = _search(SMALL, (8,), Objective.STEP_TIME, 3, False)
+    for c in result.ranked:
+        direct = predict(llmp.load(SMALL, c.overrides()), None)
+        assert c.step_time_s == direct.step_time_s
+        assert c.memory_per_gpu_bytes == direct.memory_per_gpu_bytes
