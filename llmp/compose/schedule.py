@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -86,6 +86,8 @@ class Plan:
     """Per rank: most (chunk, microbatch) forwards whose backward has not run yet (a B without
     its W counts as run); see :func:`in_flight` for the W's share."""
     copies: int = 1
+    group: int | None = field(default=None, compare=False)
+    """The interleaved schedule's microbatch group (None: pp); the nodes say all it changes."""
 
     def __hash__(self) -> int:
         # Plans key the caches of their waves and memory states; hashing every node on each
@@ -180,7 +182,8 @@ def _steps_to_nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | N
     return Plan(schedule=schedule, pp=pp, vp=vp, microbatches=m, chunks=chunks, placement=e.placement(pp, vp),
                 rank=tuple(rank), kind=tuple(kind), chunk=tuple(chunk), microbatch=tuple(micro), pair=tuple(pair),
                 dep=dep, order=tuple(order), duration=tuple(duration), keys=key_list, rank_work=tuple(rank_work),
-                splits_w=any(k is Kind.W for k in kind), peak_in_flight=tuple(peaks), copies=e.copies)
+                splits_w=any(k is Kind.W for k in kind), peak_in_flight=tuple(peaks), copies=e.copies,
+                group=group)
 
 
 @functools.cache

@@ -35,6 +35,7 @@ from llmp.compose.overlap import (
     paired,
     rank_tail,
 )
+from llmp.compose.periodic import rank_end
 from llmp.compose.schedule import Key, Kind, Plan, Timeline, plan, simulate
 from llmp.dsl.spec import Schedule
 
@@ -46,7 +47,9 @@ class Step:
     step_time: Any
     breakdown: dict[str, Any]
     """Seconds by category; sums to ``step_time``."""
-    timeline: Timeline
+    plan: Plan
+    durations: tuple[Any, ...]
+    """The time of each of the plan's durations (``plan.keys``)."""
     works: tuple[ChunkWork, ...]
     """Per model chunk."""
     passes: tuple[PassWork, ...]
@@ -60,6 +63,13 @@ class Step:
     update_start: Any
     """When the optimizer starts on every rank."""
     critical_rank: Any
+
+    @property
+    def timeline(self) -> Timeline:
+        """Every task's start and end (timed on demand: the step itself needs only each rank's
+        end, :func:`~llmp.compose.periodic.rank_end`)."""
+        arrays = any(isinstance(d, np.ndarray) for d in self.durations)
+        return simulate(self.plan, self.durations, np.maximum if arrays else None)
 
 
 def schedule_plan(graph: OpGraph, schedule: Schedule) -> Plan:
@@ -116,7 +126,8 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
         works.append(kinds[key])
     passes = tuple(_pass(key, works) for key in p.keys)
     arrays = any(isinstance(t, np.ndarray) for t in times)
-    tl = simulate(p, [x.total for x in passes], np.maximum if arrays else None)
+    durations = tuple(x.total for x in passes)
+    ends = rank_end(p, durations, arrays)
     busy, tails, syncs, updates = [], [], [], []
     for r in range(pp):
         mine = [works[g] for g in st.placement[r]]
@@ -128,13 +139,13 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
         tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
                          sum(w.fwd.compute for w in mine))
         tails.append(tail)
-        syncs.append(tl.rank_end[r] + sum(tail.sync.values()))
+        syncs.append(ends[r] + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))
     crit, slow = _argmax(syncs), _argmax(updates)
     sync_end, update = _pick(syncs, crit), _pick(updates, slow)
     before = merge(_pick_dicts(busy, crit), _pick_dicts([t.sync for t in tails], crit))
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))
     breakdown["bubble"] = sync_end - sum(before.values())
-    return Step(step_time=sync_end + update, breakdown=breakdown, timeline=tl, works=tuple(works), passes=passes,
-                layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=tl.rank_end, update_start=sync_end,
-                critical_rank=crit)
+    return Step(step_time=sync_end + update, breakdown=breakdown, plan=p, durations=durations, works=tuple(works),
+                passes=passes, layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=ends,
+                update_start=sync_end, critical_rank=crit)
