@@ -17,7 +17,7 @@ later of its rank's previous node and its dependency, plus its duration), so:
 :func:`rank_end` finds the rounds by comparing the orders of ``m' - q``, ``m'`` and ``m' + q``
 microbatches (the longest common prefix places the new round; everything after it must be the
 old order shifted by ``q``; :func:`_rounds`), times the plan of ``m'`` (a few rounds past the
-warm-up: :data:`ROUNDS`, four times more while the timeline has not settled into its period,
+warm-up: :data:`ROUNDS`, twice as many while the timeline has not settled into its period,
 which takes longer when two ranks' works nearly tie), and extrapolates. It times the whole plan
 instead where the order does not repeat so (GPipe runs its forwards and its backwards as two
 loops), where the microbatches are too few to gain, or where the timeline has not settled by
@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from llmp.compose.schedule import Key, Plan, plan, simulate
+from llmp.compose.schedule import Key, Plan, end_times, plan, simulate
 from llmp.compose.schedules import entry
 from llmp.dsl.spec import Schedule
 
 TOL = 1e-12
 """Largest spread of ``R``'s delays over ``R'``, relative to their end times, taken as none."""
-ROUNDS = 8
+ROUNDS = 2
 """Rounds past the warm-up timed at first (then 4x, 16x, ... while not settled)."""
 SEARCH = 32
 """Plans tried, from the shortest valid one up, for the first whose order repeats."""
@@ -155,16 +155,31 @@ def _settled(r: Rounds, durations: Sequence[Any], arrays: bool) -> tuple[list[An
         delays = [end[i] - end[j] for i, j in zip(r.tail, r.prior)]
         top = max(abs(end[i]) for i in r.tail)
         return [end[i] for i in r.last], max(delays), max(delays) - min(delays) <= TOL * top
-    ends = np.asarray(simulate(p, durations, np.maximum).end)
+    ends = end_times(p, np.stack(durations))
     delay = ends[r.tail] - ends[r.prior]
     top = np.abs(ends[r.tail]).max(axis=0)
     return list(ends[list(r.last)]), delay.max(axis=0), delay.max(axis=0) - delay.min(axis=0) <= TOL * top
+
+
+@functools.cache
+def _last(p: Plan) -> list[int]:
+    """Each rank's last node (a rank's nodes are consecutive)."""
+    last = [0] * p.pp
+    for i, r in enumerate(p.rank):
+        last[r] = i
+    return last
 
 
 def rank_end(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[Any, ...]:
     """When each rank of ``p`` ends its last task: ``simulate(p, durations).rank_end`` (floats, or
     arrays with ``arrays``, one timeline per column), timing only a plan a few rounds past the
     warm-up where the timeline repeats (module docstring)."""
+    return timed(p, durations, arrays)[0]
+
+
+def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tuple[Any, ...], int]:
+    """:func:`rank_end`, and the most microbatches of a plan it timed (``p.microbatches`` when it
+    timed the whole plan)."""
     e = entry(p.schedule)
     q = e.period(p.pp, p.group)
     m = p.microbatches
@@ -175,40 +190,40 @@ def rank_end(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[A
         by_key = dict(zip(p.keys, cols))
         out = np.zeros((p.pp, cols.shape[1]))
         pending = np.ones(cols.shape[1], dtype=bool)
-    rounds = ROUNDS
+    rounds, most, tried = 0, 0, set()
     while True:
         shorter = False
-        for c in (1, 2, 4):
+        for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp)):  # ZB-H1 runs a W up to pp - 1 rounds late
             step = c * q
             base = _base(p.schedule, p.pp, p.vp, p.group, c, m % step)
             if base is None:
                 continue
             mp = base + -(-rounds // c) * step
-            if mp >= m:
+            if 2 * mp > m:  # timing the whole plan costs at most twice as much
                 continue
             shorter = True
             r = _rounds(p.schedule, p.pp, p.vp, mp, p.group, c)
-            assert r is not None, "the order repeats past its first repeating plan"
+            if r is None or (c, mp) in tried:
+                continue
+            tried.add((c, mp))
             if any(k not in by_key for k in r.plan.keys):  # a task the long plan lacks: time it whole
-                shorter = False
                 break
-            t = (m - mp) // step
+            most, t = max(most, mp), (m - mp) // step
             if not arrays:
                 ends, delay, ok = _settled(r, [by_key[k] for k in r.plan.keys], False)
                 if ok:
-                    return tuple(x + t * delay for x in ends)
+                    return tuple(x + t * delay for x in ends), most
                 continue
             ends, delay, ok = _settled(r, [by_key[k][pending] for k in r.plan.keys], True)
             idx = np.flatnonzero(pending)[ok]
             out[:, idx] = np.stack(ends)[:, ok] + t * delay[ok]
             pending[idx] = False
             if not pending.any():
-                return tuple(x.reshape(shape) for x in out)
+                return tuple(x.reshape(shape) for x in out), most
         if not shorter:
             break
-        rounds *= 4
+        rounds = max(ROUNDS, 2 * rounds)
     if not arrays:
-        return simulate(p, durations).rank_end
-    rest = simulate(p, list(cols[:, pending]), np.maximum).rank_end
-    out[:, pending] = np.stack(rest)
-    return tuple(x.reshape(shape) for x in out)
+        return simulate(p, durations).rank_end, m
+    out[:, pending] = end_times(p, cols[:, pending])[_last(p)]
+    return tuple(x.reshape(shape) for x in out), m
