@@ -232,6 +232,7 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     from llmp.calibrate.record import as_calibration
 
     cal = as_calibration(calibration)
+    assert cal is not None, "a calibration was given"
     cal.check(spec)
     post = cal.basis(model_id).posterior
     step = p.compose(scaled(graph, times, np.asarray(post.mean[:-1])))

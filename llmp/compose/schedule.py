@@ -199,8 +199,9 @@ class Timeline:
     per node when the durations are arrays), and when each rank finishes."""
 
     plan: Plan
-    start: tuple[Any, ...]
-    end: tuple[Any, ...]
+    start: Any
+    """A tuple, or an array with a row per node."""
+    end: Any
     rank_end: tuple[Any, ...]
 
 
@@ -239,9 +240,9 @@ def waves(p: Plan) -> tuple[Wave, ...]:
         members[wave[i] - 1].append(i)
     out = []
     for m in members:
-        b, d = [before[i] for i in m], [n if p.dep[i] < 0 else p.dep[i] for i in m]
-        out.append(Wave(nodes=np.asarray(m), before=np.asarray(b), dep=np.asarray(d),
-                        duration=np.asarray([p.duration[i] for i in m]), sources=np.asarray(b + d)))
+        runs, needs = [before[i] for i in m], [n if p.dep[i] < 0 else p.dep[i] for i in m]
+        out.append(Wave(nodes=np.asarray(m), before=np.asarray(runs), dep=np.asarray(needs),
+                        duration=np.asarray([p.duration[i] for i in m]), sources=np.asarray(runs + needs)))
     return tuple(out)
 
 
@@ -363,9 +364,10 @@ def _states(p: Plan, classes: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], .
             if k in (Kind.F, Kind.FB):
                 held[c] += 1
                 states.add(tuple(held))
+            pair = p.pair[i]
             if k is Kind.FB:
-                assert p.pair[i] is not None
-                held[classes[p.pair[i][0]]] -= 1
+                assert pair is not None
+                held[classes[pair[0]]] -= 1
             elif k is Kind.BW:
                 held[c] -= 1
             elif k is Kind.B:

@@ -266,7 +266,7 @@ def _interleaved_makespan(t: Times) -> Any:
     return t.m * t.most(t.ranks(work)) + (t.pp - 1) * t.most(work)
 
 
-def _loop_only(name: str) -> Callable[[int, int, int | None], str | None]:
+def _loop_only(name: str) -> Callable[[int, int, int | None, int | None], str | None]:
     def requires(pp: int, vp: int, m: int | None, group: int | None = None) -> str | None:
         if vp > 1:
             return f"vp({vp}) > 1 needs schedule = interleaved or zb_v (got {name})"

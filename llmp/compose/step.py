@@ -18,7 +18,7 @@ Times may be floats (one prediction) or numpy arrays (a sweep, chosen per config
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,7 @@ def _pick(values: Sequence[Any], idx: Any) -> Any:
     return values[idx]
 
 
-def _pick_dicts(dicts: Sequence[dict[str, Any]], idx: Any) -> dict[str, Any]:
+def _pick_dicts(dicts: Sequence[Mapping[str, Any]], idx: Any) -> dict[str, Any]:
     keys = sorted(set().union(*dicts))
     return {k: _pick([d.get(k, 0) for d in dicts], idx) for k in keys}
 

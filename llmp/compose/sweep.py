@@ -113,6 +113,7 @@ def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None, *,
         from llmp.compose.predictor import ROOFLINE_ONLY
 
         cal = as_calibration(calibration)
+        assert cal is not None, "a calibration was given"
         cal.check(spec)
         posterior = cal.basis(ROOFLINE_ONLY).posterior
     n, numeric, other = _columns(spec, grid)
