@@ -16,14 +16,19 @@ later of its rank's previous node and its dependency, plus its duration), so:
 
 :func:`rank_end` finds the rounds by comparing the orders of ``m' - q``, ``m'`` and ``m' + q``
 microbatches (the longest common prefix places the new round; everything after it must be the
-old order shifted by ``q``; :func:`_rounds`), times the plan of ``m'`` (a few rounds past the
-warm-up: :data:`ROUNDS`, twice as many while the timeline has not settled into its period,
-which takes longer when two ranks' works nearly tie), and extrapolates. It times the whole plan
-instead where the order does not repeat so (GPipe runs its forwards and its backwards as two
-loops), where the microbatches are too few to gain, or where the timeline has not settled by
-then. The check allows a spread of :data:`TOL` relative to the times, so the result equals the
-full timeline to float rounding: the max-plus map does not expand differences, so a spread
-``e`` grows to at most ``t e``.
+old order shifted by ``q``; :func:`_rounds`), times the plan of ``m'`` (:data:`ROUNDS` past the
+fewest that show the order repeating, twice as many each time the timeline has not settled into
+its period by then, which takes longer when two ranks' works nearly tie), and extrapolates. It
+times the whole plan instead where the order does not repeat so (GPipe runs its forwards and
+its backwards as two loops), where the microbatches are too few to gain, or where the timeline
+has not settled before the plans tried add up to the whole one (so it never costs more than
+twice the whole timeline). On arrays (the band's draws, a sweep's configurations) each column
+settles on its own; the columns not settled yet go on to the next plan. The check allows a
+spread of :data:`TOL` relative to the times, so the result equals the full timeline to float
+rounding: the max-plus map does not expand differences, so a spread ``e`` grows to at most
+``t e``. Only a timeline that repeats with the fewest rounds that show the order repeating is
+extrapolated (``c``: one round for every schedule but ZB-H1, ``pp`` rounds there, its deferred W
+reaching ``pp - 1`` rounds back); one that alternates between two states is timed whole.
 """
 
 from __future__ import annotations
@@ -41,8 +46,9 @@ from llmp.dsl.spec import Schedule
 
 TOL = 1e-12
 """Largest spread of ``R``'s delays over ``R'``, relative to their end times, taken as none."""
-ROUNDS = 2
-"""Rounds past the warm-up timed at first (then 4x, 16x, ... while not settled)."""
+ROUNDS = 1
+"""Rounds past the fewest that show the order repeating, timed first (then 2x, 4x, ... while
+not settled, as long as all the plans timed add up to no more than the whole one)."""
 SEARCH = 32
 """Plans tried, from the shortest valid one up, for the first whose order repeats."""
 
@@ -147,18 +153,15 @@ def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, resid
     return None
 
 
-def _settled(r: Rounds, durations: Sequence[Any], arrays: bool) -> tuple[list[Any], Any, Any]:
-    """Time ``r.plan``: its rank ends, the delay of ``R`` over ``R'`` and where it is uniform."""
-    p = r.plan
-    if not arrays:
-        end = simulate(p, durations).end
+def _delay(r: Rounds, end: Any) -> tuple[Any, Any]:
+    """The delay of ``R`` over ``R'`` in a timing of ``r.plan`` (ends: a tuple, or an array with
+    a row per node), and whether it is uniform (per column)."""
+    if isinstance(end, tuple):
         delays = [end[i] - end[j] for i, j in zip(r.tail, r.prior)]
-        top = max(abs(end[i]) for i in r.tail)
-        return [end[i] for i in r.last], max(delays), max(delays) - min(delays) <= TOL * top
-    ends = end_times(p, np.stack(durations))
-    delay = ends[r.tail] - ends[r.prior]
-    top = np.abs(ends[r.tail]).max(axis=0)
-    return list(ends[list(r.last)]), delay.max(axis=0), delay.max(axis=0) - delay.min(axis=0) <= TOL * top
+        return max(delays), max(delays) - min(delays) <= TOL * max(abs(end[i]) for i in r.tail)
+    delay = end[r.tail] - end[r.prior]
+    most = delay.max(axis=0)
+    return most, most - delay.min(axis=0) <= TOL * np.abs(end[r.tail]).max(axis=0)
 
 
 @functools.cache
@@ -190,39 +193,38 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
         by_key = dict(zip(p.keys, cols))
         out = np.zeros((p.pp, cols.shape[1]))
         pending = np.ones(cols.shape[1], dtype=bool)
-    rounds, most, tried = 0, 0, set()
-    while True:
-        shorter = False
-        for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp)):  # ZB-H1 runs a W up to pp - 1 rounds late
-            step = c * q
-            base = _base(p.schedule, p.pp, p.vp, p.group, c, m % step)
-            if base is None:
-                continue
-            mp = base + -(-rounds // c) * step
-            if 2 * mp > m:  # timing the whole plan costs at most twice as much
-                continue
-            shorter = True
-            r = _rounds(p.schedule, p.pp, p.vp, mp, p.group, c)
-            if r is None or (c, mp) in tried:
-                continue
-            tried.add((c, mp))
-            if any(k not in by_key for k in r.plan.keys):  # a task the long plan lacks: time it whole
-                break
-            most, t = max(most, mp), (m - mp) // step
-            if not arrays:
-                ends, delay, ok = _settled(r, [by_key[k] for k in r.plan.keys], False)
-                if ok:
-                    return tuple(x + t * delay for x in ends), most
-                continue
-            ends, delay, ok = _settled(r, [by_key[k][pending] for k in r.plan.keys], True)
-            idx = np.flatnonzero(pending)[ok]
-            out[:, idx] = np.stack(ends)[:, ok] + t * delay[ok]
-            pending[idx] = False
-            if not pending.any():
-                return tuple(x.reshape(shape) for x in out), most
-        if not shorter:
+    # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late).
+    c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp))
+              if _base(p.schedule, p.pp, p.vp, p.group, c, m % (c * q)) is not None), None)
+    rounds, most, spent = ROUNDS, 0, 0  # the plans timed take at most as long as the whole one
+    while c is not None:
+        step = c * q
+        base = _base(p.schedule, p.pp, p.vp, p.group, c, m % step)
+        assert base is not None
+        mp = base + -(-rounds // c) * step
+        rounds *= 2
+        if 2 * mp > m or spent + mp > m:
             break
-        rounds = max(ROUNDS, 2 * rounds)
+        r = _rounds(p.schedule, p.pp, p.vp, mp, p.group, c)
+        if mp <= most or r is None:
+            continue
+        short = r.plan
+        if any(k not in by_key for k in short.keys):  # a task the long plan lacks: time it whole
+            break
+        most, spent, t = mp, spent + mp, (m - mp) // step
+        if not arrays:
+            end = simulate(short, [by_key[k] for k in short.keys]).end
+            delay, ok = _delay(r, end)
+            if ok:
+                return tuple(end[i] + t * delay for i in r.last), most
+            continue
+        end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]))
+        delay, ok = _delay(r, end)
+        idx = np.flatnonzero(pending)[ok]
+        out[:, idx] = end[list(r.last)][:, ok] + t * delay[ok]
+        pending[idx] = False
+        if not pending.any():
+            return tuple(x.reshape(shape) for x in out), most
     if not arrays:
         return simulate(p, durations).rank_end, m
     out[:, pending] = end_times(p, cols[:, pending])[_last(p)]
