@@ -128,22 +128,33 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     arrays = any(isinstance(t, np.ndarray) for t in times)
     durations = tuple(x.total for x in passes)
     ends = rank_end(p, durations, arrays)
-    busy, tails, syncs, updates = [], [], [], []
+    tails, syncs, updates = [], [], []
     for r in range(pp):
         mine = [works[g] for g in st.placement[r]]
-        done: dict[str, Any] = defaultdict(int)
-        for k, n in p.rank_work[r]:
-            for cat, v in passes[k].by_category.items():
-                done[cat] += v * n
-        busy.append(dict(done))
         tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
                          sum(w.fwd.compute for w in mine))
         tails.append(tail)
         syncs.append(ends[r] + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))
     crit, slow = _argmax(syncs), _argmax(updates)
+    if isinstance(crit, np.ndarray) and crit.size and (crit == crit.flat[0]).all():
+        crit = int(crit.flat[0])  # one rank is critical in every column: only its work is summed
+
+    def busy(r: int) -> dict[str, Any]:
+        done: dict[str, Any] = defaultdict(int)
+        for k, n in p.rank_work[r]:
+            for cat, v in passes[k].by_category.items():
+                done[cat] += v * n
+        return dict(done)
+
+    if isinstance(crit, np.ndarray):
+        work = _pick_dicts([busy(r) for r in range(pp)], crit)
+    else:
+        mine = busy(crit)
+        work = {c: mine.get(c, 0) for c in sorted({c for r in range(pp) for k, _ in p.rank_work[r]
+                                                   for c in passes[k].by_category})}
     sync_end, update = _pick(syncs, crit), _pick(updates, slow)
-    before = merge(_pick_dicts(busy, crit), _pick_dicts([t.sync for t in tails], crit))
+    before = merge(work, _pick_dicts([t.sync for t in tails], crit))
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))
     breakdown["bubble"] = sync_end - sum(before.values())
     return Step(step_time=sync_end + update, breakdown=breakdown, plan=p, durations=durations, works=tuple(works),
