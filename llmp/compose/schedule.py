@@ -14,7 +14,9 @@ backward of a model chunk, or a pair), so plans depend only on ``(schedule, pp, 
 microbatches)`` (and the interleaved schedule's microbatch group) and are cached; the timing
 pass is a loop of max/plus that runs on floats (one prediction), or on numpy arrays (a sweep or
 the band's draws, ``maximum=np.maximum``) a wave of independent nodes at a time (:func:`waves`,
-compiled once per plan).
+compiled once per plan). A step needs only when each rank ends, which
+:mod:`~llmp.compose.periodic` finds by timing a shorter plan and extrapolating its repeating
+rounds; the whole timeline is for traces and tests.
 """
 
 from __future__ import annotations
