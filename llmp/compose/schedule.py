@@ -248,19 +248,26 @@ def waves(p: Plan) -> tuple[Wave, ...]:
     return tuple(out)
 
 
+@functools.cache
+def _wave_tasks(p: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's duration index in wave order, and where each wave's nodes end in it."""
+    w = waves(p)
+    order = np.concatenate([x.nodes for x in w]) if w else np.zeros(0, dtype=int)
+    return np.asarray(p.duration)[order], np.cumsum([len(x.nodes) for x in w])[:-1]
+
+
 def end_times(p: Plan, durations: np.ndarray) -> np.ndarray:
     """Each node's end (a row per node, plus a last row of zeros) for ``durations`` of shape
     ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with
-    as few numpy calls per wave as it takes (the starts are not kept)."""
-    n = len(p.rank)
-    work = np.zeros((n + 1, durations.shape[1]))
-    work[:n] = durations[np.asarray(p.duration)]
-    end = np.zeros_like(work)
-    for w in waves(p):
+    as few numpy calls per wave as it takes (every wave's durations are gathered in one call
+    beforehand; the starts are not kept)."""
+    tasks, cuts = _wave_tasks(p)
+    end = np.zeros((len(p.rank) + 1, durations.shape[1]))
+    for w, work in zip(waves(p), np.split(durations[tasks], cuts)):
         k = len(w.nodes)
         both = end[w.sources]
         s = np.maximum(both[:k], both[k:])
-        s += work[w.nodes]
+        s += work
         end[w.nodes] = s
     return end
 
