@@ -249,11 +249,12 @@ def waves(p: Plan) -> tuple[Wave, ...]:
 
 
 @functools.cache
-def _wave_tasks(p: Plan) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's duration index in wave order, and where each wave's nodes end in it."""
+def _wave_tasks(p: Plan) -> tuple[np.ndarray, tuple[tuple[Wave, slice], ...]]:
+    """Each node's duration index in wave order, and each wave with its rows in that order."""
     w = waves(p)
     order = np.concatenate([x.nodes for x in w]) if w else np.zeros(0, dtype=int)
-    return np.asarray(p.duration)[order], np.cumsum([len(x.nodes) for x in w])[:-1]
+    ends = np.cumsum([len(x.nodes) for x in w]).tolist()
+    return np.asarray(p.duration)[order], tuple((x, slice(b - len(x.nodes), b)) for x, b in zip(w, ends))
 
 
 def end_times(p: Plan, durations: np.ndarray) -> np.ndarray:
@@ -261,13 +262,14 @@ def end_times(p: Plan, durations: np.ndarray) -> np.ndarray:
     ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with
     as few numpy calls per wave as it takes (every wave's durations are gathered in one call
     beforehand; the starts are not kept)."""
-    tasks, cuts = _wave_tasks(p)
+    tasks, rows = _wave_tasks(p)
+    work = durations[tasks]
     end = np.zeros((len(p.rank) + 1, durations.shape[1]))
-    for w, work in zip(waves(p), np.split(durations[tasks], cuts)):
+    for w, at in rows:
         k = len(w.nodes)
         both = end[w.sources]
         s = np.maximum(both[:k], both[k:])
-        s += work
+        s += work[at]
         end[w.nodes] = s
     return end
 
