@@ -78,13 +78,17 @@ def _scores(draws: int) -> np.ndarray:
     return np.asarray([NormalDist().inv_cdf((i + 0.5) / draws) for i in range(draws)])
 
 
+@functools.cache
 def normal_draws(draws: int, columns: int, seed: int = SEED) -> np.ndarray:
     """``(draws, columns)`` standard normal draws, each column a Latin hypercube (every stratum of
-    probability ``1 / draws`` once, at its midpoint) in a seeded random order."""
+    probability ``1 / draws`` once, at its midpoint) in a seeded random order (read-only: the same
+    array for the same arguments)."""
     rng = np.random.default_rng(seed)
     scores = _scores(draws)
-    return np.stack([scores[rng.permutation(draws)] for _ in range(columns)], axis=1) if columns else \
+    out = np.stack([scores[rng.permutation(draws)] for _ in range(columns)], axis=1) if columns else \
         np.zeros((draws, 0))
+    out.flags.writeable = False
+    return out
 
 
 def two_piece(z: np.ndarray, below: float, above: float) -> np.ndarray:
@@ -314,19 +318,26 @@ class Band:
                 "terms": [t.to_dict() for t in sorted(self.terms, key=lambda t: -t.share)]}
 
 
-def compose_draws(compose: Callable[[list[Any]], Any], times: Sequence[float], scale: Sequence[Any]) -> np.ndarray:
-    """Step time per draw: ``compose`` (per-op times -> step time) on ``times[i] * scale[i]``, where
-    a scale is an array of draws or 1."""
-    scaled = [t * s if isinstance(s, np.ndarray) else t for t, s in zip(times, scale)]
+def compose_draws(compose: Callable[[list[Any]], Any], times: Sequence[float], sigma: np.ndarray,
+                  z: np.ndarray) -> np.ndarray:
+    """Step time per draw: ``compose`` (per-op times -> step time) on each op's time scaled by
+    ``exp(sigma[i] z[:, i])`` (``z``: one column per op); an op of no error keeps its number."""
+    err = sigma > 0
+    scaled: list[Any] = list(times)
+    rows = np.asarray(times, float)[err, None] * np.exp(sigma[err, None] * z[:, err].T)
+    for i, row in zip(np.flatnonzero(err), rows):
+        scaled[i] = row
     return np.asarray(compose(scaled), dtype=float)
 
 
 def shares(log_t: np.ndarray, columns: Mapping[str, np.ndarray]) -> dict[str, float]:
     """First-order share of each named draw column in the variance of ``log_t`` (sums to 1)."""
-    parts = {}
-    for name, z in columns.items():
-        var = float(np.var(z))
-        parts[name] = float(np.cov(log_t, z, bias=True)[0, 1]) ** 2 / var if var > 0 else 0.0
+    names = list(columns)
+    z = np.stack([columns[k] for k in names], axis=1) if names else np.zeros((len(log_t), 0))
+    z = z - z.mean(axis=0)
+    var = (z * z).mean(axis=0)
+    cov = (log_t - log_t.mean()) @ z / len(log_t)
+    parts = {k: float(c) ** 2 / float(v) if v > 0 else 0.0 for k, c, v in zip(names, cov, var)}
     total = sum(parts.values())
     return {k: (v / total if total > 0 else 0.0) for k, v in parts.items()}
 
@@ -342,8 +353,8 @@ def zero_shot(compose: Callable[[list[Any]], Any], times: Sequence[float], error
     composition term."""
     level = check_level(level)
     z = normal_draws(draws, len(errors.families) + 1)
-    scale = [np.exp(s * z[:, c]) if s > 0 else 1.0 for s, c in zip(errors.sigma, errors.column)]
-    log_t = np.broadcast_to(np.log(compose_draws(compose, times, scale)), (draws,)).copy()  # no error: one value
+    log_t = np.broadcast_to(np.log(compose_draws(compose, times, errors.sigma, z[:, errors.column])),
+                            (draws,)).copy()  # no error: one value
     return with_term(log_t, z, errors, term, level)
 
 

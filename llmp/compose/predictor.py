@@ -232,6 +232,7 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
         return _prediction(p, step, t, band.zero_shot(p.step_time, times, p.errors, band.composition_term(), level),
                            hw, model_id)
     cal = as_calibration(calibration)
+    assert cal is not None, "a calibration was given"
     cal.check(spec)
     post = cal.basis(model_id).posterior
     step = p.compose(scaled(graph, times, np.asarray(post.mean[:-1])))

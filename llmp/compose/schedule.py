@@ -14,14 +14,16 @@ backward of a model chunk, or a pair), so plans depend only on ``(schedule, pp, 
 microbatches)`` (and the interleaved schedule's microbatch group) and are cached; the timing
 pass is a loop of max/plus that runs on floats (one prediction), or on numpy arrays (a sweep or
 the band's draws, ``maximum=np.maximum``) a wave of independent nodes at a time (:func:`waves`,
-compiled once per plan).
+compiled once per plan). A step needs only when each rank ends, which
+:mod:`~llmp.compose.periodic` finds by timing a shorter plan and extrapolating its repeating
+rounds; the whole timeline is for traces and tests.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -86,6 +88,8 @@ class Plan:
     """Per rank: most (chunk, microbatch) forwards whose backward has not run yet (a B without
     its W counts as run); see :func:`in_flight` for the W's share."""
     copies: int = 1
+    group: int | None = field(default=None, compare=False)
+    """The interleaved schedule's microbatch group (None: pp); the nodes say all it changes."""
 
     def __hash__(self) -> int:
         # Plans key the caches of their waves and memory states; hashing every node on each
@@ -180,7 +184,8 @@ def _steps_to_nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | N
     return Plan(schedule=schedule, pp=pp, vp=vp, microbatches=m, chunks=chunks, placement=e.placement(pp, vp),
                 rank=tuple(rank), kind=tuple(kind), chunk=tuple(chunk), microbatch=tuple(micro), pair=tuple(pair),
                 dep=dep, order=tuple(order), duration=tuple(duration), keys=key_list, rank_work=tuple(rank_work),
-                splits_w=any(k is Kind.W for k in kind), peak_in_flight=tuple(peaks), copies=e.copies)
+                splits_w=any(k is Kind.W for k in kind), peak_in_flight=tuple(peaks), copies=e.copies,
+                group=group)
 
 
 @functools.cache
@@ -196,8 +201,9 @@ class Timeline:
     per node when the durations are arrays), and when each rank finishes."""
 
     plan: Plan
-    start: tuple[Any, ...]
-    end: tuple[Any, ...]
+    start: Any
+    """A tuple, or an array with a row per node."""
+    end: Any
     rank_end: tuple[Any, ...]
 
 
@@ -213,6 +219,8 @@ class Wave:
     """The node waited for (``n``: none)."""
     duration: np.ndarray
     """Index into the durations."""
+    sources: np.ndarray
+    """``before`` then ``dep``: both read in one gather."""
 
 
 @functools.cache
@@ -232,9 +240,38 @@ def waves(p: Plan) -> tuple[Wave, ...]:
     members: list[list[int]] = [[] for _ in range(max(wave, default=0))]
     for i in p.order:
         members[wave[i] - 1].append(i)
-    return tuple(Wave(nodes=np.asarray(m), before=np.asarray([before[i] for i in m]),
-                      dep=np.asarray([n if p.dep[i] < 0 else p.dep[i] for i in m]),
-                      duration=np.asarray([p.duration[i] for i in m])) for m in members)
+    out = []
+    for m in members:
+        runs, needs = [before[i] for i in m], [n if p.dep[i] < 0 else p.dep[i] for i in m]
+        out.append(Wave(nodes=np.asarray(m), before=np.asarray(runs), dep=np.asarray(needs),
+                        duration=np.asarray([p.duration[i] for i in m]), sources=np.asarray(runs + needs)))
+    return tuple(out)
+
+
+@functools.cache
+def _wave_tasks(p: Plan) -> tuple[np.ndarray, tuple[tuple[Wave, slice], ...]]:
+    """Each node's duration index in wave order, and each wave with its rows in that order."""
+    w = waves(p)
+    order = np.concatenate([x.nodes for x in w]) if w else np.zeros(0, dtype=int)
+    ends = np.cumsum([len(x.nodes) for x in w]).tolist()
+    return np.asarray(p.duration)[order], tuple((x, slice(b - len(x.nodes), b)) for x, b in zip(w, ends))
+
+
+def end_times(p: Plan, durations: np.ndarray) -> np.ndarray:
+    """Each node's end (a row per node, plus a last row of zeros) for ``durations`` of shape
+    ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with
+    as few numpy calls per wave as it takes (every wave's durations are gathered in one call
+    beforehand; the starts are not kept)."""
+    tasks, rows = _wave_tasks(p)
+    work = durations[tasks]
+    end = np.zeros((len(p.rank) + 1, durations.shape[1]))
+    for w, at in rows:
+        k = len(w.nodes)
+        both = end[w.sources]
+        s = np.maximum(both[:k], both[k:])
+        s += work[at]
+        end[w.nodes] = s
+    return end
 
 
 def _simulate_waves(p: Plan, durations: Sequence[Any]) -> Timeline:
@@ -338,9 +375,10 @@ def _states(p: Plan, classes: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], .
             if k in (Kind.F, Kind.FB):
                 held[c] += 1
                 states.add(tuple(held))
+            pair = p.pair[i]
             if k is Kind.FB:
-                assert p.pair[i] is not None
-                held[classes[p.pair[i][0]]] -= 1
+                assert pair is not None
+                held[classes[pair[0]]] -= 1
             elif k is Kind.BW:
                 held[c] -= 1
             elif k is Kind.B:

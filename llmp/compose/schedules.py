@@ -162,6 +162,9 @@ class Entry:
     0, as 1F1B drains); else about together (the held-back weight gradients fill the drain)."""
     hint: str = ""
     """How to meet ``requires``."""
+    period: Callable[[int, int | None], int] = lambda pp, group: 1
+    """``(pp, group)`` -> microbatches per round of the steady state: the order repeats, shifted
+    by this many microbatches, once per round (:mod:`~llmp.compose.periodic` checks it)."""
 
     def rank_of(self, c: int, pp: int, vp: int) -> int:
         """The pipeline rank of placement chunk ``c``."""
@@ -263,7 +266,7 @@ def _interleaved_makespan(t: Times) -> Any:
     return t.m * t.most(t.ranks(work)) + (t.pp - 1) * t.most(work)
 
 
-def _loop_only(name: str) -> Callable[[int, int, int | None], str | None]:
+def _loop_only(name: str) -> Callable[[int, int, int | None, int | None], str | None]:
     def requires(pp: int, vp: int, m: int | None, group: int | None = None) -> str | None:
         if vp > 1:
             return f"vp({vp}) > 1 needs schedule = interleaved or zb_v (got {name})"
@@ -506,6 +509,7 @@ TABLE: dict[Schedule, Entry] = {e.schedule: e for e in (
                  "forward_backward_pipelining_without_interleaving"),
     Entry(schedule=Schedule.INTERLEAVED, title="interleaved 1F1B", orders=_interleaved,
           requires=_interleaved_requires, makespan=_interleaved_makespan,
+          period=lambda pp, group: pp if group is None else group,  # a chunk runs a group in a row
           hint="set vp = 2 or more and pp > 1 (or use 1f1b), and microbatches Megatron-LM accepts: at least "
                "microbatch_group (default pp; at least pp), whole groups or a last group of at least pp (change "
                "global_batch, micro_batch or microbatch_group)",
@@ -518,6 +522,7 @@ TABLE: dict[Schedule, Entry] = {e.schedule: e for e in (
           source="Qi et al. 2024 §6; sail-sg/zero-bubble-pipeline-parallelism handcrafted_zb_v"),
     Entry(schedule=Schedule.DUALPIPE, title="DualPipe", orders=_dualpipe, requires=_dualpipe_requires,
           makespan=_dualpipe_makespan, shape=Shape.V, copies=2, splits_w=True, staggered=False,
+          period=lambda pp, group: 2,  # one microbatch of each copy per round
           hint="set vp = 1, an even pp, and global_batch for an even number of microbatches >= 2 * pp",
           source="DeepSeek-V3 Technical Report (arXiv 2412.19437) §3.2.1; deepseek-ai/DualPipe"),
 )}

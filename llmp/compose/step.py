@@ -18,7 +18,7 @@ Times may be floats (one prediction) or numpy arrays (a sweep, chosen per config
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from llmp.compose.overlap import (
     paired,
     rank_tail,
 )
+from llmp.compose.periodic import rank_end
 from llmp.compose.schedule import Key, Kind, Plan, Timeline, plan, simulate
 from llmp.dsl.spec import Schedule
 
@@ -46,7 +47,9 @@ class Step:
     step_time: Any
     breakdown: dict[str, Any]
     """Seconds by category; sums to ``step_time``."""
-    timeline: Timeline
+    plan: Plan
+    durations: tuple[Any, ...]
+    """The time of each of the plan's durations (``plan.keys``)."""
     works: tuple[ChunkWork, ...]
     """Per model chunk."""
     passes: tuple[PassWork, ...]
@@ -60,6 +63,13 @@ class Step:
     update_start: Any
     """When the optimizer starts on every rank."""
     critical_rank: Any
+
+    @property
+    def timeline(self) -> Timeline:
+        """Every task's start and end (timed on demand: the step itself needs only each rank's
+        end, :func:`~llmp.compose.periodic.rank_end`)."""
+        arrays = any(isinstance(d, np.ndarray) for d in self.durations)
+        return simulate(self.plan, self.durations, np.maximum if arrays else None)
 
 
 def schedule_plan(graph: OpGraph, schedule: Schedule) -> Plan:
@@ -81,7 +91,7 @@ def _pick(values: Sequence[Any], idx: Any) -> Any:
     return values[idx]
 
 
-def _pick_dicts(dicts: Sequence[dict[str, Any]], idx: Any) -> dict[str, Any]:
+def _pick_dicts(dicts: Sequence[Mapping[str, Any]], idx: Any) -> dict[str, Any]:
     keys = sorted(set().union(*dicts))
     return {k: _pick([d.get(k, 0) for d in dicts], idx) for k in keys}
 
@@ -116,25 +126,37 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
         works.append(kinds[key])
     passes = tuple(_pass(key, works) for key in p.keys)
     arrays = any(isinstance(t, np.ndarray) for t in times)
-    tl = simulate(p, [x.total for x in passes], np.maximum if arrays else None)
-    busy, tails, syncs, updates = [], [], [], []
+    durations = tuple(x.total for x in passes)
+    ends = rank_end(p, durations, arrays)
+    tails, syncs, updates = [], [], []
     for r in range(pp):
         mine = [works[g] for g in st.placement[r]]
+        tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
+                         sum(w.fwd.compute for w in mine))
+        tails.append(tail)
+        syncs.append(ends[r] + sum(tail.sync.values()))
+        updates.append(sum(tail.update.values()))
+    crit, slow = _argmax(syncs), _argmax(updates)
+    if isinstance(crit, np.ndarray) and crit.size and (crit == crit.flat[0]).all():
+        crit = int(crit.flat[0])  # one rank is critical in every column: only its work is summed
+
+    def busy(r: int) -> dict[str, Any]:
         done: dict[str, Any] = defaultdict(int)
         for k, n in p.rank_work[r]:
             for cat, v in passes[k].by_category.items():
                 done[cat] += v * n
-        busy.append(dict(done))
-        tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
-                         sum(w.fwd.compute for w in mine))
-        tails.append(tail)
-        syncs.append(tl.rank_end[r] + sum(tail.sync.values()))
-        updates.append(sum(tail.update.values()))
-    crit, slow = _argmax(syncs), _argmax(updates)
+        return dict(done)
+
+    if isinstance(crit, np.ndarray):
+        work = _pick_dicts([busy(r) for r in range(pp)], crit)
+    else:
+        mine = busy(crit)
+        work = {c: mine.get(c, 0) for c in sorted({c for r in range(pp) for k, _ in p.rank_work[r]
+                                                   for c in passes[k].by_category})}
     sync_end, update = _pick(syncs, crit), _pick(updates, slow)
-    before = merge(_pick_dicts(busy, crit), _pick_dicts([t.sync for t in tails], crit))
+    before = merge(work, _pick_dicts([t.sync for t in tails], crit))
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))
     breakdown["bubble"] = sync_end - sum(before.values())
-    return Step(step_time=sync_end + update, breakdown=breakdown, timeline=tl, works=tuple(works), passes=passes,
-                layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=tl.rank_end, update_start=sync_end,
-                critical_rank=crit)
+    return Step(step_time=sync_end + update, breakdown=breakdown, plan=p, durations=durations, works=tuple(works),
+                passes=passes, layers=tuple(graph.chunk_layers), tails=tuple(tails), sync_start=ends,
+                update_start=sync_end, critical_rank=crit)

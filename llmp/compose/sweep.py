@@ -7,6 +7,11 @@ see :data:`STRUCTURAL`); inside a group every numeric field is an array, the gra
 on arrays, each op kind is priced in one compiled call and the pipeline timeline runs once with
 ``numpy.maximum``. The results equal :func:`llmp.compose.predict` without residual models.
 Infeasible configurations (layout cannot run) come back with ``feasible = False`` and NaNs.
+
+A group is evaluated in chunks of at most :func:`chunk_size` configurations, so a sweep's peak
+memory stays near :data:`MEMORY` however many configurations it has (each configuration is a
+column of every op's arrays and of the pipeline timeline); chunks give the same numbers as one
+call, every column being computed on its own.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.pricing import Hardware, price_arrays
 from llmp.analytic.structure import structure_of
+from llmp.compose import reuse
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.prediction import COMM, COMPUTE
@@ -47,6 +53,20 @@ def structural(spec: Spec) -> frozenset[str]:
     if spec.parallel.partition.lower() != "parameters":
         return STRUCTURAL
     return STRUCTURAL | {p for p in specpath.paths(spec) if p.startswith("model.")}
+
+MEMORY = 512 * 2**20
+"""Bytes of arrays one vectorised call may hold, about (:func:`chunk_size`)."""
+ARRAYS_PER_OP = 16
+"""Float arrays held per op and configuration while pricing and composing (its flops, bytes, time,
+the roofline's and the overlap rules' intermediates: about 8 measured on GPT-3 175B, doubled)."""
+
+
+def chunk_size(ops: int, tasks: int, budget: int = MEMORY) -> int:
+    """Configurations per vectorised call: ``budget`` over the bytes one takes, 8 per float of
+    :data:`ARRAYS_PER_OP` per op and of each pipeline task's work and end (the whole plan's tasks,
+    the most :func:`~llmp.compose.periodic.rank_end` times)."""
+    return max(1, budget // (8 * (ARRAYS_PER_OP * ops + 2 * tasks)))
+
 
 OUTPUTS = ("step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes", "compute_s", "exposed_comm_s",
            "bubble_s", "recompute_s", "optimizer_s")
@@ -79,18 +99,21 @@ def _columns(spec: Spec, grid: Mapping[str, Any]) -> tuple[int, dict[str, np.nda
     return n, numeric, other
 
 
-def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None) -> dict[str, np.ndarray]:
+def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None, *,
+             budget: int = MEMORY) -> dict[str, np.ndarray]:
     """Step time, throughput, MFU, memory and breakdown sums for every configuration of ``grid``.
 
     ``calibration``: an ``llmp calibrate`` file (or loaded calibration) of the spec's GPU and
     stack; its roofline basis (this composition has no residual models) scales each op's time by
-    its group's factor and adds the per-step overhead to the step time."""
+    its group's factor and adds the per-step overhead to the step time. ``budget``: bytes of arrays
+    one vectorised call may hold (:data:`MEMORY`)."""
     posterior = None
     if calibration is not None:
         from llmp.compose.calibration_file import as_calibration
         from llmp.compose.predictor import ROOFLINE_ONLY
 
         cal = as_calibration(calibration)
+        assert cal is not None, "a calibration was given"
         cal.check(spec)
         posterior = cal.basis(ROOFLINE_ONLY).posterior
     n, numeric, other = _columns(spec, grid)
@@ -109,15 +132,27 @@ def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None) -> di
         s = spec
         for path, col in other.items():
             s = _set_field(s, path, col[i0])
-        s = specpath.replace(s, {p: (_scalar(numeric[p][i0]) if p in shape else numeric[p][idx]) for p in numeric})
+        fixed = {p: _scalar(numeric[p][i0]) for p in numeric if p in shape}
         try:
-            result = _evaluate_group(s, len(idx), posterior)
-        except InfeasibleError:
-            continue
-        for k, v in result.items():
-            out[k][idx] = v
-        out["feasible"][idx] = True
+            size = _group_chunk(specpath.replace(s, {p: _scalar(numeric[p][i0]) for p in numeric}), budget)
+            for part in np.array_split(idx, -(-len(idx) // size)):
+                result = _evaluate_group(specpath.replace(s, fixed | {p: numeric[p][part] for p in numeric
+                                                                      if p not in shape}), len(part), posterior)
+                for k, v in result.items():
+                    out[k][part] = v
+                out["feasible"][part] = True
+        except InfeasibleError:  # as one call would: the whole group
+            for k in OUTPUTS:
+                out[k][idx] = np.nan
+            out["oom"][idx] = out["feasible"][idx] = False
     return out
+
+
+def _group_chunk(spec: Spec, budget: int) -> int:
+    """:func:`chunk_size` for the group of ``spec`` (one configuration of it)."""
+    st = structure_of(spec)
+    graph = reuse.GRAPHS.get(reuse.graph_key(spec), lambda: decompose(spec, st))
+    return chunk_size(len(graph.ops), len(schedule_plan(graph, spec.parallel.schedule).rank), budget)
 
 
 def _scalar(x: float) -> int | float:

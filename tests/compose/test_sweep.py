@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import specpath
-from llmp.compose import evaluate
+from llmp.compose import evaluate, sweep
 from llmp.compose import predict as _predict
 from llmp.errors import InputError
 
@@ -84,3 +84,19 @@ def test_sweeps_over_schedules_equal_predict_and_skip_the_layouts_a_schedule_can
         assert out["step_time_s"][i] == pytest.approx(p.step_time_s, rel=1e-9)
         assert out["memory_per_gpu_bytes"][i] == pytest.approx(p.memory.total, rel=1e-9)
         assert out["bubble_s"][i] == pytest.approx(p.bubble_s, rel=1e-6, abs=1e-12)
+
+
+def test_chunks_give_the_numbers_of_one_call_and_bound_the_chunk():
+    spec = make_spec(gpt(layers=8), nodes=2, global_batch=64)
+    rng = np.random.default_rng(0)
+    n = 300
+    tp = rng.choice([1, 2, 3, 4], n)  # tp 3 cannot split the heads: a whole infeasible group
+    grid = {"parallel.tp": tp, "parallel.pp": np.full(n, 2), "parallel.dp": np.maximum(1, 8 // tp),
+            "gpu.mem_bandwidth": rng.uniform(1e12, 5e12, n), "node.intra.bandwidth": rng.uniform(1e11, 9e11, n)}
+    whole = evaluate(spec, grid)
+    parts = evaluate(spec, grid, budget=1)  # one configuration per call
+    assert not whole["feasible"].all()
+    for k in whole:
+        np.testing.assert_array_equal(parts[k], whole[k])
+    assert sweep.chunk_size(66, 9216) * 8 * (sweep.ARRAYS_PER_OP * 66 + 2 * 9216) <= sweep.MEMORY
+    assert sweep.chunk_size(10**6, 10**9) == 1

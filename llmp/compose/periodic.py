@@ -1,0 +1,231 @@
+"""When each pipeline rank finishes, at a cost that does not grow with the microbatches.
+
+Past its warm-up, a schedule's order repeats: ``q`` more microbatches (:attr:`Entry.period
+<llmp.compose.schedules.Entry.period>`) add one *round* to each rank's order, the previous round's
+tasks with their microbatches shifted by ``q``, placed before the cool-down, whose tasks shift by
+``q`` too. The timeline is max-plus (:func:`~llmp.compose.schedule.simulate`: a node ends at the
+later of its rank's previous node and its dependency, plus its duration), so:
+
+  if, in a plan of ``m'`` microbatches, the last ``c`` rounds (``R``) end exactly ``delta`` later
+  than the ``c`` rounds before them (``R'``), and no node of ``R`` or of the cool-down reads a node
+  from before ``R'``, then every further ``c`` rounds inserted end ``delta`` later again (the
+  same max-plus map takes each block of ``c`` rounds to the next, and it commutes with adding a
+  constant to every time), and the cool-down, a max-plus function of the last two blocks, ends
+  ``delta`` later per block: the rank ends of ``m = m' + t c q`` microbatches are those of ``m'``
+  plus ``t delta``.
+
+:func:`rank_end` finds the rounds by comparing the orders of ``m' - q``, ``m'`` and ``m' + q``
+microbatches (the longest common prefix places the new round; everything after it must be the
+old order shifted by ``q``; :func:`_rounds`), times the plan of ``m'`` (:data:`ROUNDS` past the
+fewest that show the order repeating, twice as many each time the timeline has not settled into
+its period by then, which takes longer when two ranks' works nearly tie), and extrapolates. It
+times the whole plan instead where the order does not repeat so (GPipe runs its forwards and
+its backwards as two loops), where the microbatches are too few to gain, or where the timeline
+has not settled before the plans tried add up to the whole one (so it never costs more than
+twice the whole timeline). On arrays (the band's draws, a sweep's configurations) each column
+settles on its own; the columns not settled yet go on to the next plan. The check allows a
+spread of :data:`TOL` relative to the times, so the result equals the full timeline to float
+rounding: the max-plus map does not expand differences, so a spread ``e`` grows to at most
+``t e``. Only a timeline that repeats with the fewest rounds that show the order repeating is
+extrapolated (``c``: one round for every schedule but ZB-H1, ``pp`` rounds there, its deferred W
+reaching ``pp - 1`` rounds back); one that alternates between two states is timed whole.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmp.compose.schedule import Key, Plan, end_times, plan, simulate
+from llmp.compose.schedules import entry
+from llmp.dsl.spec import Schedule
+
+TOL = 1e-12
+"""Largest spread of ``R``'s delays over ``R'``, relative to their end times, taken as none."""
+ROUNDS = 1
+"""Rounds past the fewest that show the order repeating, timed first (then 2x, 4x, ... while
+not settled, as long as all the plans timed add up to no more than the whole one)."""
+SEARCH = 32
+"""Plans tried, from the shortest valid one up, for the first whose order repeats."""
+
+Label = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rounds:
+    """A plan whose last ``c`` rounds can be repeated: which nodes they are."""
+
+    plan: Plan
+    tail: np.ndarray
+    """The nodes of the last ``c`` rounds (``R``)."""
+    prior: np.ndarray
+    """Per node of ``tail``, the same task ``c`` rounds before (``R'``)."""
+    last: tuple[int, ...]
+    """Each rank's last node."""
+    microbatches: int
+    """Microbatches the ``c`` rounds run: ``c q``."""
+
+
+def _labels(p: Plan) -> list[list[Label]]:
+    """Per rank, its nodes in order as (kind, chunk, copy, microbatch within the copy, and the
+    same for a pair's backward): what stays equal, or shifts by ``q``, between plans."""
+    m, copies = p.microbatches, p.copies
+
+    def local(j: int) -> tuple[int, int]:
+        c = j * copies // m
+        return c, j - c * m // copies
+
+    out: list[list[Label]] = [[] for _ in range(p.pp)]
+    for i, r in enumerate(p.rank):
+        pair = p.pair[i]
+        out[r].append((p.kind[i], p.chunk[i], *local(p.microbatch[i]),
+                       *((pair[0], *local(pair[1])) if pair is not None else (-1, 0, 0))))
+    return out
+
+
+def _shift(labels: Sequence[Label], s: int) -> list[Label]:
+    return [(k, g, c, j + s, h, hc, hj + s if h >= 0 else hj) for k, g, c, j, h, hc, hj in labels]
+
+
+def _prefix(a: Sequence[Label], b: Sequence[Label]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@functools.cache
+def _rounds(schedule: Schedule, pp: int, vp: int, m: int, group: int | None, c: int) -> Rounds | None:
+    """The last ``c`` rounds of the plan of ``m`` microbatches, if its order repeats there (module
+    docstring), else None."""
+    e = entry(schedule)
+    q = e.period(pp, group)
+    if m - q < 1 or any(e.requires(pp, vp, x, group) for x in (m - q, m, m + q)):
+        return None
+    p = plan(schedule, pp, vp, m, group)
+    shorter, longer = (_labels(plan(schedule, pp, vp, x, group)) for x in (m - q, m + q))
+    s = q // e.copies
+    tail: list[int] = []
+    prior: list[int] = []
+    later = np.zeros(len(p.rank), dtype=bool)   # R and the cool-down
+    known = np.zeros(len(p.rank), dtype=bool)   # what they may read: R', R and the cool-down
+    first, last = 0, []
+    for a, b, n in zip(shorter, _labels(p), longer):
+        ell = len(b) - len(a)
+        at = _prefix(a, b)
+        if ell <= 0 or len(n) - len(b) != ell or b[at + ell:] != _shift(a[at:], s):
+            return None
+        if n[:at + ell] != b[:at + ell] or n[at + ell:] != _shift(b[at:], s):
+            return None
+        end = at + ell                      # the last round ends here; the cool-down follows
+        lo, mid = end - 2 * c * ell, end - c * ell
+        if lo < 0 or b[lo:mid] != _shift(b[mid:end], -c * s):
+            return None
+        tail += range(first + mid, first + end)
+        prior += range(first + lo, first + mid)
+        known[first + lo:first + len(b)] = True
+        later[first + mid:first + len(b)] = True
+        first += len(b)
+        last.append(first - 1)
+    for i in np.flatnonzero(later):  # a rank's nodes are consecutive: its previous node is i - 1
+        d = p.dep[i]
+        if not known[i - 1] or (d >= 0 and not known[d]):
+            return None
+    return Rounds(plan=p, tail=np.asarray(tail), prior=np.asarray(prior), last=tuple(last), microbatches=c * q)
+
+
+@functools.cache
+def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, residue: int) -> int | None:
+    """The fewest microbatches, ``residue`` modulo ``c q``, after which the order repeats with
+    ``2 c`` whole rounds (:func:`_rounds`); None if none of the first :data:`SEARCH` does."""
+    step = c * entry(schedule).period(pp, group)
+    m = residue or step
+    for _ in range(SEARCH):
+        if _rounds(schedule, pp, vp, m, group, c) is not None:
+            return m
+        m += step
+    return None
+
+
+def _delay(r: Rounds, end: Any) -> tuple[Any, Any]:
+    """The delay of ``R`` over ``R'`` in a timing of ``r.plan`` (ends: a tuple, or an array with
+    a row per node), and whether it is uniform (per column)."""
+    if isinstance(end, tuple):
+        delays = [end[i] - end[j] for i, j in zip(r.tail, r.prior)]
+        return max(delays), max(delays) - min(delays) <= TOL * max(abs(end[i]) for i in r.tail)
+    delay = end[r.tail] - end[r.prior]
+    most = delay.max(axis=0)
+    return most, most - delay.min(axis=0) <= TOL * np.abs(end[r.tail]).max(axis=0)
+
+
+@functools.cache
+def _last(p: Plan) -> list[int]:
+    """Each rank's last node (a rank's nodes are consecutive)."""
+    last = [0] * p.pp
+    for i, r in enumerate(p.rank):
+        last[r] = i
+    return last
+
+
+def rank_end(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[Any, ...]:
+    """When each rank of ``p`` ends its last task: ``simulate(p, durations).rank_end`` (floats, or
+    arrays with ``arrays``, one timeline per column), timing only a plan a few rounds past the
+    warm-up where the timeline repeats (module docstring)."""
+    return timed(p, durations, arrays)[0]
+
+
+def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tuple[Any, ...], int]:
+    """:func:`rank_end`, and the most microbatches of a plan it timed (``p.microbatches`` when it
+    timed the whole plan)."""
+    e = entry(p.schedule)
+    q = e.period(p.pp, p.group)
+    m = p.microbatches
+    by_key: dict[Key, Any] = dict(zip(p.keys, durations))
+    if arrays:
+        shape = np.broadcast_shapes(*(np.shape(x) for x in durations))
+        cols = np.stack([np.broadcast_to(np.asarray(x, float), shape).reshape(-1) for x in durations])
+        by_key = dict(zip(p.keys, cols))
+        out = np.zeros((p.pp, cols.shape[1]))
+        pending = np.ones(cols.shape[1], dtype=bool)
+    # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late).
+    c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp))
+              if _base(p.schedule, p.pp, p.vp, p.group, c, m % (c * q)) is not None), None)
+    rounds, most, spent = ROUNDS, 0, 0  # the plans timed take at most as long as the whole one
+    while c is not None:
+        step = c * q
+        base = _base(p.schedule, p.pp, p.vp, p.group, c, m % step)
+        assert base is not None
+        mp = base + -(-rounds // c) * step
+        rounds *= 2
+        if 2 * mp > m or spent + mp > m:
+            break
+        r = _rounds(p.schedule, p.pp, p.vp, mp, p.group, c)
+        if mp <= most or r is None:
+            continue
+        short = r.plan
+        if any(k not in by_key for k in short.keys):  # a task the long plan lacks: time it whole
+            break
+        most, spent, t = mp, spent + mp, (m - mp) // step
+        if not arrays:
+            end = simulate(short, [by_key[k] for k in short.keys]).end
+            delay, ok = _delay(r, end)
+            if ok:
+                return tuple(end[i] + t * delay for i in r.last), most
+            continue
+        end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]))
+        delay, ok = _delay(r, end)
+        idx = np.flatnonzero(pending)[ok]
+        out[:, idx] = end[list(r.last)][:, ok] + t * delay[ok]
+        pending[idx] = False
+        if not pending.any():
+            return tuple(x.reshape(shape) for x in out), most
+    if not arrays:
+        return simulate(p, durations).rank_end, m
+    out[:, pending] = end_times(p, cols[:, pending])[_last(p)]
+    return tuple(x.reshape(shape) for x in out), m

@@ -1,0 +1,101 @@
+"""The extrapolated rank ends (llmp.compose.periodic) against the whole event timeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from llmp.compose import periodic
+from llmp.compose.schedule import plan, simulate, uniform_durations
+from llmp.compose.schedules import TABLE, entry
+from llmp.dsl.spec import Schedule
+
+
+@st.composite
+def layouts(draw: st.DrawFn, most: int = 48) -> tuple[Schedule, int, int, int, int | None]:
+    """A valid (schedule, pp, vp, microbatches, group) of every schedule in the table."""
+    schedule = draw(st.sampled_from(list(TABLE)))
+    group = None
+    if schedule is Schedule.INTERLEAVED:
+        pp, vp = draw(st.integers(2, 5)), draw(st.integers(2, 4))
+        group = draw(st.sampled_from([None, pp, pp + 1, pp + 3]))
+    elif schedule is Schedule.ZB_V:
+        pp, vp = draw(st.integers(1, 5)), 2
+    elif schedule is Schedule.DUALPIPE:
+        pp, vp = draw(st.sampled_from([2, 4, 6])), 1
+    else:
+        pp, vp = draw(st.integers(1, 6)), 1
+    m = draw(st.integers(1, most))
+    assume(entry(schedule).requires(pp, vp, m, group) is None)
+    return schedule, pp, vp, m, group
+
+
+def _chunk_times(draw: st.DrawFn, chunks: int) -> list[float]:
+    """Uneven stages: a middle time, with the first and last chunk (embedding, head) and a few
+    others (an uneven split, a slow link's sends) set apart."""
+    middle = draw(st.floats(0.2, 5))
+    out = [middle] * chunks
+    for g in draw(st.lists(st.integers(0, chunks - 1), max_size=3)) + [0, chunks - 1]:
+        out[g] = middle * draw(st.floats(0.5, 2))
+    return out
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[object, list[float]]:
+    schedule, pp, vp, m, group = draw(layouts())
+    p = plan(schedule, pp, vp, m, group)
+    chunks = pp * vp
+    f, b = _chunk_times(draw, chunks), _chunk_times(draw, chunks)
+    w = _chunk_times(draw, chunks) if p.splits_w else None
+    return p, uniform_durations(p, f, b, w)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_rank_ends_equal_the_whole_timeline(case):
+    p, durations = case
+    want = simulate(p, durations).rank_end
+    assert periodic.rank_end(p, durations) == pytest.approx(want, rel=1e-11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts(), st.integers(0, 2**32 - 1))
+def test_any_task_times_and_columns_equal_the_whole_timeline(layout, seed):
+    # Every duration on its own (sends of any length): slow to settle, so both paths run.
+    p = plan(*layout)
+    rng = np.random.default_rng(seed)
+    columns = [rng.uniform(0.1, 3, 5) for _ in p.keys]
+    columns[0] = np.float64(1.5)  # a number among the arrays broadcasts
+    want = simulate(p, columns, np.maximum).rank_end
+    got = periodic.rank_end(p, columns, arrays=True)
+    for a, b in zip(got, want):
+        assert a.shape == np.shape(b)
+        np.testing.assert_allclose(a, b, rtol=1e-11)
+    for col in range(5):
+        one = [float(np.broadcast_to(x, (5,))[col]) for x in columns]
+        assert periodic.rank_end(p, one) == pytest.approx([float(x[col]) for x in want], rel=1e-11)
+
+
+@pytest.mark.parametrize("schedule,pp,vp,group", [
+    (Schedule.ONE_F_ONE_B, 12, 1, None), (Schedule.INTERLEAVED, 4, 5, None), (Schedule.INTERLEAVED, 4, 2, 6),
+    (Schedule.ZB_H1, 8, 1, None), (Schedule.ZB_V, 4, 2, None), (Schedule.DUALPIPE, 8, 1, None)])
+def test_every_repeating_schedule_times_a_plan_that_does_not_grow_with_the_microbatches(schedule, pp, vp, group):
+    most = set()
+    q = entry(schedule).period(pp, group)
+    for m in (300 * q, 600 * q):  # plans of m' = m modulo the block's microbatches
+        p = plan(schedule, pp, vp, m, group)
+        chunks = pp * vp
+        durations = uniform_durations(p, [1.0] + [1.1] * (chunks - 2) + [1.4], [2.0] * chunks,
+                                      [0.8] * chunks if p.splits_w else None)
+        ends, timed = periodic.timed(p, durations)
+        assert ends == pytest.approx(simulate(p, durations).rank_end, rel=1e-12)
+        most.add(timed)
+    assert max(most) < 100 * q
+
+
+def test_gpipe_runs_two_loops_and_is_timed_whole():
+    p = plan(Schedule.GPIPE, 4, 1, 64)
+    durations = uniform_durations(p, [1.0] * 4, [2.0] * 4)
+    assert periodic.timed(p, durations) == (simulate(p, durations).rank_end, 64)
