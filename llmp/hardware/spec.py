@@ -42,9 +42,10 @@ class Dtype(StrEnum):
                 "nvfp4": 4}[self.value]
 
     @property
-    def bytes(self) -> int | sp.Rational:
-        """Storage size of one element (TF32 is stored as FP32; an FP4 element is half a byte)."""
-        return self.bits // 8 if self.bits >= 8 else sp.Rational(self.bits, 8)
+    def bytes(self) -> int | float:
+        """Storage size of one element (TF32 is stored as FP32; an FP4 element is half a byte, a
+        float so that the numeric path never needs SymPy)."""
+        return self.bits // 8 if self.bits >= 8 else self.bits / 8
 
     @property
     def block_scaled(self) -> bool:

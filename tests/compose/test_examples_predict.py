@@ -15,9 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.relative_to(ROOT / "examples") for p in (ROOT / "examples").rglob("*.llmp"))
 
 
+@pytest.mark.parametrize("residuals", [None, "default"])  # the roofline, and the shipped stores as the CLI uses them
 @pytest.mark.parametrize("name", [str(p) for p in EXAMPLES if not str(p).startswith("symbolic")])
-def test_example_predicts(name: str) -> None:
-    pred = predict(dsl.load(ROOT / "examples" / name), residuals=None)
+def test_example_predicts(name: str, residuals: str | None) -> None:
+    pred = predict(dsl.load(ROOT / "examples" / name), residuals=residuals)
     assert math.isfinite(pred.step_time_s) and pred.step_time_s > 0
     if not name.startswith("sweep"):  # a sweep's first point is a candidate, not a run
         assert not pred.memory.oom, f"{name}: predicted out of memory on a run that ran"
