@@ -133,7 +133,7 @@ class Context:
                    vocab=padded_vocab(spec), profile=profile(spec.train.stack))
 
     @property
-    def e(self) -> int:
+    def e(self) -> int | float:
         return self.act.bytes
 
     def collective(self, kind: CollectiveKind, nbytes: Any, group: str) -> Collective:

@@ -150,8 +150,8 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     if isinstance(crit, np.ndarray):
         work = _pick_dicts([busy(r) for r in range(pp)], crit)
     else:
-        mine = busy(crit)
-        work = {c: mine.get(c, 0) for c in sorted({c for r in range(pp) for k, _ in p.rank_work[r]
+        critical = busy(crit)
+        work = {c: critical.get(c, 0) for c in sorted({c for r in range(pp) for k, _ in p.rank_work[r]
                                                    for c in passes[k].by_category})}
     sync_end, update = _pick(syncs, crit), _pick(updates, slow)
     before = merge(work, _pick_dicts([t.sync for t in tails], crit))

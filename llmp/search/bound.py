@@ -98,7 +98,7 @@ def step_bound(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None
         return out
     scale, overhead = None, 0.0
     if calibration is not None:
-        from llmp.calibrate.fit import scaled
+        from llmp.compose.posterior import scaled
         from llmp.compose.predictor import ROOFLINE_ONLY
 
         post = calibration.basis(ROOFLINE_ONLY).posterior

@@ -307,7 +307,7 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     skipped = np.zeros(grid.size, dtype=bool)
     post = None
     if calibration is not None:
-        from llmp.calibrate.fit import scaled
+        from llmp.compose.posterior import scaled
         from llmp.compose.predictor import ROOFLINE_ONLY
 
         post = calibration.basis(ROOFLINE_ONLY).posterior

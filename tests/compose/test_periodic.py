@@ -37,7 +37,7 @@ def _chunk_times(draw: st.DrawFn, chunks: int) -> list[float]:
     others (an uneven split, a slow link's sends) set apart."""
     middle = draw(st.floats(0.2, 5))
     out = [middle] * chunks
-    for g in draw(st.lists(st.integers(0, chunks - 1), max_size=3)) + [0, chunks - 1]:
+    for g in [*draw(st.lists(st.integers(0, chunks - 1), max_size=3)), 0, chunks - 1]:
         out[g] = middle * draw(st.floats(0.5, 2))
     return out
 
