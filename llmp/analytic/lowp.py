@@ -14,7 +14,9 @@ over BF16 training, as TransformerEngine's ``fp8_autocast`` and torchao's ``Floa
 * BF16: attention (TE runs ``DotProductAttention`` in BF16 unless ``fp8_dpa``, off by default),
   norms, softmax, the MoE router (a plain ``torch`` linear in Megatron-Core's ``TopKRouter``),
   embeddings and the output head (Megatron's ``output_layer`` is a ``ColumnParallelLinear``, not
-  a TE module). Parameters, gradients and activations stay BF16/FP32 as in BF16 training.
+  a TE module). Parameters and gradients stay BF16/FP32 as in BF16 training; so do activations,
+  except that a TE module keeps each low-precision GEMM's input quantised for the weight
+  gradient (:meth:`Recipe.saved_input_bytes`; torchao keeps the BF16 one).
 
 Each low-precision GEMM operand is quantised by a kernel of its own (:class:`Quantize`): the
 input and the weight in the forward, the output gradient in the backward, each in the views its

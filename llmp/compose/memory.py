@@ -30,6 +30,17 @@ parallelism (else ``T``), per-GPU widths ``q = heads d / tp``, ``kv = max(kv_hea
   softmax's output, and with dropout its mask and output ``(1 + e)`` as much again (the
   ``5 a s / h`` term); flash attention keeps only the FP32 log-sum-exp per row.
 
+Under a low-precision recipe (``precision = fp8 | mxfp8 | nvfp4``) on a stack whose linear layers are
+TransformerEngine modules (the profile's ``lowp_saved_input``), each linear GEMM keeps its input for the
+weight gradient quantised instead: the norm outputs feeding QKV and fc1 (one copy each, quantised in
+the fused norm; MLA's two down projections and a MoE layer's shared experts each their own), proj's
+input, fc2's input and the experts' inputs, at
+:meth:`~llmp.analytic.lowp.Recipe.saved_input_bytes` per element (one byte for per-tensor FP8, plus
+block scales for blockwise FP8, MXFP8 and NVFP4). The rest stays in the model dtype: the residual
+stream and norm inputs, Q, K, V, fc1's output (the activation function's input), the MoE router's
+input, and the attention output where flash attention saves it for its own backward (so proj's
+quantised copy comes on top of it). torchao's ``Float8Linear`` saves the BF16 input, as in BF16.
+
 For GPT (GELU, f = 4h, MHA, dropout, e = 2, no TP) this is ``s b h (34 + 5 a s / h)``; with TP and
 no SP ``s b h (10 + 24/tp + 5 a s / (h tp))``; with SP ``s b h (34 + 5 a s / h) / tp`` - the paper's
 three formulas. Full recompute keeps only each layer's input ``e Tsp h`` and, during a layer's

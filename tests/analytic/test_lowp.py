@@ -161,7 +161,7 @@ def test_memory_grows_by_the_documented_weight_copies(path, precision, scaling, 
     history = 4 * AMAX_HISTORY * AMAX_TENSORS * modules * layers if scaling == "delayed" else 0
     assert low.weights - bf16.weights == pytest.approx(layers * elements * per_weight + history)
     assert (low.grads, low.optimizer) == (bf16.grads, bf16.optimizer)
-    assert low.activations < bf16.activations  # the GEMM inputs are kept quantised (tests/compose/test_lowp_activations.py)
+    assert low.activations < bf16.activations  # GEMM inputs kept quantised: tests/compose/test_lowp_activations.py
 
 
 # -- FP8 parameters (fp8_param_gather) -----------------------------------------------------------

@@ -82,7 +82,8 @@ def test_torchao_stacks_keep_the_bf16_input():
        recompute=st.sampled_from(["none", "selective", "full"]), sp=st.booleans())
 def test_low_precision_never_keeps_more_activations_than_bf16(recipe, path, attention, recompute, sp):
     precision, scaling = recipe
-    extra = (f"train.attention={attention}", f"train.recompute={recompute}", f"parallel.sequence_parallel={str(sp).lower()}")
+    extra = (f"train.attention={attention}", f"train.recompute={recompute}",
+             f"parallel.sequence_parallel={str(sp).lower()}")
     bf16, low = _load(path, "bf16", None, *extra), _load(path, precision, scaling, *extra)
     for i in range(len(structure_of(low).kinds)):
         assert _layer(low, i) <= _layer(bf16, i)
