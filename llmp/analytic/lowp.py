@@ -14,7 +14,9 @@ over BF16 training, as TransformerEngine's ``fp8_autocast`` and torchao's ``Floa
 * BF16: attention (TE runs ``DotProductAttention`` in BF16 unless ``fp8_dpa``, off by default),
   norms, softmax, the MoE router (a plain ``torch`` linear in Megatron-Core's ``TopKRouter``),
   embeddings and the output head (Megatron's ``output_layer`` is a ``ColumnParallelLinear``, not
-  a TE module). Parameters, gradients and activations stay BF16/FP32 as in BF16 training.
+  a TE module). Parameters and gradients stay BF16/FP32 as in BF16 training; so do activations,
+  except that a TE module keeps each low-precision GEMM's input quantised for the weight
+  gradient (:meth:`Recipe.saved_input_bytes`; torchao keeps the BF16 one).
 
 Each low-precision GEMM operand is quantised by a kernel of its own (:class:`Quantize`): the
 input and the weight in the forward, the output gradient in the backward, each in the views its
@@ -165,6 +167,41 @@ class Recipe:
             out.append(("transpose", self._kernel(Quantize.TRANSPOSE, Pass.FWD, elements, scales)))
         return out
 
+    @property
+    def scale_bytes(self) -> int:
+        """Bytes of one block scale: FP32 for blockwise FP8 (TE ``Float8BlockwiseQTensor``), E8M0
+        for MXFP8, E4M3 for NVFP4's 16-element blocks (TE docs, each recipe's page)."""
+        return {Dtype.FP8: 4, Dtype.MXFP8: 1, Dtype.NVFP4: 1}[self.dtype]
+
+    def saved_input_bytes(self, gathered: bool = False) -> Any:
+        """Bytes per element of a GEMM input as a TransformerEngine module keeps it for its weight
+        gradient: one quantised view (the columnwise one, or the rowwise one the backward
+        re-gathers under sequence parallelism) with its 1D block scales, not the BF16 input.
+
+        TE 1.x (per-tensor FP8): ``_Linear.forward`` saves ``inputmat_t``, the FP8 transpose from
+        ``fp8_cast_transpose_fused``, or with sequence parallelism the FP8 ``inputmat`` it
+        re-gathers and transposes in the backward; ``_LayerNormLinear.forward`` saves the FP8
+        ``ln_out`` that ``layernorm_fwd_fp8`` writes, next to the BF16 norm input, mu and rsigma
+        (NVIDIA/TransformerEngine@0004dbd: transformer_engine/pytorch/module/linear.py and
+        layernorm_linear.py, ``ctx.save_for_backward``). TE 2.x (every recipe): the quantised input
+        is saved after ``update_usage(rowwise_usage=False)`` drops the rowwise data the backward
+        does not read, unless ``save_original_input`` (off by default; Megatron-Core r0.9, whose
+        TE v1.11 the stack profiles cite, has no such option) keeps the BF16 input instead.
+        Per-tensor scales (one FP32 number a tensor) are not counted.
+
+        ``gathered``: the input of a column-parallel GEMM under sequence parallelism, which the
+        backward all-gathers again. Per-tensor FP8 quantises it rowwise only (its quantiser
+        ``supports_only_rowwise_all_gather``) and transposes after the gather; MXFP8 and blockwise
+        keep the columnwise view alone; an NVFP4 input keeps both views, as the drop of the rowwise
+        one is limited to the other formats (NVIDIA/TransformerEngine@main, 2025:
+        transformer_engine/pytorch/module/layernorm_linear.py, ``_LayerNormLinear.forward``: "For
+        sequence parallel in vanilla FP8, rowwise data is to gather the input. For MXFP8,
+        columnwise only data can be allgathered", ``update_usage(rowwise_usage=False)`` for
+        ``MXFP8TensorStorage``/``Float8BlockwiseQTensorStorage`` or ``not ln_out_needs_gather``)."""
+        element = self.dtype.bits / 8
+        view = element if self.block == 0 else element + self.scale_bytes / self.block
+        return 2 * view if gathered and self.dtype is Dtype.NVFP4 else view
+
     def weight_copy_bytes(self) -> Any:
         """Bytes per weight element of the quantised copies a module keeps next to its BF16 weight
         (TE's FP8 weight workspaces, docs performance_considerations "Memory usage": "2 MB
@@ -173,8 +210,7 @@ class Recipe:
         FP8 on Blackwell), and the block scales."""
         element = self.dtype.bits / 8
         copies = 1 if self.any_layout and self.block in (0, 128) else 2
-        scale = {Dtype.FP8: 4, Dtype.MXFP8: 1, Dtype.NVFP4: 1}[self.dtype]
-        per_block = 0 if self.weight_block == 0 else copies * scale / self.weight_block
+        per_block = 0 if self.weight_block == 0 else copies * self.scale_bytes / self.weight_block
         return copies * element + per_block
 
     def extra_weight_bytes(self, param_bytes: Any) -> Any:

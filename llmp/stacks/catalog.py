@@ -31,6 +31,11 @@ _MC_CLIP = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/optimizer/clip_grads.py
 _MC_OPT = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/optimizer/optimizer.py"
 _TE_ATTN = ("NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/attention.py (get_attention_backend: "
             "FlashAttention-2 or cuDNN FusedAttention, else UnfusedDotProductAttention)")
+_TE_SAVE = ("NVIDIA/TransformerEngine@0004dbd (TE 1.x):transformer_engine/pytorch/module/linear.py (_Linear.forward: "
+            "ctx.save_for_backward of the FP8 inputmat_t or inputmat), layernorm_linear.py (_LayerNormLinear.forward: "
+            "the FP8 ln_out); TE 2.x keeps the quantised input's columnwise view (update_usage(rowwise_usage=False))")
+_TORCHAO_SAVE = ("pytorch/ao@v0.8.0:torchao/float8/float8_linear.py (matmul_with_hp_or_float8_args.forward: "
+                 "ctx.save_for_backward(input_hp, weight_hp_t))")
 _NEOX = "EleutherAI/gpt-neox@e897c23:megatron/neox_arguments/neox_args.py"
 _NEOX_20B = "EleutherAI/gpt-neox@252ddc5:configs/20B.yml"
 _NEOX_TF = "EleutherAI/gpt-neox@ce9bee3:megatron/model/transformer.py"
@@ -88,6 +93,8 @@ GENERIC = Profile(
     fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "llmp default", "FP32 main grads when the parameters are BF16 "
                                                                        "(FP8 GEMMs run over BF16 parameters)"),
     selective_recompute=Item(SR.CORE_ATTENTION, "llmp default (Korthikanti et al. 2022, §5)"),
+    lowp_saved_input=Item(True, "llmp default", "TransformerEngine's modules, the low-precision library of the "
+                          "Megatron-family stacks"),
 )
 
 MEGATRON_LM = Profile(
@@ -149,6 +156,7 @@ MEGATRON_LM = Profile(
                              "(--recompute-granularity selective); megatron/model/transformer.py (ParallelAttention: "
                              "_checkpointed_attention_forward over the core attention)",
                              "selective recompute arrived in v3.0 (2022) with sequence parallelism"),
+    lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _MLM_ARGS),
 )
 
 MEGATRON_CORE = Profile(
@@ -205,6 +213,9 @@ MEGATRON_CORE = Profile(
                              "attention); megatron/core/transformer/attention.py "
                              "(Attention._checkpointed_attention_forward)",
                              "later releases add --recompute-modules, whose default is still core_attn"),
+    lowp_saved_input=Item(True, _TE_SAVE, "Megatron-Core builds its linear layers from TE "
+                          "(TELayerNormColumnParallelLinear, TERowParallelLinear, TEGroupedLinear) and passes no "
+                          "save_original_input"),
 )
 
 NEMO = Profile(
@@ -257,6 +268,7 @@ NEMO = Profile(
                     "+training.model.optim.grad_sync_dtype=bf16), which the validation rows set per model"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
                              "through MegatronStrategy)"),
+    lowp_saved_input=Item(True, _TE_SAVE, "NeMo trains Megatron-Core models with TE layers"),
 )
 
 _MDS = "microsoft/Megatron-DeepSpeed@main:megatron"
@@ -307,6 +319,7 @@ MEGATRON_DEEPSPEED = Profile(
                     "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MDS}/arguments.py (--recompute-granularity selective); "
                              f"{_MDS}/model/transformer.py (ParallelAttention: checkpointed core attention)"),
+    lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _MDS),
 )
 
 GPT_NEOX = Profile(
@@ -368,6 +381,7 @@ GPT_NEOX = Profile(
                                                 "only)",
                              "GPT-NeoX has no selective mode of its own: a spec asking for one gets llmp's "
                              "core-attention meaning"),
+    lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _NEOX),
 )
 
 COMPOSER = Profile(
@@ -424,6 +438,8 @@ COMPOSER = Profile(
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py "
                              "(activation_checkpointing_fn: whole MPTBlocks only)",
                              "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
+    lowp_saved_input=Item(True, f"{_COMPOSER}:composer/core/precision.py (amp_fp8 runs TE's fp8_autocast); "
+                          f"{_FOUNDRY}:llmfoundry/models/layers/fc.py (fc_type 'te': te.Linear); {_TE_SAVE}"),
 )
 
 TORCHTITAN = Profile(
@@ -480,6 +496,7 @@ TORCHTITAN = Profile(
                              "_custom_policy: 'Saves output of all compute ops, except every second mm'); "
                              "pytorch/pytorch@v2.5.0:torch/utils/checkpoint.py (non-reentrant checkpoint, early_stop "
                              "= True)"),
+    lowp_saved_input=_no("torchao Float8Linear saves the BF16 input", _TORCHAO_SAVE),
 )
 
 NEMO_AUTOMODEL = Profile(
@@ -524,6 +541,9 @@ NEMO_AUTOMODEL = Profile(
     selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/"
                              "fsdp2.py (activation_checkpointing: whole decoder layers only)",
                              "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
+    lowp_saved_input=_no("torchao Float8Linear saves the BF16 input",
+                         "NVIDIA-NeMo/Automodel@102dece:nemo_automodel/components/quantization/fp8.py "
+                         f"(apply_fp8_to_model: torchao convert_to_float8_training); {_TORCHAO_SAVE}"),
 )
 
 PROFILES = MappingProxyType({p.stack: p for p in (

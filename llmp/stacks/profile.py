@@ -151,6 +151,11 @@ class Profile:
     """The training precisions under which the stack accumulates and reduces gradients in FP32 (with
     master weights); under the others they are in the model's 16-bit dtype. ``train.fp32_grads`` overrides."""
 
+    lowp_saved_input: Item
+    """A low-precision GEMM keeps its input quantised for the weight gradient (TransformerEngine's
+    modules: :meth:`~llmp.analytic.lowp.Recipe.saved_input_bytes`), not in BF16 (torchao's
+    ``Float8Linear``, which saves the high-precision input and casts it again in the backward)."""
+
     def items(self) -> tuple[tuple[str, Item], ...]:
         """Every item by name, in declaration order."""
         return tuple((f.name, getattr(self, f.name)) for f in fields(self) if isinstance(getattr(self, f.name), Item))
