@@ -133,8 +133,9 @@ class Context:
                    vocab=padded_vocab(spec), profile=profile(spec.train.stack))
 
     @property
-    def e(self) -> int | float:
-        return self.act.bytes
+    def e(self) -> int:
+        """Bytes per activation element (activations are FP32, FP16 or BF16: whole bytes)."""
+        return self.act.bits // 8
 
     def collective(self, kind: CollectiveKind, nbytes: Any, group: str) -> Collective:
         g = self.groups[group]
