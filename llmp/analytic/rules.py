@@ -201,6 +201,12 @@ def stack(spec: Spec) -> Iterator[Violation]:
                         f"use zero = {item.value.value} or less, or pp = 1")
 
 
+MAX_MICROBATCHES = 50_000
+"""Microbatches per pipeline in one step, at most: about 45x the most in validation/ (SC21 Table 2's
+GPT 529.6B: global batch 2240 over dp 2 at micro batch 1, 1,120 per pipeline). The schedule plan
+has one node per task, so a step of millions would take minutes and gigabytes to build."""
+
+
 def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
     """What a layout with numeric degrees needs to run, beyond :func:`layout`: ``microbatches``
     per pipeline and the interleaved schedule's ``group`` of them."""
@@ -211,6 +217,12 @@ def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
     if microbatches < 1:
         yield Violation(f"global_batch({spec.train.global_batch}) < micro_batch({spec.train.micro_batch}) * dp({dp})",
                         ("train.global_batch",), "not divisible")
+    if microbatches > MAX_MICROBATCHES:
+        yield Violation(f"global_batch({spec.train.global_batch}) / (micro_batch({spec.train.micro_batch}) * dp({dp})) "
+                        f"= {microbatches} microbatches per pipeline and step, more than {MAX_MICROBATCHES:,}",
+                        ("train.global_batch", "train.micro_batch"), "too many microbatches",
+                        "a step of that many microbatches is likely a slip (a token count as the batch); use a "
+                        "larger micro_batch or dp, or a smaller global_batch")
     from llmp.compose.schedules import entry
 
     schedule = entry(p.schedule)
