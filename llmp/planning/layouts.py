@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import params
-from llmp.dsl.spec import Spec
+from llmp.dsl.spec import Spec, world_size
 from llmp.search import engine, prune, rank
 from llmp.search.rank import Objective
 from llmp.search.space import Grid
@@ -97,7 +97,7 @@ def narrow(spec: Spec, grid: Grid) -> np.ndarray:
 def _world(spec: Spec, grid: Grid) -> np.ndarray:
     cols = grid.columns
     cp = float(spec.parallel.cp)
-    return cols["parallel.tp"] * cols["parallel.pp"] * cols["parallel.dp"] * cp
+    return world_size(cols["parallel.dp"], cols["parallel.tp"], cols["parallel.pp"], cp)
 
 
 def matmul_params(spec: Spec) -> tuple[float, float]:

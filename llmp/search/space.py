@@ -27,7 +27,7 @@ import numpy as np
 from llmp.analytic import specpath
 from llmp.compose.schedules import entry
 from llmp.dsl import schema
-from llmp.dsl.spec import Recompute, Schedule, Spec, ZeroStage
+from llmp.dsl.spec import Recompute, Schedule, Spec, ZeroStage, replica_size
 from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
 
@@ -192,7 +192,7 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
     GPU count, and sequence parallelism without tp (the same configuration as without it)."""
     cols = dict(grid.columns)
     cp = float(specpath.get(spec, "parallel.cp"))
-    model_parallel = cols["parallel.tp"] * cols["parallel.pp"] * cp
+    model_parallel = replica_size(cols["parallel.tp"], cols["parallel.pp"], cp)
     cols["parallel.dp"] = gpus / model_parallel
     if "parallel.schedule" not in cols:
         own = spec.parallel.schedule
