@@ -7,7 +7,7 @@ pipeline :class:`Task` and an overlap rule) and the :class:`OpGraph` of one step
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -137,13 +137,18 @@ class Op:
             return Task.W if self.phase is Phase.BWD_W or self.weight_grads else Task.B
         return None
 
-    @property
-    def stream(self) -> Stream:
-        return Stream.COMM if isinstance(self.work, Collective) else Stream.COMPUTE
+    stream: Stream = field(init=False, repr=False, compare=False)
+    """Where it runs: the communication stream for a collective, else the compute stream."""
+    category: str = field(init=False, repr=False, compare=False)
+    """Breakdown category: op family, ``recompute``, ``optimizer`` or the collective's axis."""
 
-    @property
-    def category(self) -> str:
-        """Breakdown category: op family, ``recompute``, ``optimizer`` or the collective's axis."""
+    def __post_init__(self) -> None:
+        # Set once here rather than as properties: every composition pass reads both for every op.
+        comm = isinstance(self.work, Collective)
+        object.__setattr__(self, "stream", Stream.COMM if comm else Stream.COMPUTE)
+        object.__setattr__(self, "category", self._category())
+
+    def _category(self) -> str:
         if isinstance(self.work, Collective):
             assert self.axis is not None
             return self.axis.value
@@ -172,6 +177,9 @@ class OpGraph:
     pipeline rank)."""
     chunk_kinds: tuple[tuple[Any, ...], ...] = ()
     """Layers of each kind (``structure.kinds`` order) in each chunk; one kind: ``chunk_layers``."""
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What composition derives from the ops alone (``llmp.compose.overlap``), kept with the graph
+    so that each warm prediction on it reuses it."""
 
     @classmethod
     def of(cls, ops: tuple[Op, ...], structure: Structure, chunk_layers: tuple[Any, ...],
