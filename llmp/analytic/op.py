@@ -137,18 +137,13 @@ class Op:
             return Task.W if self.phase is Phase.BWD_W or self.weight_grads else Task.B
         return None
 
-    stream: Stream = field(init=False, repr=False, compare=False)
-    """Where it runs: the communication stream for a collective, else the compute stream."""
-    category: str = field(init=False, repr=False, compare=False)
-    """Breakdown category: op family, ``recompute``, ``optimizer`` or the collective's axis."""
+    @property
+    def stream(self) -> Stream:
+        return Stream.COMM if isinstance(self.work, Collective) else Stream.COMPUTE
 
-    def __post_init__(self) -> None:
-        # Set once here rather than as properties: every composition pass reads both for every op.
-        comm = isinstance(self.work, Collective)
-        object.__setattr__(self, "stream", Stream.COMM if comm else Stream.COMPUTE)
-        object.__setattr__(self, "category", self._category())
-
-    def _category(self) -> str:
+    @property
+    def category(self) -> str:
+        """Breakdown category: op family, ``recompute``, ``optimizer`` or the collective's axis."""
         if isinstance(self.work, Collective):
             assert self.axis is not None
             return self.axis.value
