@@ -419,9 +419,20 @@ def _states(p: Plan, classes: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], .
                 states.add(tuple(held))
             elif k is Kind.W:
                 held[n + c] -= 1
-        out.append(tuple(sorted(s for s in states
-                                if not any(o != s and all(a >= b for a, b in zip(o, s)) for o in states))))
+        out.append(tuple(sorted(_maximal(states))))
     return tuple(out)
+
+
+def _maximal(states: set[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The states no other one reaches or exceeds in every count. Only a state of a larger total
+    can do that, and one that does is itself maximal or below one that is: so, taking the fullest
+    first, a state is kept unless a state already kept covers it (comparing against the few kept
+    ones, not against every state, which made a long interleaved plan's memory take seconds)."""
+    kept: list[tuple[int, ...]] = []
+    for s in sorted(states, key=sum, reverse=True):
+        if not any(all(a >= b for a, b in zip(o, s)) for o in kept):
+            kept.append(s)
+    return kept
 
 
 def in_flight(p: Plan, chunk_bytes: Sequence[Any], waiting_bytes: Sequence[Any] | None = None,
