@@ -226,9 +226,9 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
             continue
         nt = len(r.tail)
         end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]), r.keep)
-        delay, ok = _delays(r, end[:nt], end[nt:2 * nt])
-        idx = np.flatnonzero(pending)[ok]
-        out[:, idx] = end[2 * nt:][:, ok] + t * delay[ok]
+        delays, settled = _delays(r, end[:nt], end[nt:2 * nt])
+        idx = np.flatnonzero(pending)[settled]
+        out[:, idx] = end[2 * nt:][:, settled] + t * delays[settled]
         pending[idx] = False
         if not pending.any():
             return tuple(x.reshape(shape) for x in out), most

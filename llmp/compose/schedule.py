@@ -248,8 +248,12 @@ def waves(p: Plan) -> tuple[Wave, ...]:
     return tuple(out)
 
 
+Program = tuple[int, tuple[tuple[np.ndarray, int, np.ndarray], ...], np.ndarray]
+"""Rows of :func:`end_times`'s working array, each wave's reads, size and writes, and the rows kept."""
+
+
 @functools.cache
-def _program(p: Plan, keys: int, keep: tuple[int, ...]) -> tuple[int, tuple[tuple[np.ndarray, int, np.ndarray], ...], np.ndarray]:
+def _program(p: Plan, keys: int, keep: tuple[int, ...]) -> Program:
     """:func:`end_times` compiled for ``p`` and the nodes ``keep``: rows of one small working
     array (row 0 stays 0, rows ``1 .. keys`` hold the durations, then a row per node while its end
     is still to be read, reused after its last read), so that each wave is one gather of its
