@@ -72,9 +72,12 @@ class Rounds:
     """``tail``, ``prior`` and ``last`` in turn: the nodes whose ends the check reads."""
 
 
+@functools.lru_cache(maxsize=16)
 def _labels(p: Plan) -> list[list[Label]]:
     """Per rank, its nodes in order as (kind, chunk, copy, microbatch within the copy, and the
-    same for a pair's backward): what stays equal, or shifts by ``q``, between plans."""
+    same for a pair's backward): what stays equal, or shifts by ``q``, between plans. Kept for
+    the last few plans, as :func:`_rounds` compares each plan with its neighbours ``q`` apart and
+    then those neighbours with theirs (read only)."""
     m, copies = p.microbatches, p.copies
 
     def local(j: int) -> tuple[int, int]:
