@@ -7,7 +7,7 @@ pipeline :class:`Task` and an overlap rule) and the :class:`OpGraph` of one step
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -172,6 +172,9 @@ class OpGraph:
     pipeline rank)."""
     chunk_kinds: tuple[tuple[Any, ...], ...] = ()
     """Layers of each kind (``structure.kinds`` order) in each chunk; one kind: ``chunk_layers``."""
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What composition derives from the ops alone (``llmp.compose.overlap``), kept with the graph
+    so that each warm prediction on it reuses it."""
 
     @classmethod
     def of(cls, ops: tuple[Op, ...], structure: Structure, chunk_layers: tuple[Any, ...],

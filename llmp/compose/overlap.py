@@ -108,11 +108,28 @@ class RankTail:
     """Optimizer and post-update parameter gathers."""
 
 
-def _hidden(op: Op, total: Any, partner: Any, rules: OverlapRules) -> Any:
-    """Seconds of ``op`` hidden behind its partner compute op (0 when it does not overlap)."""
-    if op.overlap is Overlap.PARTNER or (op.overlap is Overlap.TP and rules.tp_comm_overlap):
-        return total - positive_part(total - partner)
-    return 0
+# What a pass does with each op: run on the compute stream, prefetch, or a collective that its
+# partner may hide (``Overlap.PARTNER``, or ``TP`` with ``tp_comm_overlap``) or not.
+_COMPUTE, _PREFETCH, _HIDES, _EXPOSED = range(4)
+
+
+def _static(ops: Sequence[Op], rules: OverlapRules) -> tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]]:
+    """What :func:`_pass` reads of ``ops`` besides their times: each op's count, and per op what
+    it does, the op whose total it takes (the last of its name) its category and its partner's
+    position (the last op of the partner's name; -1: none)."""
+    last = {op.name: j for j, op in enumerate(ops)}
+    rows = []
+    for op in ops:
+        if op.stream is Stream.COMPUTE:
+            what = _COMPUTE
+        elif op.overlap is Overlap.PREFETCH:
+            what = _PREFETCH
+        elif op.overlap is Overlap.PARTNER or (op.overlap is Overlap.TP and rules.tp_comm_overlap):
+            what = _HIDES
+        else:
+            what = _EXPOSED
+        rows.append((what, last[op.name], op.category, last.get(op.partner, -1)))
+    return tuple(op.count for op in ops), tuple(rows)
 
 
 def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tuple[dict[str, Any], Any]:
@@ -126,21 +143,31 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
     same GEMM as cover twice made a faster GEMM lengthen the step: a TP collective it hid less of
     became exposed, and so did the prefetch or the gradient buckets.)
     """
-    totals = {op.name: op.count * t for op, t in ops}
-    acc: dict[str, Any] = defaultdict(int)
+    return _run(_static([op for op, _ in ops], rules), [t for _, t in ops], repeat)
+
+
+def _run(static: tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]], times: Sequence[Any],
+         repeat: Any) -> tuple[dict[str, Any], Any]:
+    """:func:`_pass` from the ops' :func:`_static` form and their times."""
+    counts, rows = static
+    totals = [n * t for n, t in zip(counts, times)]
+    acc: dict[str, Any] = {}
     compute: Any = 0
     covering: Any = 0
     prefetch: list[Any] = []
-    for op, _ in ops:
-        total = totals[op.name]
-        if op.stream is Stream.COMPUTE:
-            acc[op.category] += total
+    for what, own, category, partner in rows:
+        total = totals[own]
+        if what == _COMPUTE:
+            acc[category] = acc.get(category, 0) + total
             compute += total
-        elif op.overlap is Overlap.PREFETCH:
+        elif what == _PREFETCH:
             prefetch.append(total)
         else:
-            hidden = _hidden(op, total, totals.get(op.partner, 0), rules)
-            acc[op.category] += total - hidden
+            if what == _HIDES:
+                hidden = total - positive_part(total - (totals[partner] if partner >= 0 else 0))
+            else:
+                hidden = 0
+            acc[category] = acc.get(category, 0) + (total - hidden)
             covering += hidden
     out = {k: v * repeat for k, v in acc.items()}
     free = compute - covering
@@ -183,8 +210,11 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
         if (part is Part.FORWARD and not last) or (part in (Part.BACKWARD, Task.B) and not first):
             groups.append((graph.indices(Scope.BOUNDARY, part), 1))
         for indices, repeat in groups:
-            ops = [(graph.ops[i], times[i]) for i in indices]
-            cats, comp = _pass(ops, rules, repeat)
+            key = ("pass", indices, rules.tp_comm_overlap)
+            static = graph.memo.get(key)
+            if static is None:
+                static = graph.memo[key] = _static([graph.ops[i] for i in indices], rules)
+            cats, comp = _run(static, [times[i] for i in indices], repeat)
             for k, v in cats.items():
                 by_cat[k] += v
             compute += comp

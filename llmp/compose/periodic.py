@@ -68,11 +68,16 @@ class Rounds:
     """Each rank's last node."""
     microbatches: int
     """Microbatches the ``c`` rounds run: ``c q``."""
+    keep: tuple[int, ...]
+    """``tail``, ``prior`` and ``last`` in turn: the nodes whose ends the check reads."""
 
 
+@functools.lru_cache(maxsize=16)
 def _labels(p: Plan) -> list[list[Label]]:
     """Per rank, its nodes in order as (kind, chunk, copy, microbatch within the copy, and the
-    same for a pair's backward): what stays equal, or shifts by ``q``, between plans."""
+    same for a pair's backward): what stays equal, or shifts by ``q``, between plans. Kept for
+    the last few plans, as :func:`_rounds` compares each plan with its neighbours ``q`` apart and
+    then those neighbours with theirs (read only)."""
     m, copies = p.microbatches, p.copies
 
     def local(j: int) -> tuple[int, int]:
@@ -137,7 +142,8 @@ def _rounds(schedule: Schedule, pp: int, vp: int, m: int, group: int | None, c: 
         d = p.dep[i]
         if not known[i - 1] or (d >= 0 and not known[d]):
             return None
-    return Rounds(plan=p, tail=np.asarray(tail), prior=np.asarray(prior), last=tuple(last), microbatches=c * q)
+    return Rounds(plan=p, tail=np.asarray(tail), prior=np.asarray(prior), last=tuple(last), microbatches=c * q,
+                  keep=(*tail, *prior, *last))
 
 
 @functools.cache
@@ -153,24 +159,27 @@ def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, resid
     return None
 
 
-def _delay(r: Rounds, end: Any) -> tuple[Any, Any]:
-    """The delay of ``R`` over ``R'`` in a timing of ``r.plan`` (ends: a tuple, or an array with
-    a row per node), and whether it is uniform (per column)."""
-    if isinstance(end, tuple):
-        delays = [end[i] - end[j] for i, j in zip(r.tail, r.prior)]
-        return max(delays), max(delays) - min(delays) <= TOL * max(abs(end[i]) for i in r.tail)
-    delay = end[r.tail] - end[r.prior]
+def _delay(r: Rounds, end: tuple[Any, ...]) -> tuple[Any, bool]:
+    """The delay of ``R`` over ``R'`` in a timing of ``r.plan`` (its nodes' ends), and whether it
+    is uniform."""
+    delays = [end[i] - end[j] for i, j in zip(r.tail, r.prior)]
+    return max(delays), max(delays) - min(delays) <= TOL * max(abs(end[i]) for i in r.tail)
+
+
+def _delays(r: Rounds, tail: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_delay` per column, from the ends of ``r.tail`` and ``r.prior`` (a row each)."""
+    delay = tail - prior
     most = delay.max(axis=0)
-    return most, most - delay.min(axis=0) <= TOL * np.abs(end[r.tail]).max(axis=0)
+    return most, most - delay.min(axis=0) <= TOL * np.abs(tail).max(axis=0)
 
 
 @functools.cache
-def _last(p: Plan) -> list[int]:
+def _last(p: Plan) -> tuple[int, ...]:
     """Each rank's last node (a rank's nodes are consecutive)."""
     last = [0] * p.pp
     for i, r in enumerate(p.rank):
         last[r] = i
-    return last
+    return tuple(last)
 
 
 def rank_end(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[Any, ...]:
@@ -218,14 +227,15 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
             if ok:
                 return tuple(end[i] + t * delay for i in r.last), most
             continue
-        end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]))
-        delay, ok = _delay(r, end)
-        idx = np.flatnonzero(pending)[ok]
-        out[:, idx] = end[list(r.last)][:, ok] + t * delay[ok]
+        nt = len(r.tail)
+        end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]), r.keep)
+        delays, settled = _delays(r, end[:nt], end[nt:2 * nt])
+        idx = np.flatnonzero(pending)[settled]
+        out[:, idx] = end[2 * nt:][:, settled] + t * delays[settled]
         pending[idx] = False
         if not pending.any():
             return tuple(x.reshape(shape) for x in out), most
     if not arrays:
         return simulate(p, durations).rank_end, m
-    out[:, pending] = end_times(p, cols[:, pending])[_last(p)]
+    out[:, pending] = end_times(p, cols[:, pending], _last(p))
     return tuple(x.reshape(shape) for x in out), m

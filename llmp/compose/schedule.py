@@ -248,30 +248,66 @@ def waves(p: Plan) -> tuple[Wave, ...]:
     return tuple(out)
 
 
+Program = tuple[int, tuple[tuple[np.ndarray, int, np.ndarray], ...], np.ndarray]
+"""Rows of :func:`end_times`'s working array, each wave's reads, size and writes, and the rows kept."""
+
+
 @functools.cache
-def _wave_tasks(p: Plan) -> tuple[np.ndarray, tuple[tuple[Wave, slice], ...]]:
-    """Each node's duration index in wave order, and each wave with its rows in that order."""
+def _program(p: Plan, keys: int, keep: tuple[int, ...]) -> Program:
+    """:func:`end_times` compiled for ``p`` and the nodes ``keep``: rows of one small working
+    array (row 0 stays 0, rows ``1 .. keys`` hold the durations, then a row per node while its end
+    is still to be read, reused after its last read), so that each wave is one gather of its
+    ``before``, ``dep`` and durations, and one scatter of its ends. Returns the rows, each wave
+    as (the rows it reads, its size, the rows it writes), and the rows of ``keep`` at the end.
+    A small array, not one row per node: a fresh array of a megabyte or more costs more in page
+    faults on first write than all the waves' arithmetic."""
     w = waves(p)
-    order = np.concatenate([x.nodes for x in w]) if w else np.zeros(0, dtype=int)
-    ends = np.cumsum([len(x.nodes) for x in w]).tolist()
-    return np.asarray(p.duration)[order], tuple((x, slice(b - len(x.nodes), b)) for x, b in zip(w, ends))
+    n = len(p.rank)
+    done = len(w)
+    last: dict[int, int] = {i: done for i in keep}  # the wave that last reads each node
+    for j, x in enumerate(w):
+        for i in x.sources.tolist():
+            if i != n:
+                last[i] = max(last.get(i, j), j)
+    row: dict[int, int] = {n: 0}
+    free: list[int] = []
+    rows = 1 + keys
+    out = []
+    for j, x in enumerate(w):
+        sources = x.sources.tolist()
+        reads = [row[i] for i in sources] + [1 + d for d in x.duration.tolist()]
+        for i in dict.fromkeys(sources):  # read in one gather before the wave writes
+            if i != n and last[i] == j:
+                free.append(row.pop(i))
+        writes = []
+        for i in x.nodes.tolist():
+            if free:
+                row[i] = free.pop()
+            else:
+                row[i], rows = rows, rows + 1
+            writes.append(row[i])
+        for i in x.nodes.tolist():
+            if i not in last:  # read by no later wave and not kept
+                free.append(row.pop(i))
+        out.append((np.asarray(reads), len(writes), np.asarray(writes)))
+    return rows, tuple(out), np.asarray([row[i] for i in keep], dtype=int)
 
 
-def end_times(p: Plan, durations: np.ndarray) -> np.ndarray:
-    """Each node's end (a row per node, plus a last row of zeros) for ``durations`` of shape
+def end_times(p: Plan, durations: np.ndarray, keep: Sequence[int]) -> np.ndarray:
+    """The ends of the nodes ``keep`` (a row each, in that order) for ``durations`` of shape
     ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with
-    as few numpy calls per wave as it takes (every wave's durations are gathered in one call
-    beforehand; the starts are not kept)."""
-    tasks, rows = _wave_tasks(p)
-    work = durations[tasks]
-    end = np.zeros((len(p.rank) + 1, durations.shape[1]))
-    for w, at in rows:
-        k = len(w.nodes)
-        both = end[w.sources]
-        s = np.maximum(both[:k], both[k:])
-        s += work[at]
-        end[w.nodes] = s
-    return end
+    two numpy calls and a scatter per wave (:func:`_program`); the other nodes' ends and the
+    starts are not kept."""
+    rows, program, kept = _program(p, len(durations), tuple(keep))
+    end = np.empty((rows, durations.shape[1]))
+    end[0] = 0.0
+    end[1:1 + len(durations)] = durations
+    for reads, k, writes in program:
+        both = end.take(reads, axis=0)
+        s = np.maximum(both[:k], both[k:2 * k])
+        s += both[2 * k:]
+        end[writes] = s
+    return end.take(kept, axis=0)
 
 
 def _simulate_waves(p: Plan, durations: Sequence[Any]) -> Timeline:
@@ -387,9 +423,20 @@ def _states(p: Plan, classes: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], .
                 states.add(tuple(held))
             elif k is Kind.W:
                 held[n + c] -= 1
-        out.append(tuple(sorted(s for s in states
-                                if not any(o != s and all(a >= b for a, b in zip(o, s)) for o in states))))
+        out.append(tuple(sorted(_maximal(states))))
     return tuple(out)
+
+
+def _maximal(states: set[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The states no other one reaches or exceeds in every count. Only a state of a larger total
+    can do that, and one that does is itself maximal or below one that is: so, taking the fullest
+    first, a state is kept unless a state already kept covers it (comparing against the few kept
+    ones, not against every state, which made a long interleaved plan's memory take seconds)."""
+    kept: list[tuple[int, ...]] = []
+    for s in sorted(states, key=sum, reverse=True):
+        if not any(all(a >= b for a, b in zip(o, s)) for o in kept):
+            kept.append(s)
+    return kept
 
 
 def in_flight(p: Plan, chunk_bytes: Sequence[Any], waiting_bytes: Sequence[Any] | None = None,

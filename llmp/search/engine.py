@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from llmp import dsl
 from llmp.analytic import specpath
@@ -42,6 +41,7 @@ from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.search import space
 from llmp.search.bound import layout_bound
 from llmp.search.space import Grid
+from llmp.sym import has_free_symbols, sympy
 from llmp.units import format_bytes
 
 Progress = Callable[[int, int], None]
@@ -113,7 +113,7 @@ def build(spec: Spec, gpus: Sequence[int], layouts: bool, resolve: Resolve | Non
         axes = tuple(space.merge_axes(axes_seen))
     grid, notes = derive(resolve, spec, grid) if resolve is not None else (grid, [])
     free = [p for p in specpath.paths(spec) if p not in grid.columns
-            and isinstance(specpath.get(spec, p), sp.Basic) and specpath.get(spec, p).free_symbols]
+            and has_free_symbols(specpath.get(spec, p))]
     if free:
         raise InputError(f"the spec leaves {', '.join(free)} free; a search needs numbers",
                          hint=f"vary it (--vary {free[0]}=V1,V2) or pin it (--set {free[0]}=VALUE)")
@@ -165,10 +165,9 @@ def derive(resolve: Resolve, spec: Spec, grid: Grid) -> tuple[Grid, list[str]]:
     columns = dict(grid.columns)
     for path in specpath.paths(free):
         value = specpath.get(free, path)
-        if (path in columns or not isinstance(value, sp.Basic) or not value.free_symbols
-                or not value.free_symbols <= set(syms)):
+        if path in columns or not has_free_symbols(value) or not value.free_symbols <= set(syms):
             continue
-        fn = sp.lambdify(syms, value, modules="numpy")
+        fn = sympy().lambdify(syms, value, modules="numpy")
         columns[path] = np.broadcast_to(np.asarray(fn(*(grid.columns[p] for p in numeric)), float), (grid.size,)).copy()
     return grid.with_columns(columns), []
 
