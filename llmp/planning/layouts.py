@@ -27,10 +27,9 @@ from llmp.search.rank import Objective
 from llmp.search.space import Grid
 
 PP_LIMIT = 63
-"""Largest pipeline degree tried. ``llmp.compose.step.compose`` picks the critical rank with
-``numpy.choose``, which takes at most 63 choices besides the index array (NumPy's 64-operand
-limit), so evaluating a vectorised group with pp >= 64 raises; no published run uses more than
-32 stages (Llama 3 405B: 16; Megatron SC21 1T: 64 is the exception)."""
+"""Largest pipeline degree the plan tries, a bound on its search rather than on what llmp can
+compose (``llmp predict`` takes any pp): no published run uses more than 32 stages (Llama 3 405B:
+16; Megatron SC21 1T: 64 is the exception)."""
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Layout:
     """The best layout found for one GPU count, with how the search got there."""
