@@ -3,6 +3,7 @@ exhaustive one does (ranking, times, Pareto front) for every objective and ``top
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from pathlib import Path
 
@@ -34,21 +35,30 @@ def _same(pruned: SearchResult, full: SearchResult) -> None:
     assert [c.config for c in pruned.pareto] == [c.config for c in full.pareto]
 
 
-@settings(max_examples=12, deadline=None)
-@given(gpus=st.sampled_from([(4,), (8,), (16,), (4, 8)]), objective=st.sampled_from(list(Objective)),
-       top=st.integers(1, 12))
+def _exhaustive_top(gpus: tuple[int, ...], objective: Objective, top: int) -> SearchResult:
+    """The exhaustive search's answer for ``top``: its full ranking (composed once per GPU counts
+    and objective, the slow part) cut to ``top``; the Pareto front does not depend on ``top``."""
+    full = _search(SMALL, gpus, objective, 10**6, True)
+    return dataclasses.replace(full, ranked=full.ranked[:top])
+
+
+@pytest.mark.parametrize("objective", list(Objective))
+@pytest.mark.parametrize("gpus", [(4,), pytest.param((8,), marks=pytest.mark.slow),
+                                  pytest.param((4, 8), marks=pytest.mark.slow)])  # 5-10 s per exhaustive search
+@settings(max_examples=6, deadline=None)
+@given(top=st.integers(1, 12))
 def test_pruned_search_equals_the_exhaustive_one(gpus, objective, top):
     pruned = _search(SMALL, gpus, objective, top, False)
-    full = _search(SMALL, gpus, objective, top, True)
+    full = _exhaustive_top(gpus, objective, top)
     _same(pruned, full)
     assert pruned.pruned > 0 or pruned.feasible == full.feasible
     assert full.pruned == 0
 
 
 def test_pruning_skips_most_layouts_and_says_so():
-    pruned = _search(SMALL, (16,), Objective.STEP_TIME, 3, False)
-    full = _search(SMALL, (16,), Objective.STEP_TIME, 3, True)
-    assert pruned.pruned > full.feasible
+    pruned = _search(SMALL, (4,), Objective.STEP_TIME, 3, False)
+    full = _search(SMALL, (4,), Objective.STEP_TIME, 10**6, True)
+    assert pruned.pruned > 0.9 * full.feasible  # most layouts that would run are never composed
     assert "pruned" in pruned.to_table() and pruned.to_dict()["pruned"] == pruned.pruned
     assert sum(pruned.infeasible.values()) + pruned.pruned + pruned.feasible <= pruned.size
 
