@@ -2,9 +2,10 @@
 
     python benchmarks/speed.py [--sweep 100000] [--repeat 200]
 
-* warm predict: ``llmp.compose.predict`` on a loaded spec, median of ``--repeat`` calls after
-  one warm-up call, for three example specs (one GPU node, interleaved pipeline, 1F1B over 12
-  stages with 384 microbatches);
+* warm predict: ``llmp.compose.predict`` on a loaded spec, reading its step time, median of
+  ``--repeat`` calls after one warm-up call, for three example specs (one GPU node, interleaved
+  pipeline, 1F1B over 12 stages with 384 microbatches); then the same reading the band too, whose
+  draws run the timeline again on first read (the peers have no band);
 * cold CLI: wall time of ``python -m llmp.cli predict examples/<spec>.llmp`` in a fresh process,
   median of 5 runs (imports included), for llama3_8b_dgx_h100 and gpt3_175b_dgx_a100 (the one
   layout Calculon can express: it has no grouped-query attention);
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llmp.compose import evaluate, predict
+from llmp.compose.band import DRAWS
 from llmp.dsl import load
 from llmp.dsl.spec import Spec
 
@@ -60,13 +62,16 @@ NOT_INSTALLED = "peer not installed: run benchmarks/peers/setup.sh"
 INSTALL_HINT = {"Calculon": " (not on PyPI: setup.sh installs it from git, or from CALCULON_SRC=<checkout>)"}
 
 
-def warm(name: str, repeat: int) -> tuple[float, int]:
+def warm(name: str, repeat: int, band: bool) -> tuple[float, int]:
+    """Median seconds of ``predict(spec)`` reading its step time (and its band with ``band``: the
+    band's draws run on first read), and the spec's pipeline tasks."""
     spec = load(ROOT / "examples" / f"{name}.llmp")
     pred = predict(spec)
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        predict(spec)
+        pred = predict(spec)
+        _ = (pred.step_time_s, pred.band) if band else pred.step_time_s
         times.append(time.perf_counter() - t)
     tasks = 2 * pred.derived["microbatches"] * len(pred.step.works)
     return statistics.median(times), tasks
@@ -211,11 +216,16 @@ def main() -> None:
     print(f"| measurement | spec | llmp | {' | '.join(f'{p} (llmp/peer)' for p in PEERS)} | target |")
     print(f"|---|---|---|{'---|' * len(PEERS)}---|")
     for name in WARM_SPECS:
-        t, tasks = warm(name, args.repeat)
+        t, tasks = warm(name, args.repeat, band=False)
         cfg = layout(load(ROOT / "examples" / f"{name}.llmp"))
         cells = [peer_cell(t, peer_run(peer, cfg, args.repeat), "warm_s", "ms") for peer in PEERS]
-        print(f"| warm predict (median of {args.repeat}) | {name} ({tasks} pipeline tasks) | {t * 1e3:.2f} ms "
-              f"| {' | '.join(cells)} | ≤ 1 ms (issue 14) |")
+        print(f"| warm predict, step time (median of {args.repeat}) | {name} ({tasks} pipeline tasks) "
+              f"| {t * 1e3:.2f} ms | {' | '.join(cells)} | ≤ 1 ms (issue 14) |")
+    for name in WARM_SPECS:
+        t, tasks = warm(name, args.repeat, band=True)
+        none = " | ".join("no band" for _ in PEERS)
+        print(f"| warm predict with its {DRAWS}-draw band (median of {args.repeat}) | {name} | {t * 1e3:.2f} ms "
+              f"| {none} | none |")
     for name in COLD_SPECS:
         ours = cold(name)
         cfg = layout(load(ROOT / "examples" / f"{name}.llmp"))

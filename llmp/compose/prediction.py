@@ -130,19 +130,22 @@ class Provenance:
 
 
 class Report:
-    """The op table and the provenance of a prediction, each built on first use and then kept.
+    """The band, the op table and the provenance of a prediction, each built on first use and then kept.
 
-    ``llmp predict`` prints both, but a sweep, a search or a plan asks only for the step time and
-    its band; building a row per op, hashing the spec and writing the calibration notes would be
-    a fifth of every warm prediction that nobody reads.
+    ``llmp predict`` prints all three, but a sweep, a layout search or a library loop over specs
+    reads only the step time: the band's draws run the whole pipeline timeline a few hundred times
+    (three quarters of a warm Llama 3 70B prediction), and building a row per op, hashing the spec
+    and writing the calibration notes is another fifth, all of it unread there.
     """
 
-    __slots__ = ("_make_ops", "_make_provenance", "_ops", "_provenance")
+    __slots__ = ("_make_ops", "_make_provenance", "_make_uncertainty", "_ops", "_provenance", "_uncertainty")
 
-    def __init__(self, ops: Callable[[], tuple[OpRow, ...]], provenance: Callable[[], Provenance]) -> None:
-        self._make_ops, self._make_provenance = ops, provenance
+    def __init__(self, ops: Callable[[], tuple[OpRow, ...]], provenance: Callable[[], Provenance],
+                 uncertainty: Callable[[], Band]) -> None:
+        self._make_ops, self._make_provenance, self._make_uncertainty = ops, provenance, uncertainty
         self._ops: tuple[OpRow, ...] | None = None
         self._provenance: Provenance | None = None
+        self._uncertainty: Band | None = None
 
     @property
     def ops(self) -> tuple[OpRow, ...]:
@@ -155,6 +158,12 @@ class Report:
         if self._provenance is None:
             self._provenance = self._make_provenance()
         return self._provenance
+
+    @property
+    def uncertainty(self) -> Band:
+        if self._uncertainty is None:
+            self._uncertainty = self._make_uncertainty()
+        return self._uncertainty
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -172,16 +181,24 @@ class Prediction:
     """Seconds by category (compute by op family, recompute, optimizer, exposed communication by
     axis, bubble); sums to ``step_time_s``."""
     memory: MemoryReport
-    band: tuple[float, float]
-    """[low, high] step time at ``uncertainty.level`` (``compose.band``)."""
-    uncertainty: Band
-    """The band with its level and where its width comes from."""
     derived: Mapping[str, Any]
     """Quantities computed from the spec: world size, microbatches, tokens per step, parameters."""
     step: Step
     """The composed step (timeline, chunk work) for the trace export."""
     report: Report
-    """Builds :attr:`ops` and :attr:`provenance` when they are first read."""
+    """Builds :attr:`uncertainty`, :attr:`ops` and :attr:`provenance` when they are first read."""
+
+    @property
+    def uncertainty(self) -> Band:
+        """The band with its level and where its width comes from (drawn on first use: the same
+        seed, so the same band whenever it is read)."""
+        return self.report.uncertainty
+
+    @property
+    def band(self) -> tuple[float, float]:
+        """[low, high] step time at ``uncertainty.level`` (``compose.band``)."""
+        u = self.report.uncertainty
+        return u.low, u.high
 
     @property
     def ops(self) -> tuple[OpRow, ...]:

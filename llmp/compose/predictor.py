@@ -229,8 +229,8 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     if calibration is None:
         step = p.compose(times)
         t = float(step.step_time)
-        return _prediction(p, step, t, band.zero_shot(p.step_time, times, p.errors, band.composition_term(), level),
-                           hw, model_id)
+        return _prediction(p, step, t, lambda: band.zero_shot(p.step_time, times, p.errors, band.composition_term(),
+                                                              level), hw, model_id)
     cal = as_calibration(calibration)
     assert cal is not None, "a calibration was given"
     cal.check(spec)
@@ -240,10 +240,10 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     factors = ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
     what = (f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} on {cal.gpu}; "
             f"factors {factors}; per-step overhead {post.overhead_s:.4g} s")
-    return _prediction(p, step, t, post.band(p, level), hw, model_id, overhead=post.overhead_s, calibrated=what)
+    return _prediction(p, step, t, lambda: post.band(p, level), hw, model_id, overhead=post.overhead_s, calibrated=what)
 
 
-def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Hardware, model_id: str, *,
+def _prediction(p: Priced, step: Step, t: float, uncertainty: Callable[[], band.Band], hw: Hardware, model_id: str, *,
                 overhead: float = 0.0, calibrated: str = "") -> Prediction:
     spec, graph, prices, corr = p.spec, p.graph, p.prices, p.correction
     st = graph.structure
@@ -269,9 +269,9 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: band.Band, hw: Har
                             activations=float(mem.activations), logits=float(mem.logits),
                             overhead=float(mem.overhead), total=float(mem.total), capacity=float(mem.capacity),
                             oom=bool(mem.oom), rank=int(mem.rank)),
-        band=(uncertainty.low, uncertainty.high), uncertainty=uncertainty, derived=derived, step=step,
+        derived=derived, step=step,
         report=Report(ops=lambda: _rows(graph, prices, corr, hw),
-                      provenance=lambda: _provenance(p, model_id, calibrated)))
+                      provenance=lambda: _provenance(p, model_id, calibrated), uncertainty=uncertainty))
 
 
 def _provenance(p: Priced, model_id: str, calibrated: str) -> Provenance:
