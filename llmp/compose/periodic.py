@@ -18,17 +18,20 @@ later of its rank's previous node and its dependency, plus its duration), so:
 microbatches (the longest common prefix places the new round; everything after it must be the
 old order shifted by ``q``; :func:`_rounds`), times the plan of ``m'`` (:data:`ROUNDS` past the
 fewest that show the order repeating, twice as many each time the timeline has not settled into
-its period by then, which takes longer when two ranks' works nearly tie), and extrapolates. It
-times the whole plan instead where the order does not repeat so (GPipe runs its forwards and
-its backwards as two loops), where the microbatches are too few to gain, or where the timeline
-has not settled before the plans tried add up to the whole one (so it never costs more than
-twice the whole timeline). On arrays (the band's draws, a sweep's configurations) each column
-settles on its own; the columns not settled yet go on to the next plan. The check allows a
-spread of :data:`TOL` relative to the times, so the result equals the full timeline to float
-rounding: the max-plus map does not expand differences, so a spread ``e`` grows to at most
-``t e``. Only a timeline that repeats with the fewest rounds that show the order repeating is
-extrapolated (``c``: one round for every schedule but ZB-H1, ``pp`` rounds there, its deferred W
-reaching ``pp - 1`` rounds back); one that alternates between two states is timed whole.
+its period by then, which takes longer when two ranks' works nearly tie), and extrapolates. It looks for ``m'``
+only as far as that first plan stays within half of the ``m`` microbatches (past there it
+could not gain), and times the whole plan instead where the order does not repeat so by then
+(GPipe runs its forwards and its backwards as two loops; a plan of few microbatches), or where
+the timeline has not settled before the plans tried add up to the whole one (so it never costs
+more than twice the whole timeline). On arrays (the band's draws, a sweep's configurations)
+each column settles on its own; the columns not settled yet go on to the next plan. The check
+allows a spread of :data:`TOL` relative to the times, so the result equals the full timeline to
+float rounding: the max-plus map does not expand differences, so a spread ``e`` grows to at
+most ``t e``. Only a timeline that repeats with the fewest rounds that show the order repeating
+in that range is extrapolated (``c``, tried in turn of 1, 2, ``pp`` and ``2 pp``: one round for
+every schedule but ZB-H1, ``pp`` rounds there, its deferred W reaching ``pp - 1`` rounds back);
+one that alternates between two states is timed whole. The result holds for any ``c`` the check
+passes with, so which ``c`` is found changes only the cost.
 """
 
 from __future__ import annotations
@@ -147,12 +150,15 @@ def _rounds(schedule: Schedule, pp: int, vp: int, m: int, group: int | None, c: 
 
 
 @functools.cache
-def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, residue: int) -> int | None:
-    """The fewest microbatches, ``residue`` modulo ``c q``, after which the order repeats with
-    ``2 c`` whole rounds (:func:`_rounds`); None if none of the first :data:`SEARCH` does."""
+def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, residue: int, most: int) -> int | None:
+    """The fewest microbatches, ``residue`` modulo ``c q`` and at most ``most``, after which the
+    order repeats with ``2 c`` whole rounds (:func:`_rounds`); None if none of the first
+    :data:`SEARCH` does."""
     step = c * entry(schedule).period(pp, group)
     m = residue or step
     for _ in range(SEARCH):
+        if m > most:
+            return None
         if _rounds(schedule, pp, vp, m, group, c) is not None:
             return m
         m += step
@@ -202,15 +208,19 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
         by_key = dict(zip(p.keys, cols))
         out = np.zeros((p.pp, cols.shape[1]))
         pending = np.ones(cols.shape[1], dtype=bool)
-    # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late).
-    c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp))
-              if _base(p.schedule, p.pp, p.vp, p.group, c, m % (c * q)) is not None), None)
+    # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late), among
+    # bases short enough to gain: the first plan timed, ROUNDS past the base, is at most half.
+    def base(c: int) -> int | None:
+        step = c * q
+        return _base(p.schedule, p.pp, p.vp, p.group, c, m % step, m // 2 - -(-ROUNDS // c) * step)
+
+    c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp)) if base(c) is not None), None)
     rounds, most, spent = ROUNDS, 0, 0  # the plans timed take at most as long as the whole one
     while c is not None:
         step = c * q
-        base = _base(p.schedule, p.pp, p.vp, p.group, c, m % step)
-        assert base is not None
-        mp = base + -(-rounds // c) * step
+        first = base(c)
+        assert first is not None
+        mp = first + -(-rounds // c) * step
         rounds *= 2
         if 2 * mp > m or spent + mp > m:
             break
