@@ -178,9 +178,10 @@ def _delay(r: Rounds, end: tuple[Any, ...]) -> tuple[Any, bool]:
 
 def _delays(r: Rounds, tail: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_delay` per column, from the ends of ``r.tail`` and ``r.prior`` (a row each)."""
+    top = np.maximum(tail.max(axis=0), -tail.min(axis=0))  # the largest |end|, without a copy
     delay = tail - prior
     most = delay.max(axis=0)
-    return most, most - delay.min(axis=0) <= TOL * np.abs(tail).max(axis=0)
+    return most, most - delay.min(axis=0) <= TOL * top
 
 
 @functools.cache
@@ -208,8 +209,11 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
     by_key: dict[Key, Any] = dict(zip(p.keys, durations))
     if arrays:
         shape = np.broadcast_shapes(*(np.shape(x) for x in durations))
-        cols = np.stack([np.broadcast_to(np.asarray(x, float), shape).reshape(-1) for x in durations])
-        by_key = dict(zip(p.keys, cols))
+        cols = np.empty((len(durations), *shape))
+        for i, x in enumerate(durations):
+            cols[i] = x  # broadcast
+        cols = cols.reshape(len(durations), -1)
+        by_key = dict(zip(p.keys, range(len(durations))))  # the row of each
         out = np.zeros((p.pp, cols.shape[1]))
         pending = np.ones(cols.shape[1], dtype=bool)
     # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late), among
@@ -242,7 +246,8 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
                 return tuple(end[i] + t * delay for i in r.last), most
             continue
         nt = len(r.tail)
-        end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]), r.keep)
+        mine = cols.take([by_key[k] for k in short.keys], axis=0)
+        end = end_times(short, mine if pending.all() else mine[:, pending], r.keep)
         delays, settled = _delays(r, end[:nt], end[nt:2 * nt])
         idx = np.flatnonzero(pending)[settled]
         out[:, idx] = end[2 * nt:][:, settled] + t * delays[settled]

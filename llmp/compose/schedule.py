@@ -309,66 +309,105 @@ def waves(p: Plan) -> tuple[Wave, ...]:
     return tuple(out)
 
 
-Program = tuple[int, tuple[tuple[np.ndarray, int, np.ndarray], ...], np.ndarray]
-"""Rows of :func:`end_times`'s working array, each wave's reads, size and writes, and the rows kept."""
+Program = tuple[int, tuple[tuple[np.ndarray, int, slice | np.ndarray], ...], int, tuple[tuple[int, int], ...]]
+"""Rows of :func:`end_times`'s working array, each wave's reads, size and the rows it writes, the
+first row of the nodes kept, and the rows copied at the end (a node kept twice)."""
+
+
+def _fit(busy: list[bool], k: int) -> int:
+    """The first of ``k`` free rows in a row of ``busy`` (grown when none are)."""
+    run = 0
+    for r, b in enumerate(busy):
+        run = 0 if b else run + 1
+        if run == k:
+            return r - k + 1
+    busy.extend([False] * (k - run))
+    return len(busy) - k
 
 
 @functools.cache
 def _program(p: Plan, keys: int, keep: tuple[int, ...]) -> Program:
     """:func:`end_times` compiled for ``p`` and the nodes ``keep``: rows of one small working
-    array (row 0 stays 0, rows ``1 .. keys`` hold the durations, then a row per node while its end
-    is still to be read, reused after its last read), so that each wave is one gather of its
-    ``before``, ``dep`` and durations, and one scatter of its ends. Returns the rows, each wave
-    as (the rows it reads, its size, the rows it writes), and the rows of ``keep`` at the end.
-    A small array, not one row per node: a fresh array of a megabyte or more costs more in page
-    faults on first write than all the waves' arithmetic."""
+    array (row 0 stays 0, rows ``1 .. keys`` hold the durations, then a row per node of ``keep``
+    in that order, which :func:`end_times` returns as they are, then a row per other node while
+    its end is still to be read, reused after its last read), so that each wave is one gather of
+    its ``before``, ``dep`` and durations, and writes its ends into a slice where its rows follow
+    each other (the first free block that fits, unless it holds a node kept), else a scatter.
+    A small array, not one row per node, and no copy of the kept rows: a fresh array of a
+    megabyte or more costs more in page faults on first write than all the waves' arithmetic."""
     w = waves(p)
     n = len(p.rank)
-    done = len(w)
-    last: dict[int, int] = {i: done for i in keep}  # the wave that last reads each node
+    base = 1 + keys
+    home: dict[int, int] = {}
+    copies = []
+    for k, i in enumerate(keep):
+        if i in home:
+            copies.append((base + k, home[i]))
+        else:
+            home[i] = base + k
+    last: dict[int, int] = {}  # the wave that last reads each node not kept
     for j, x in enumerate(w):
         for i in x.sources.tolist():
-            if i != n:
-                last[i] = max(last.get(i, j), j)
-    row: dict[int, int] = {n: 0}
-    free: list[int] = []
-    rows = 1 + keys
+            if i != n and i not in home:
+                last[i] = j
+    free_from = base + len(keep)
+    row: dict[int, int] = {n: 0, **home}
+    busy: list[bool] = []  # per row past the kept ones: holds an end still to be read
     out = []
     for j, x in enumerate(w):
         sources = x.sources.tolist()
         reads = [row[i] for i in sources] + [1 + d for d in x.duration.tolist()]
         for i in dict.fromkeys(sources):  # read in one gather before the wave writes
-            if i != n and last[i] == j:
-                free.append(row.pop(i))
-        writes = []
-        for i in x.nodes.tolist():
-            if free:
-                row[i] = free.pop()
-            else:
-                row[i], rows = rows, rows + 1
-            writes.append(row[i])
-        for i in x.nodes.tolist():
-            if i not in last:  # read by no later wave and not kept
-                free.append(row.pop(i))
-        out.append((np.asarray(reads), len(writes), np.asarray(writes)))
-    return rows, tuple(out), np.asarray([row[i] for i in keep], dtype=int)
+            if last.get(i) == j:
+                busy[row.pop(i) - free_from] = False
+        wave = x.nodes.tolist()
+        if not any(i in home for i in wave):
+            at = _fit(busy, len(wave))
+            rows = list(range(free_from + at, free_from + at + len(wave)))
+            busy[at:at + len(wave)] = [True] * len(wave)
+        else:
+            rows = []
+            for i in wave:
+                if i in home:
+                    rows.append(home[i])
+                else:
+                    at = _fit(busy, 1)
+                    busy[at] = True
+                    rows.append(free_from + at)
+        for i, r in zip(wave, rows):
+            if i in last:
+                row[i] = r
+            elif i not in home:  # read by no later wave and not kept: its row stays free
+                busy[r - free_from] = False
+        writes: slice | np.ndarray = np.asarray(rows)
+        if rows == list(range(rows[0], rows[0] + len(rows))):
+            writes = slice(rows[0], rows[0] + len(rows))
+        out.append((np.asarray(reads), len(wave), writes))
+    return free_from + len(busy), tuple(out), base, tuple(copies)
 
 
 def end_times(p: Plan, durations: np.ndarray, keep: Sequence[int]) -> np.ndarray:
     """The ends of the nodes ``keep`` (a row each, in that order) for ``durations`` of shape
-    ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with
-    two numpy calls and a scatter per wave (:func:`_program`); the other nodes' ends and the
-    starts are not kept."""
-    rows, program, kept = _program(p, len(durations), tuple(keep))
+    ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with a
+    gather and two numpy calls per wave (:func:`_program`; the result is a view of its working
+    array); the other nodes' ends and the starts are not kept."""
+    rows, program, base, copies = _program(p, len(durations), tuple(keep))
     end = np.empty((rows, durations.shape[1]))
     end[0] = 0.0
     end[1:1 + len(durations)] = durations
     for reads, k, writes in program:
         both = end.take(reads, axis=0)
-        s = np.maximum(both[:k], both[k:2 * k])
-        s += both[2 * k:]
-        end[writes] = s
-    return end.take(kept, axis=0)
+        if isinstance(writes, slice):
+            ends = end[writes]
+            np.maximum(both[:k], both[k:2 * k], out=ends)
+            ends += both[2 * k:]
+        else:
+            ends = np.maximum(both[:k], both[k:2 * k])
+            ends += both[2 * k:]
+            end[writes] = ends
+    for to, source in copies:
+        end[to] = end[source]
+    return end[base:base + len(keep)]
 
 
 def _simulate_waves(p: Plan, durations: Sequence[Any]) -> Timeline:
