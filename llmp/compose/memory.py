@@ -369,7 +369,7 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             waiting[-1] += mtp * weight_grad_bytes(ctx, st.mtp_kind)
         held = in_flight(p, chunk_bytes, waiting, _classes(st))
     else:
-        held = None if st.even else in_flight(p, chunk_bytes)
+        held = None if st.even else in_flight(p, chunk_bytes, classes=_classes(st))
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
     layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
     layer = vmax(*layers) if len(layers) > 1 else layers[0]

@@ -16,19 +16,23 @@ later of its rank's previous node and its dependency, plus its duration), so:
 
 :func:`rank_end` finds the rounds by comparing the orders of ``m' - q``, ``m'`` and ``m' + q``
 microbatches (the longest common prefix places the new round; everything after it must be the
-old order shifted by ``q``; :func:`_rounds`), times the plan of ``m'`` (:data:`ROUNDS` past the
-fewest that show the order repeating, twice as many each time the timeline has not settled into
-its period by then, which takes longer when two ranks' works nearly tie), and extrapolates. It
-times the whole plan instead where the order does not repeat so (GPipe runs its forwards and
-its backwards as two loops), where the microbatches are too few to gain, or where the timeline
-has not settled before the plans tried add up to the whole one (so it never costs more than
-twice the whole timeline). On arrays (the band's draws, a sweep's configurations) each column
-settles on its own; the columns not settled yet go on to the next plan. The check allows a
-spread of :data:`TOL` relative to the times, so the result equals the full timeline to float
-rounding: the max-plus map does not expand differences, so a spread ``e`` grows to at most
-``t e``. Only a timeline that repeats with the fewest rounds that show the order repeating is
-extrapolated (``c``: one round for every schedule but ZB-H1, ``pp`` rounds there, its deferred W
-reaching ``pp - 1`` rounds back); one that alternates between two states is timed whole.
+old order shifted by ``q``; :func:`_rounds`, on the nodes as arrays: only the plan of an ``m'``
+that passes is built), times the plan of ``m'`` (:data:`ROUNDS` past the fewest that show the
+order repeating, twice as many each time the timeline has not settled into its period by then,
+which takes longer when two ranks' works nearly tie), and extrapolates. It looks for ``m'``
+only as far as that first plan stays within half of the ``m`` microbatches (past there it
+could not gain), and times the whole plan instead where the order does not repeat so by then
+(GPipe runs its forwards and its backwards as two loops; a plan of few microbatches), or where
+the timeline has not settled before the plans tried add up to the whole one (so it never costs
+more than twice the whole timeline). On arrays (the band's draws, a sweep's configurations)
+each column settles on its own; the columns not settled yet go on to the next plan. The check
+allows a spread of :data:`TOL` relative to the times, so the result equals the full timeline to
+float rounding: the max-plus map does not expand differences, so a spread ``e`` grows to at
+most ``t e``. Only a timeline that repeats with the fewest rounds that show the order repeating
+in that range is extrapolated (``c``, tried in turn of 1, 2, ``pp`` and ``2 pp``: one round for
+every schedule but ZB-H1, ``pp`` rounds there, its deferred W reaching ``pp - 1`` rounds back);
+one that alternates between two states is timed whole. The result holds for any ``c`` the check
+passes with, so which ``c`` is found changes only the cost.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.compose.schedule import Key, Plan, end_times, plan, simulate
+from llmp.compose.schedule import Key, Plan, end_times, nodes, plan, simulate
 from llmp.compose.schedules import entry
 from llmp.dsl.spec import Schedule
 
@@ -51,8 +55,6 @@ ROUNDS = 1
 not settled, as long as all the plans timed add up to no more than the whole one)."""
 SEARCH = 32
 """Plans tried, from the shortest valid one up, for the first whose order repeats."""
-
-Label = tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,87 +74,95 @@ class Rounds:
     """``tail``, ``prior`` and ``last`` in turn: the nodes whose ends the check reads."""
 
 
-@functools.lru_cache(maxsize=16)
-def _labels(p: Plan) -> list[list[Label]]:
-    """Per rank, its nodes in order as (kind, chunk, copy, microbatch within the copy, and the
-    same for a pair's backward): what stays equal, or shifts by ``q``, between plans. Kept for
-    the last few plans, as :func:`_rounds` compares each plan with its neighbours ``q`` apart and
-    then those neighbours with theirs (read only)."""
-    m, copies = p.microbatches, p.copies
+@functools.lru_cache(maxsize=8)
+def _labels(schedule: Schedule, pp: int, vp: int, m: int, group: int | None) -> tuple[np.ndarray, list[int]]:
+    """The plan's nodes, a row each, as (kind, chunk, copy, microbatch within the copy, and the same
+    for a pair's backward: chunk -1 and zeros when none): what stays equal, or shifts by ``q``,
+    between plans; and each rank's first node, then their number. From the nodes alone, not the
+    plan (:func:`~llmp.compose.schedule.nodes`), kept for the last few: :func:`_rounds` compares
+    each plan with its neighbours ``q`` apart, then those with theirs (read only)."""
+    x = nodes(schedule, pp, vp, m, group)
+    chunks, copies = pp * vp, entry(schedule).copies
+    copy, pair_copy = x.microbatch * copies // m, x.pair_microbatch * copies // m
+    pair = x.pair_chunk >= 0
+    labels = np.stack([x.kind, x.chunk % chunks, copy, x.microbatch - copy * m // copies,
+                       np.where(pair, x.pair_chunk % chunks, -1), pair_copy,
+                       x.pair_microbatch - pair_copy * m // copies], axis=1)
+    return labels, x.starts.tolist()
 
-    def local(j: int) -> tuple[int, int]:
-        c = j * copies // m
-        return c, j - c * m // copies
 
-    out: list[list[Label]] = [[] for _ in range(p.pp)]
-    for i, r in enumerate(p.rank):
-        pair = p.pair[i]
-        out[r].append((p.kind[i], p.chunk[i], *local(p.microbatch[i]),
-                       *((pair[0], *local(pair[1])) if pair is not None else (-1, 0, 0))))
+def _shift(labels: np.ndarray, s: int) -> np.ndarray:
+    """The labels with each microbatch (and a pair's backward's) ``s`` later."""
+    out = labels.copy()
+    out[:, 3] += s
+    out[:, 6] += np.where(out[:, 4] >= 0, s, 0)
     return out
 
 
-def _shift(labels: Sequence[Label], s: int) -> list[Label]:
-    return [(k, g, c, j + s, h, hc, hj + s if h >= 0 else hj) for k, g, c, j, h, hc, hj in labels]
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool((a == b).all())
 
 
-def _prefix(a: Sequence[Label], b: Sequence[Label]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+def _prefix(a: np.ndarray, b: np.ndarray) -> int:
+    """How many rows ``a`` and ``b`` share from the start."""
+    n = min(len(a), len(b))
+    differ = np.flatnonzero((a[:n] != b[:n]).any(axis=1))
+    return int(differ[0]) if differ.size else n
 
 
 @functools.cache
 def _rounds(schedule: Schedule, pp: int, vp: int, m: int, group: int | None, c: int) -> Rounds | None:
     """The last ``c`` rounds of the plan of ``m`` microbatches, if its order repeats there (module
-    docstring), else None."""
+    docstring), else None. The orders are compared on the nodes; only a plan that passes is built."""
     e = entry(schedule)
     q = e.period(pp, group)
     if m - q < 1 or any(e.requires(pp, vp, x, group) for x in (m - q, m, m + q)):
         return None
-    p = plan(schedule, pp, vp, m, group)
-    shorter, longer = (_labels(plan(schedule, pp, vp, x, group)) for x in (m - q, m + q))
+    (shorter, sa), (labels, sb), (longer, sn) = (_labels(schedule, pp, vp, x, group) for x in (m - q, m, m + q))
     s = q // e.copies
-    tail: list[int] = []
-    prior: list[int] = []
-    later = np.zeros(len(p.rank), dtype=bool)   # R and the cool-down
-    known = np.zeros(len(p.rank), dtype=bool)   # what they may read: R', R and the cool-down
-    first, last = 0, []
-    for a, b, n in zip(shorter, _labels(p), longer):
+    shorter_s, labels_s = _shift(shorter, s), _shift(labels, s)
+    tail: list[np.ndarray] = []
+    prior: list[np.ndarray] = []
+    n = sb[-1]
+    later = np.zeros(n, dtype=bool)   # R and the cool-down
+    known = np.zeros(n, dtype=bool)   # what they may read: R', R and the cool-down
+    for r in range(pp):
+        first, stop = sb[r], sb[r + 1]
+        a, b, z = shorter[sa[r]:sa[r + 1]], labels[first:stop], longer[sn[r]:sn[r + 1]]
         ell = len(b) - len(a)
         at = _prefix(a, b)
-        if ell <= 0 or len(n) - len(b) != ell or b[at + ell:] != _shift(a[at:], s):
-            return None
-        if n[:at + ell] != b[:at + ell] or n[at + ell:] != _shift(b[at:], s):
-            return None
         end = at + ell                      # the last round ends here; the cool-down follows
+        if ell <= 0 or len(z) - len(b) != ell or not _same(b[end:], shorter_s[sa[r] + at:sa[r + 1]]):
+            return None
+        if not _same(z[:end], b[:end]) or not _same(z[end:], labels_s[first + at:stop]):
+            return None
         lo, mid = end - 2 * c * ell, end - c * ell
-        if lo < 0 or b[lo:mid] != _shift(b[mid:end], -c * s):
+        if lo < 0 or not _same(b[lo:mid], _shift(b[mid:end], -c * s)):
             return None
-        tail += range(first + mid, first + end)
-        prior += range(first + lo, first + mid)
-        known[first + lo:first + len(b)] = True
-        later[first + mid:first + len(b)] = True
-        first += len(b)
-        last.append(first - 1)
-    for i in np.flatnonzero(later):  # a rank's nodes are consecutive: its previous node is i - 1
-        d = p.dep[i]
-        if not known[i - 1] or (d >= 0 and not known[d]):
-            return None
-    return Rounds(plan=p, tail=np.asarray(tail), prior=np.asarray(prior), last=tuple(last), microbatches=c * q,
-                  keep=(*tail, *prior, *last))
+        tail.append(np.arange(first + mid, first + end))
+        prior.append(np.arange(first + lo, first + mid))
+        known[first + lo:stop] = True
+        later[first + mid:stop] = True
+    dep = nodes(schedule, pp, vp, m, group).dep
+    reads = np.flatnonzero(later)  # a rank's nodes are consecutive: its previous node is i - 1
+    needs = dep[reads]
+    if not known[reads - 1].all() or not known[needs[needs >= 0]].all():
+        return None
+    tails, priors, last = np.concatenate(tail), np.concatenate(prior), [x - 1 for x in sb[1:]]
+    return Rounds(plan=plan(schedule, pp, vp, m, group), tail=tails, prior=priors, last=tuple(last),
+                  microbatches=c * q, keep=(*tails.tolist(), *priors.tolist(), *last))
 
 
 @functools.cache
-def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, residue: int) -> int | None:
-    """The fewest microbatches, ``residue`` modulo ``c q``, after which the order repeats with
-    ``2 c`` whole rounds (:func:`_rounds`); None if none of the first :data:`SEARCH` does."""
+def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, residue: int, most: int) -> int | None:
+    """The fewest microbatches, ``residue`` modulo ``c q`` and at most ``most``, after which the
+    order repeats with ``2 c`` whole rounds (:func:`_rounds`); None if none of the first
+    :data:`SEARCH` does."""
     step = c * entry(schedule).period(pp, group)
     m = residue or step
     for _ in range(SEARCH):
+        if m > most:
+            return None
         if _rounds(schedule, pp, vp, m, group, c) is not None:
             return m
         m += step
@@ -168,9 +178,10 @@ def _delay(r: Rounds, end: tuple[Any, ...]) -> tuple[Any, bool]:
 
 def _delays(r: Rounds, tail: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_delay` per column, from the ends of ``r.tail`` and ``r.prior`` (a row each)."""
+    top = np.maximum(tail.max(axis=0), -tail.min(axis=0))  # the largest |end|, without a copy
     delay = tail - prior
     most = delay.max(axis=0)
-    return most, most - delay.min(axis=0) <= TOL * np.abs(tail).max(axis=0)
+    return most, most - delay.min(axis=0) <= TOL * top
 
 
 @functools.cache
@@ -198,19 +209,26 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
     by_key: dict[Key, Any] = dict(zip(p.keys, durations))
     if arrays:
         shape = np.broadcast_shapes(*(np.shape(x) for x in durations))
-        cols = np.stack([np.broadcast_to(np.asarray(x, float), shape).reshape(-1) for x in durations])
-        by_key = dict(zip(p.keys, cols))
+        cols = np.empty((len(durations), *shape))
+        for i, x in enumerate(durations):
+            cols[i] = x  # broadcast
+        cols = cols.reshape(len(durations), -1)
+        by_key = dict(zip(p.keys, range(len(durations))))  # the row of each
         out = np.zeros((p.pp, cols.shape[1]))
         pending = np.ones(cols.shape[1], dtype=bool)
-    # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late).
-    c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp))
-              if _base(p.schedule, p.pp, p.vp, p.group, c, m % (c * q)) is not None), None)
+    # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late), among
+    # bases short enough to gain: the first plan timed, ROUNDS past the base, is at most half.
+    def base(c: int) -> int | None:
+        step = c * q
+        return _base(p.schedule, p.pp, p.vp, p.group, c, m % step, m // 2 - -(-ROUNDS // c) * step)
+
+    c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp)) if base(c) is not None), None)
     rounds, most, spent = ROUNDS, 0, 0  # the plans timed take at most as long as the whole one
     while c is not None:
         step = c * q
-        base = _base(p.schedule, p.pp, p.vp, p.group, c, m % step)
-        assert base is not None
-        mp = base + -(-rounds // c) * step
+        first = base(c)
+        assert first is not None
+        mp = first + -(-rounds // c) * step
         rounds *= 2
         if 2 * mp > m or spent + mp > m:
             break
@@ -228,7 +246,8 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
                 return tuple(end[i] + t * delay for i in r.last), most
             continue
         nt = len(r.tail)
-        end = end_times(short, np.stack([by_key[k][pending] for k in short.keys]), r.keep)
+        mine = cols.take([by_key[k] for k in short.keys], axis=0)
+        end = end_times(short, mine if pending.all() else mine[:, pending], r.keep)
         delays, settled = _delays(r, end[:nt], end[nt:2 * nt])
         idx = np.flatnonzero(pending)[settled]
         out[:, idx] = end[2 * nt:][:, settled] + t * delays[settled]

@@ -11,7 +11,8 @@ zero-length node on the rank waits for the B's) and both outputs leave when it e
 
 A node's time is one of a few per-chunk durations (:attr:`Plan.keys`: the F, B, W or whole
 backward of a model chunk, or a pair), so plans depend only on ``(schedule, pp, vp,
-microbatches)`` (and the interleaved schedule's microbatch group) and are cached; the timing
+microbatches)`` (and the interleaved schedule's microbatch group) and are cached (built from the
+steps as arrays, :func:`nodes`, a few numpy calls per plan instead of several per node); the timing
 pass is a loop of max/plus that runs on floats (one prediction), or on numpy arrays (a sweep or
 the band's draws, ``maximum=np.maximum``) a wave of independent nodes at a time (:func:`waves`,
 compiled once per plan). A step needs only when each rank ends, which
@@ -97,95 +98,155 @@ class Plan:
         return hash((self.schedule, self.pp, self.vp, self.microbatches, len(self.rank)))
 
 
-def _steps_to_nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | None) -> Plan:
+KINDS = tuple(Kind)
+"""The kinds in order: :class:`Nodes` holds each node's as an index into this."""
+_F, _B, _W, _BW, _FB, _WAIT = (KINDS.index(k) for k in (Kind.F, Kind.B, Kind.W, Kind.BW, Kind.FB, Kind.WAIT))
+_TASK = {Task.F: 0, Task.B: 1, Task.W: 2}
+"""A task's code in the dependency keys (a node is found by task, placement chunk, microbatch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Nodes:
+    """A schedule's nodes as arrays, each rank's consecutive and in its order (node ``i`` is the
+    rank's step ``i``; a DualPipe pair's two steps are its wait and its pair): what :class:`Plan`
+    is built from, and what :mod:`~llmp.compose.periodic` compares between microbatch counts
+    without building their plans."""
+
+    starts: np.ndarray
+    """Each rank's first node, then the number of nodes (``pp + 1`` entries)."""
+    kind: np.ndarray
+    """Index into :data:`KINDS`."""
+    chunk: np.ndarray
+    """Placement chunk (its model chunk is this modulo ``pp * vp``; a pair's forward's)."""
+    microbatch: np.ndarray
+    pair_chunk: np.ndarray
+    """A pair's backward's placement chunk (-1: not a pair)."""
+    pair_microbatch: np.ndarray
+    """A pair's backward's microbatch (0: not a pair)."""
+    dep: np.ndarray
+    """The node this one waits for (-1: none)."""
+
+
+@functools.lru_cache(maxsize=16)
+def nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | None = None) -> Nodes:
+    """The nodes of the steps of ``schedule`` (cached for the last few, as
+    :mod:`~llmp.compose.periodic` compares each microbatch count with its neighbours).
+    Dependencies: a forward needs the previous chunk's forward of its microbatch (none for a
+    copy's first chunk), a backward the next chunk's backward (the last chunk's: its own
+    forward), a W its B; a pair's wait needs its backward's input and the pair its forward's."""
     e = entry(schedule)
     chunks = pp * vp
     placed = e.copies * chunks
-    rank, kind, chunk, micro, pair, dep_of = [], [], [], [], [], []
-    index: dict[tuple[Task, int, int], int] = {}
-    lists: list[list[int]] = []
-
-    def add(r: int, k: Kind, c: int, j: int, p: tuple[int, int] | None, needs: tuple[Task, int, int] | None) -> int:
-        rank.append(r)
-        kind.append(k)
-        chunk.append(c % chunks)
-        micro.append(j)
-        pair.append(p)
-        dep_of.append(needs)
-        lists[r].append(len(rank) - 1)
-        return len(rank) - 1
-
-    def needs(task: Task, c: int, j: int) -> tuple[Task, int, int] | None:
-        if task is Task.F:
-            return (Task.F, c - 1, j) if c % chunks else None
-        if task is Task.B:
-            return (Task.B, c + 1, j) if c % chunks < chunks - 1 else (Task.F, c, j)
-        return (Task.B, c, j)
-
-    for r, seq in enumerate(steps(schedule, pp, vp, m, group)):
-        lists.append([])
-        todo = iter(seq)
-        for s in todo:
-            assert e.rank_of(s.chunk, pp, vp) == r, f"{schedule}: chunk {s.chunk} is not on rank {r}"
-            assert s.chunk // chunks == e.copy_of(s.microbatch, m), f"{schedule}: microbatch {s.microbatch} off copy"
-            if s.paired:
-                b = next(todo)
-                assert b.task is Task.B and b.with_w, f"{schedule}: a pair is an F and a whole backward"
-                add(r, Kind.WAIT, b.chunk, b.microbatch, None, needs(Task.B, b.chunk, b.microbatch))
-                i = add(r, Kind.FB, s.chunk, s.microbatch, (b.chunk % chunks, b.microbatch),
-                        needs(Task.F, s.chunk, s.microbatch))
-                index[(Task.F, s.chunk, s.microbatch)] = index[(Task.B, b.chunk, b.microbatch)] = i
-                continue
-            k = Kind.BW if s.with_w else Kind(s.task.value)
-            index[(s.task, s.chunk, s.microbatch)] = add(r, k, s.chunk, s.microbatch, None,
-                                                         needs(s.task, s.chunk, s.microbatch))
-    dep = tuple(-1 if d is None else index[d] for d in dep_of)
-    tasks = [t for t, _, _ in index]
-    assert tasks.count(Task.F) == tasks.count(Task.B) == chunks * m == placed * m // e.copies, \
+    seqs = steps(schedule, pp, vp, m, group)
+    starts = np.cumsum([0, *map(len, seqs)])
+    rank = np.repeat(np.arange(pp), np.diff(starts))
+    tasks, chunk_l, micro_l, with_w_l, paired_l = zip(*(s for seq in seqs for s in seq))
+    task = np.fromiter(map(_TASK.__getitem__, tasks), dtype=np.int64, count=len(tasks))
+    chunk, micro = np.asarray(chunk_l), np.asarray(micro_l)
+    with_w, paired = np.asarray(with_w_l, dtype=bool), np.asarray(paired_l, dtype=bool)
+    assert (np.asarray(e.chunk_ranks(pp, vp))[chunk] == rank).all(), f"{schedule}: a chunk off its rank"
+    assert (chunk // chunks == micro * e.copies // m).all(), f"{schedule}: a microbatch off its copy"
+    local = chunk % chunks
+    need = np.where(task == 0, np.where(local > 0, chunk - 1, -1),      # F: the previous chunk's F
+                    np.where(task == 1, np.where(local < chunks - 1, chunk + 1, chunk), chunk))
+    need_task = np.where(task == 0, 0, np.where((task == 1) & (local == chunks - 1), 0, 1))  # the rest: a B
+    need_key = np.where(need >= 0, (need_task * placed + need) * m + micro, -1)
+    kind = np.where(task == 0, _F, np.where(task == 2, _W, np.where(with_w, _BW, _B)))
+    own = (task * placed + chunk) * m + micro  # the key each step is found by
+    assert np.unique(own).size == own.size, f"{schedule}: a task runs twice"
+    node = np.arange(len(task))
+    pair_chunk = np.full(len(task), -1)
+    pair_micro = np.zeros(len(task), dtype=np.int64)
+    first = np.flatnonzero(paired)  # a pair: an F and the whole backward after it, on one rank
+    if first.size:
+        second = first + 1
+        assert (second < len(task)).all() and (task[second] == 1).all() and with_w[second].all() \
+            and (rank[second] == rank[first]).all(), f"{schedule}: a pair is an F and a whole backward"
+        node[first] = second  # both of a pair's tasks end with the pair
+        kind[first], kind[second] = _WAIT, _FB
+        pair_chunk[second], pair_micro[second] = chunk[second], micro[second]
+        for x in (chunk, micro, need_key):  # the wait is the backward's, the pair the forward's
+            x[first], x[second] = x[second], x[first].copy()
+    counts = np.bincount(task, minlength=3)
+    assert counts[0] == counts[1] == chunks * m, \
         f"{schedule}: every chunk runs the F and B of each of its microbatches once"
-    assert tasks.count(Task.W) == kind.count(Kind.B), f"{schedule}: each B run apart has its W"
-    done = [False] * len(rank)
-    pos = [0] * pp
+    assert counts[2] == (kind == _B).sum(), f"{schedule}: each B run apart has its W"
+    table = np.full(3 * placed * m, -1)
+    table[own] = node
+    dep = np.where(need_key >= 0, table[need_key], -1)
+    assert (dep[need_key >= 0] >= 0).all(), f"{schedule}: a task waits for one that never runs"
+    out = Nodes(starts=starts, kind=kind, chunk=chunk, microbatch=micro, pair_chunk=pair_chunk,
+                pair_microbatch=pair_micro, dep=dep)
+    for a in (starts, kind, chunk, micro, pair_chunk, pair_micro, dep):
+        a.flags.writeable = False  # cached and shared
+    return out
+
+
+def _order(starts: list[int], dep: list[int]) -> list[int]:
+    """The nodes in an order where every dependency comes first: each rank in turn runs as far as
+    its dependencies allow, until all have run."""
+    n = starts[-1]
+    done = bytearray(n)
+    pos, stop = starts[:-1], starts[1:]
     order: list[int] = []
-    while len(order) < len(rank):
+    while len(order) < n:
         moved = False
-        for r in range(pp):
-            seq_r = lists[r]
-            while pos[r] < len(seq_r) and (dep[seq_r[pos[r]]] < 0 or done[dep[seq_r[pos[r]]]]):
-                i = seq_r[pos[r]]
-                done[i] = True
+        for r, end in enumerate(stop):
+            i = pos[r]
+            while i < end:
+                d = dep[i]
+                if d >= 0 and not done[d]:
+                    break
+                done[i] = 1
                 order.append(i)
-                pos[r] += 1
-                moved = True
-        assert moved, f"{schedule} schedule deadlocks for pp={pp} vp={vp} m={m}"
-    keys: dict[Key, int] = {}
-    duration = []
-    for k, c, p in zip(kind, chunk, pair):
-        key = (k, c, p[0] if p else -1)
-        duration.append(keys.setdefault(key, len(keys)))
-    key_list = tuple(keys)
-    rank_work = []
-    ranked = sorted(range(len(key_list)), key=lambda i: (list(Kind).index(key_list[i][0]), key_list[i][1:]))
-    for r in range(pp):
-        counts: dict[int, int] = {}
-        for i in lists[r]:
-            counts[duration[i]] = counts.get(duration[i], 0) + 1
-        rank_work.append(tuple((i, counts[i]) for i in ranked if i in counts and key_list[i][0] is not Kind.WAIT))
-    peaks = []
-    for r in range(pp):
-        live = peak = 0
-        for i in lists[r]:
-            if kind[i] in (Kind.F, Kind.FB):
-                live += 1
-                peak = max(peak, live)
-            if kind[i] in (Kind.B, Kind.BW, Kind.FB):
-                live -= 1
-        peaks.append(peak)
+                i += 1
+            if i > pos[r]:
+                pos[r], moved = i, True
+        if not moved:  # a deadlock: the caller finds nodes missing
+            break
+    return order
+
+
+def _steps_to_nodes(schedule: Schedule, pp: int, vp: int, m: int, group: int | None) -> Plan:
+    """The plan of :func:`nodes`: their order, durations, per-rank work and peak in flight."""
+    e = entry(schedule)
+    chunks = pp * vp
+    x = nodes(schedule, pp, vp, m, group)
+    n = int(x.starts[-1])
+    dep = x.dep.tolist()
+    order = _order(x.starts.tolist(), dep)
+    assert len(order) == n, f"{schedule} schedule deadlocks for pp={pp} vp={vp} m={m}"
+    # Durations: (kind, model chunk, the pair's backward chunk or -1), numbered as they first occur;
+    # a code per node that sorts as these tuples do.
+    chunk = x.chunk % chunks
+    pair = np.where(x.pair_chunk >= 0, x.pair_chunk % chunks, -1)
+    code = (x.kind * chunks + chunk) * (chunks + 1) + pair + 1
+    unique, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    seen = np.argsort(first)
+    number = np.empty(len(unique), dtype=np.int64)
+    number[seen] = np.arange(len(unique))
+    duration = number[inverse.reshape(-1)]
+    key_list = tuple((KINDS[u // (chunks + 1) // chunks], u // (chunks + 1) % chunks, u % (chunks + 1) - 1)
+                     for u in unique[seen].tolist())
+    rank = np.repeat(np.arange(pp), np.diff(x.starts))
+    counts = np.bincount(rank * len(unique) + duration, minlength=pp * len(unique)).reshape(pp, -1)
+    ranked = [k for u, k in zip(unique.tolist(), number.tolist()) if u // (chunks + 1) // chunks != _WAIT]
+    rank_work = tuple(tuple((k, int(c[k])) for k in ranked if c[k]) for c in counts)
+    # Per rank, the most forwards whose backward has not run: a pair holds both until it ends.
+    holds = (x.kind == _F) | (x.kind == _FB)
+    frees = (x.kind == _B) | (x.kind == _BW) | (x.kind == _FB)
+    held = np.concatenate([[0], np.cumsum(holds.astype(np.int64) - frees)])
+    peaks = tuple(int((held[a + 1:b + 1] + frees[a:b] - held[a]).max(initial=0))  # after each forward
+                  for a, b in zip(x.starts[:-1].tolist(), x.starts[1:].tolist()))
+    pairs: tuple[tuple[int, int] | None, ...] = (None,) * n
+    if (x.pair_chunk >= 0).any():
+        pairs = tuple((h, j) if h >= 0 else None for h, j in zip(pair.tolist(), x.pair_microbatch.tolist()))
+    kind = tuple(map(KINDS.__getitem__, x.kind.tolist()))
     return Plan(schedule=schedule, pp=pp, vp=vp, microbatches=m, chunks=chunks, placement=e.placement(pp, vp),
-                rank=tuple(rank), kind=tuple(kind), chunk=tuple(chunk), microbatch=tuple(micro), pair=tuple(pair),
-                dep=dep, order=tuple(order), duration=tuple(duration), keys=key_list, rank_work=tuple(rank_work),
-                splits_w=any(k is Kind.W for k in kind), peak_in_flight=tuple(peaks), copies=e.copies,
-                group=group)
+                rank=tuple(rank.tolist()), kind=kind, chunk=tuple(chunk.tolist()),
+                microbatch=tuple(x.microbatch.tolist()), pair=pairs, dep=tuple(dep), order=tuple(order),
+                duration=tuple(duration.tolist()), keys=key_list, rank_work=rank_work,
+                splits_w=bool((x.kind == _W).any()), peak_in_flight=peaks, copies=e.copies, group=group)
 
 
 @functools.cache
@@ -248,66 +309,105 @@ def waves(p: Plan) -> tuple[Wave, ...]:
     return tuple(out)
 
 
-Program = tuple[int, tuple[tuple[np.ndarray, int, np.ndarray], ...], np.ndarray]
-"""Rows of :func:`end_times`'s working array, each wave's reads, size and writes, and the rows kept."""
+Program = tuple[int, tuple[tuple[np.ndarray, int, slice | np.ndarray], ...], int, tuple[tuple[int, int], ...]]
+"""Rows of :func:`end_times`'s working array, each wave's reads, size and the rows it writes, the
+first row of the nodes kept, and the rows copied at the end (a node kept twice)."""
+
+
+def _fit(busy: list[bool], k: int) -> int:
+    """The first of ``k`` free rows in a row of ``busy`` (grown when none are)."""
+    run = 0
+    for r, b in enumerate(busy):
+        run = 0 if b else run + 1
+        if run == k:
+            return r - k + 1
+    busy.extend([False] * (k - run))
+    return len(busy) - k
 
 
 @functools.cache
 def _program(p: Plan, keys: int, keep: tuple[int, ...]) -> Program:
     """:func:`end_times` compiled for ``p`` and the nodes ``keep``: rows of one small working
-    array (row 0 stays 0, rows ``1 .. keys`` hold the durations, then a row per node while its end
-    is still to be read, reused after its last read), so that each wave is one gather of its
-    ``before``, ``dep`` and durations, and one scatter of its ends. Returns the rows, each wave
-    as (the rows it reads, its size, the rows it writes), and the rows of ``keep`` at the end.
-    A small array, not one row per node: a fresh array of a megabyte or more costs more in page
-    faults on first write than all the waves' arithmetic."""
+    array (row 0 stays 0, rows ``1 .. keys`` hold the durations, then a row per node of ``keep``
+    in that order, which :func:`end_times` returns as they are, then a row per other node while
+    its end is still to be read, reused after its last read), so that each wave is one gather of
+    its ``before``, ``dep`` and durations, and writes its ends into a slice where its rows follow
+    each other (the first free block that fits, unless it holds a node kept), else a scatter.
+    A small array, not one row per node, and no copy of the kept rows: a fresh array of a
+    megabyte or more costs more in page faults on first write than all the waves' arithmetic."""
     w = waves(p)
     n = len(p.rank)
-    done = len(w)
-    last: dict[int, int] = {i: done for i in keep}  # the wave that last reads each node
+    base = 1 + keys
+    home: dict[int, int] = {}
+    copies = []
+    for k, i in enumerate(keep):
+        if i in home:
+            copies.append((base + k, home[i]))
+        else:
+            home[i] = base + k
+    last: dict[int, int] = {}  # the wave that last reads each node not kept
     for j, x in enumerate(w):
         for i in x.sources.tolist():
-            if i != n:
-                last[i] = max(last.get(i, j), j)
-    row: dict[int, int] = {n: 0}
-    free: list[int] = []
-    rows = 1 + keys
+            if i != n and i not in home:
+                last[i] = j
+    free_from = base + len(keep)
+    row: dict[int, int] = {n: 0, **home}
+    busy: list[bool] = []  # per row past the kept ones: holds an end still to be read
     out = []
     for j, x in enumerate(w):
         sources = x.sources.tolist()
         reads = [row[i] for i in sources] + [1 + d for d in x.duration.tolist()]
         for i in dict.fromkeys(sources):  # read in one gather before the wave writes
-            if i != n and last[i] == j:
-                free.append(row.pop(i))
-        writes = []
-        for i in x.nodes.tolist():
-            if free:
-                row[i] = free.pop()
-            else:
-                row[i], rows = rows, rows + 1
-            writes.append(row[i])
-        for i in x.nodes.tolist():
-            if i not in last:  # read by no later wave and not kept
-                free.append(row.pop(i))
-        out.append((np.asarray(reads), len(writes), np.asarray(writes)))
-    return rows, tuple(out), np.asarray([row[i] for i in keep], dtype=int)
+            if last.get(i) == j:
+                busy[row.pop(i) - free_from] = False
+        wave = x.nodes.tolist()
+        if not any(i in home for i in wave):
+            at = _fit(busy, len(wave))
+            rows = list(range(free_from + at, free_from + at + len(wave)))
+            busy[at:at + len(wave)] = [True] * len(wave)
+        else:
+            rows = []
+            for i in wave:
+                if i in home:
+                    rows.append(home[i])
+                else:
+                    at = _fit(busy, 1)
+                    busy[at] = True
+                    rows.append(free_from + at)
+        for i, r in zip(wave, rows):
+            if i in last:
+                row[i] = r
+            elif i not in home:  # read by no later wave and not kept: its row stays free
+                busy[r - free_from] = False
+        writes: slice | np.ndarray = np.asarray(rows)
+        if rows == list(range(rows[0], rows[0] + len(rows))):
+            writes = slice(rows[0], rows[0] + len(rows))
+        out.append((np.asarray(reads), len(wave), writes))
+    return free_from + len(busy), tuple(out), base, tuple(copies)
 
 
 def end_times(p: Plan, durations: np.ndarray, keep: Sequence[int]) -> np.ndarray:
     """The ends of the nodes ``keep`` (a row each, in that order) for ``durations`` of shape
-    ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with
-    two numpy calls and a scatter per wave (:func:`_program`); the other nodes' ends and the
-    starts are not kept."""
-    rows, program, kept = _program(p, len(durations), tuple(keep))
+    ``(len(p.keys), columns)``: :func:`simulate`'s ends, the same max and sum per node, with a
+    gather and two numpy calls per wave (:func:`_program`; the result is a view of its working
+    array); the other nodes' ends and the starts are not kept."""
+    rows, program, base, copies = _program(p, len(durations), tuple(keep))
     end = np.empty((rows, durations.shape[1]))
     end[0] = 0.0
     end[1:1 + len(durations)] = durations
     for reads, k, writes in program:
         both = end.take(reads, axis=0)
-        s = np.maximum(both[:k], both[k:2 * k])
-        s += both[2 * k:]
-        end[writes] = s
-    return end.take(kept, axis=0)
+        if isinstance(writes, slice):
+            ends = end[writes]
+            np.maximum(both[:k], both[k:2 * k], out=ends)
+            ends += both[2 * k:]
+        else:
+            ends = np.maximum(both[:k], both[k:2 * k])
+            ends += both[2 * k:]
+            end[writes] = ends
+    for to, source in copies:
+        end[to] = end[source]
+    return end[base:base + len(keep)]
 
 
 def _simulate_waves(p: Plan, durations: Sequence[Any]) -> Timeline:

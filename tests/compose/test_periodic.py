@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from llmp.compose import periodic
-from llmp.compose.schedule import plan, simulate, uniform_durations
+from llmp.compose.schedule import end_times, plan, simulate, uniform_durations
 from llmp.compose.schedules import TABLE, entry
 from llmp.dsl.spec import Schedule
 
@@ -76,6 +76,22 @@ def test_any_task_times_and_columns_equal_the_whole_timeline(layout, seed):
     for col in range(5):
         one = [float(np.broadcast_to(x, (5,))[col]) for x in columns]
         assert periodic.rank_end(p, one) == pytest.approx([float(x[col]) for x in want], rel=1e-11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts(), st.data())
+def test_end_times_are_the_timelines_bits_for_any_nodes_kept(layout, data):
+    # Kept nodes in any order, some twice: rows of their own, the waves around them sliced or
+    # scattered, and the rows of the others reused.
+    p = plan(*layout)
+    n = len(p.rank)
+    keep = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=min(n, 40)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    durations = rng.uniform(0.1, 3, (len(p.keys), 3))
+    want = simulate(p, list(durations), np.maximum).end
+    got = end_times(p, durations, keep)
+    assert got.shape == (len(keep), 3)
+    assert (got == want[keep]).all()
 
 
 @pytest.mark.parametrize("schedule,pp,vp,group", [

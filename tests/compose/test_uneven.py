@@ -80,6 +80,20 @@ def test_in_flight_weighs_each_chunk_pass_by_what_it_keeps(pp, vp, data):
     assert all(0 <= h <= n * max(layers) for h, n in zip(held, p.peak_in_flight))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([(Schedule.INTERLEAVED, 2), (Schedule.INTERLEAVED, 3), (Schedule.ONE_F_ONE_B, 1),
+                        (Schedule.ZB_H1, 1), (Schedule.ZB_V, 2)]), st.sampled_from([2, 3, 4]), st.data())
+def test_chunks_keeping_the_same_bytes_may_share_a_class(layout, pp, data):
+    # memory names the chunks of as many layers of each kind as one class: fewer, shorter states
+    # to compare, the same peaks as a class per chunk.
+    schedule, vp = layout
+    p = plan(schedule, pp, vp, data.draw(st.integers(pp, 3 * pp)) // pp * pp)
+    layers = tuple(data.draw(st.lists(st.integers(0, 3), min_size=pp * vp, max_size=pp * vp)))
+    waiting = tuple(2 * n + 1 for n in layers) if p.splits_w else None
+    classes = tuple(sorted(set(layers)).index(n) for n in layers)
+    assert in_flight(p, layers, waiting, classes) == in_flight(p, layers, waiting)
+
+
 @settings(max_examples=50)
 @given(st.sampled_from([4, 5, 8]), st.integers(1, 12), st.data())
 def test_gpipe_closed_form_is_exact_for_any_chunk_times(pp, m, data):
