@@ -380,14 +380,13 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         return bytes_per * (params.dense / (dp if sharded >= level else 1)
                             + params.expert / (edp if sharded >= level else 1))
 
-    for r in range(st.pp):
-        kind = rank_kind_of(st, r)
-        first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        mine = [per_kind[g] for g in st.placement[r]]
-        counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
+    weight_bytes, grad_per, state_per = _weight_bytes(spec, e), grad_bytes(ctx), _state_bytes(spec)
+    overhead = _overhead(st)
+
+    def states(first: bool, last: bool, counts: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+        """(weights, gradients, optimizer states) of a rank holding ``counts`` layers of each kind."""
         params = shard.rank(m, par, pp=st.pp, layers=counts, first=first, last=last, vocab=ctx.vocab,
                             kinds_present=st.kinds, mtp_kind=st.mtp_kind, q_compressed=st.q_compressed)
-
         gathered = 2 * layer * e if sharded == 3 else 0
         if _fsdp(spec):
             # The root module's own parameters (embedding, final norm, head) are gathered from the
@@ -399,6 +398,20 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             root = ((shard.embedding(m, par, ctx.vocab) if first else 0)
                     + (shard.head(m, par, st.pp, ctx.vocab) if last else 0))
             gathered += e * root
+        return (split(params, 3, weight_bytes) + gathered + _lowp_copies(ctx, counts, sharded == 3),
+                split(params, 2, grad_per), split(params, 1, state_per))
+
+    # Ranks holding the same layers at the same end of the pipeline hold the same parameters, worked
+    # out once: the middle ranks of a deep pipeline differ only in their activations.
+    held_states: dict[tuple[bool, bool, tuple[Any, ...]], tuple[Any, Any, Any]] = {}
+    for r in range(st.pp):
+        kind = rank_kind_of(st, r)
+        first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
+        mine = [per_kind[g] for g in st.placement[r]]
+        counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
+        if (first, last, counts) not in held_states:
+            held_states[first, last, counts] = states(first, last, counts)
+        weights, grads, optimizer = held_states[first, last, counts]
         acts = p.peak_in_flight[r] * chunk_bytes[0] if held is None else held[r]
         logits = logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0
         if last and mtp:
@@ -406,11 +419,8 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             if not p.splits_w:  # else counted with the last chunk's passes
                 acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
             logits = logits * (1 + mtp)
-        cand = Memory(
-            weights=split(params, 3, _weight_bytes(spec, e)) + gathered + _lowp_copies(ctx, counts, sharded == 3),
-            grads=split(params, 2, grad_bytes(ctx)), optimizer=split(params, 1, _state_bytes(spec)),
-            activations=acts + working, logits=logits,
-            overhead=_overhead(st), capacity=spec.cluster.gpu.memory, rank=r)
+        cand = Memory(weights=weights, grads=grads, optimizer=optimizer, activations=acts + working, logits=logits,
+                      overhead=overhead, capacity=spec.cluster.gpu.memory, rank=r)
         best = cand if best is None else _fuller(best, cand)
     assert best is not None
     return best
