@@ -3,8 +3,10 @@
 A search returns its ``top`` best configurations and the Pareto front. Every configuration gets
 a lower bound on its step time (:mod:`llmp.search.bound`), hence a bound on its objective (the
 same tokens per step over a shorter step: more tokens per second, less cost). Configurations
-are then taken best bound first, checked (rules, then memory) and composed
-(:func:`engine.evaluate_rows`) in small batches, until
+are then taken best bound first, in small batches; each has its bound raised by its ranks'
+gradient sync and update (:class:`~llmp.search.bound.Tails`, priced once per class of layouts)
+and, if it can still make the answer, is checked (rules, then memory) and composed
+(:func:`engine.evaluate_rows`), until
 
 * the next bound is strictly worse than the ``top``-th best objective found (every later
   configuration is at least as bad, so none can enter the ranking, ties included), and
@@ -25,7 +27,7 @@ import numpy as np
 
 from llmp.dsl.spec import Spec
 from llmp.search import engine, rank
-from llmp.search.bound import step_bound
+from llmp.search.bound import Tails, bounds
 from llmp.search.rank import Objective
 from llmp.search.space import Grid
 
@@ -58,7 +60,10 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
     reasons = grid.reasons()
     values = engine.empty_values(grid.size)
     rows = np.flatnonzero(reasons == "")
-    bound = step_bound(spec, grid, rows, calibration)
+    found_bounds = bounds(spec, grid, rows, calibration)
+    initial = found_bounds.step
+    bound = initial.copy()
+    tails = Tails(spec, grid, rows, found_bounds, calibration)
     limit = engine.memory_limit(spec, grid, max_memory)
 
     def badness(t: np.ndarray, i: np.ndarray) -> np.ndarray:
@@ -77,7 +82,7 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
         with np.errstate(divide="ignore"):
             return rank.cost(gpus[i], tokens[i] / t, gpu_hour_price)
 
-    order = rows[np.argsort(badness(bound[rows], rows), kind="stable")]
+    order = rows[np.argsort(badness(initial[rows], rows), kind="stable")]
     todo = np.ones(grid.size, dtype=bool)
     checked = np.zeros(grid.size, dtype=bool)
     done = 0
@@ -104,7 +109,8 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
     def good() -> np.ndarray:
         return np.flatnonzero(values["feasible"])
 
-    # Phase 1: the ranking, best bound first.
+    # Phase 1: the ranking, best first bound first (``order`` sorts the first bounds, so once a
+    # batch's first bound is past the threshold every later one is too).
     start = 0
     while start < len(order):
         found = good()
@@ -112,26 +118,36 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
         if len(found) >= top:
             threshold = float(np.partition(badness(values["step_time_s"][found], found), top - 1)[top - 1])
         batch = order[start:start + BATCH]
-        batch = batch[badness(bound[batch], batch) <= threshold]
+        batch = batch[badness(initial[batch], batch) <= threshold]
         if len(batch) == 0:
             break
-        run(batch, threshold)
+        if threshold < np.inf:  # (before the ranking is full every configuration is checked)
+            tails.refine(bound, batch)
+            batch = batch[badness(bound[batch], batch) <= threshold]
+        if len(batch):
+            run(batch, threshold)
         start += BATCH
     # Phase 2: whatever might still be on the Pareto front.
-    while pareto_x is not None:
-        left = np.flatnonzero(todo & (reasons == ""))
-        if len(left) == 0:
-            break
+    def still_open(i: np.ndarray) -> np.ndarray:
+        """Rows ``i`` whose best case no configuration composed so far strictly dominates."""
         found = good()
         t_found = values["step_time_s"][found]
         x_found = x_of(t_found, found)
         by_x = np.argsort(x_found, kind="stable")
         stair = np.minimum.accumulate(t_found[by_x]) if len(found) else np.zeros(0)
-        reach = np.searchsorted(x_found[by_x], x_of(bound[left], left), side="right")
+        reach = np.searchsorted(x_found[by_x], x_of(bound[i], i), side="right")
         best_t = np.where(reach > 0, stair[np.maximum(reach - 1, 0)] if len(stair) else np.inf, np.inf)
-        open_rows = left[~(best_t < bound[left])]
+        return ~(best_t < bound[i])
+
+    while pareto_x is not None:
+        left = np.flatnonzero(todo & (reasons == ""))
+        open_rows = left[still_open(left)]
         if len(open_rows) == 0:
             break
-        run(open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH], None)
+        batch = open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH]
+        tails.refine(bound, batch)
+        batch = batch[still_open(batch)]
+        if len(batch):
+            run(batch, None)
     pruned = todo & (reasons == "")
     return Pruned(values=values, reasons=reasons, pruned=pruned, checked=checked, bound_s=bound)
