@@ -258,10 +258,10 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     which rows ``skip`` left out.
 
     Each row's rules are checked, its graph priced and (with ``skip``) its step bounded from
-    below without the timeline (:func:`llmp.search.bound.layout_bound`), then composed (and its
-    step offered to ``skip`` again), and last its memory compared with its ``limit``; a row
-    ``skip`` accepts stops there and counts as neither feasible nor dropped (one skipped after
-    composing keeps its step time, not feasible). The step is composed
+    below without the timeline (:func:`llmp.search.bound.layout_bound`), then its memory compared
+    with its ``limit``, and last its step composed (and offered to ``skip`` again); a row ``skip``
+    accepts stops there and counts as neither feasible nor dropped (one skipped after composing
+    keeps its step time, not feasible). The step is composed
     exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
     calibration=)``) composes it. A layout search has one structural group per layout, so the
     vectorised path would gain nothing there and would first compile every op kind's cost with
@@ -294,6 +294,16 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = reason(err)
             continue
         try:
+            # memory needs the structure and the schedule's plan (which the step reuses), not the
+            # graph, and costs a fraction of pricing one: a layout that does not fit goes no further
+            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
+        except LlmpError as err:
+            reasons[i] = reason(err)
+            continue
+        if float(mem.total) > limit[i]:
+            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
+            continue
+        try:
             graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
             # predict's times with no residual models (each factor is 1)
             times, overhead = [float(t) for t in price(graph, s).time], 0.0
@@ -311,19 +321,8 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = "infeasible layout"
             continue
         out["step_time_s"][i] = t = float(step.step_time) + overhead
-        # The activations in flight, which memory counts, cost more than the timeline on deep
-        # interleaved pipelines: a step that cannot make the answer is not sized.
         if skip is not None and skip(i, t):
             skipped[i] = True
-            continue
-        try:
-            # memory needs the structure and the schedule's plan, not the graph
-            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
-        except LlmpError as err:
-            reasons[i] = reason(err)
-            continue
-        if float(mem.total) > limit[i]:
-            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
             continue
         tokens = float(s.tokens_per_step)
         peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))
