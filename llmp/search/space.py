@@ -14,7 +14,6 @@ column (a struct of arrays), which is what :func:`llmp.compose.evaluate` takes.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import itertools
 import math
@@ -210,16 +209,11 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
     return Grid(columns=cols, varied=grid.varied, size=grid.size, dropped=dropped)
 
 
-def _set_options(spec: Spec, options: Mapping[str, Any]) -> Spec:
-    """A copy of ``spec`` with enum or boolean fields of its model, train or parallel section set
-    (one copy per section)."""
-    sections: dict[str, dict[str, Any]] = {}
-    for path, value in options.items():
-        section, _, name = path.partition(".")
-        current = getattr(getattr(spec, section), name)
-        sections.setdefault(section, {})[name] = bool(value) if isinstance(current, bool) else type(current)(value)
-    return dataclasses.replace(spec, **{section: dataclasses.replace(getattr(spec, section), **fields)
-                                        for section, fields in sections.items()})
+def _option(spec: Spec, path: str, value: Any) -> Any:
+    """An enum or boolean field of the model, train or parallel section, as the spec types it."""
+    section, _, name = path.partition(".")
+    current = getattr(getattr(spec, section), name)
+    return bool(value) if isinstance(current, bool) else type(current)(value)
 
 
 def _scalar(x: Any) -> int | float:
@@ -229,12 +223,11 @@ def _scalar(x: Any) -> int | float:
 def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Sequence[str] | None = None,
              numeric: frozenset[str] | None = None) -> Spec:
     """The spec of configuration ``i`` (only the fields ``paths``, default all); ``numeric`` is
-    ``specpath.paths(spec)``, passed in by callers that build many rows."""
-    chosen = list(columns) if paths is None else list(paths)
+    ``specpath.paths(spec)``, passed in by callers that build many rows. One copy of each section
+    that changes, however many of its fields do (a search builds thousands)."""
     numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
-    spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
-    options = {p: columns[p][i] for p in chosen if p not in numbers}
-    return _set_options(spec, options) if options else spec
+    return specpath.replace(spec, {p: _scalar(columns[p][i]) if p in numbers else _option(spec, p, columns[p][i])
+                                   for p in (columns if paths is None else paths)})
 
 
 def group_index(grid: Grid, paths: Sequence[str]) -> np.ndarray:
