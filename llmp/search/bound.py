@@ -302,8 +302,10 @@ class Tails:
                        if found.computes else np.zeros((0, 0))
                        for f in ("fwd", "bwd", "first", "last", "fwd_compute", "bwd_compute")}
 
-    def refine(self, bound: np.ndarray, rows: np.ndarray) -> None:
-        """Raise ``bound`` (per configuration, seconds) over the classes of ``rows`` not yet seen."""
+    def refine(self, bound: np.ndarray, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Raise ``bound`` (per configuration, seconds) over the classes of ``rows`` not yet seen;
+        returns the configurations whose bound it raised."""
+        raised = []
         for i in (int(r) for r in rows):
             c = int(self.cls[i])
             if c in self.done or c not in self.members:
@@ -316,6 +318,8 @@ class Tails:
             if found is not None:
                 members = self.members[c]
                 bound[members] = np.maximum(bound[members], self._bound(found, members))
+                raised.append(members)
+        return np.concatenate(raised) if raised else np.zeros(0, dtype=int)
 
     def _class(self, row: int) -> _Class | None:
         s = space.row_spec(self.spec, self.grid.columns, row, None, self.numeric)

@@ -20,6 +20,7 @@ dropped. The ranking and the front equal the exhaustive search's (``tests/search
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,8 +62,7 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
     values = engine.empty_values(grid.size)
     rows = np.flatnonzero(reasons == "")
     found_bounds = bounds(spec, grid, rows, calibration)
-    initial = found_bounds.step
-    bound = initial.copy()
+    bound = found_bounds.step.copy()
     tails = Tails(spec, grid, rows, found_bounds, calibration)
     limit = engine.memory_limit(spec, grid, max_memory)
 
@@ -82,7 +82,6 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
         with np.errstate(divide="ignore"):
             return rank.cost(gpus[i], tokens[i] / t, gpu_hour_price)
 
-    order = rows[np.argsort(badness(initial[rows], rows), kind="stable")]
     todo = np.ones(grid.size, dtype=bool)
     checked = np.zeros(grid.size, dtype=bool)
     done = 0
@@ -109,24 +108,42 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
     def good() -> np.ndarray:
         return np.flatnonzero(values["feasible"])
 
-    # Phase 1: the ranking, best first bound first (``order`` sorts the first bounds, so once a
-    # batch's first bound is past the threshold every later one is too).
-    start = 0
-    while start < len(order):
+    def threshold() -> float:
+        """The ``top``-th best objective composed so far (a configuration must beat or tie it)."""
         found = good()
-        threshold = np.inf
-        if len(found) >= top:
-            threshold = float(np.partition(badness(values["step_time_s"][found], found), top - 1)[top - 1])
-        batch = order[start:start + BATCH]
-        batch = batch[badness(initial[batch], batch) <= threshold]
-        if len(batch) == 0:
-            break
-        if threshold < np.inf:  # (before the ranking is full every configuration is checked)
-            tails.refine(bound, batch)
-            batch = batch[badness(bound[batch], batch) <= threshold]
-        if len(batch):
-            run(batch, threshold)
-        start += BATCH
+        if len(found) < top:
+            return np.inf
+        return float(np.partition(badness(values["step_time_s"][found], found), top - 1)[top - 1])
+
+    # Phase 1: the ranking, best bound first. A configuration taken from the queue has its bound
+    # raised by its tail (Tails); one that rose goes back, the rest are checked and composed in
+    # batches. Once the best bound left is past the threshold every other one is too.
+    key = np.full(grid.size, np.inf)
+    key[rows] = badness(bound[rows], rows)
+    queue = list(zip(key[rows].tolist(), rows.tolist()))
+    heapq.heapify(queue)
+    cutoff = threshold()
+    taken: list[int] = []
+    while queue:
+        least, i = queue[0]
+        if least > cutoff:
+            if not taken:
+                break
+        else:
+            heapq.heappop(queue)
+            raised = tails.refine(bound, (i,))
+            if len(raised):
+                key[raised] = badness(bound[raised], raised)
+            if key[i] > least:
+                heapq.heappush(queue, (float(key[i]), i))
+                continue
+            taken.append(i)
+            if len(taken) < BATCH and queue:
+                continue
+        run(np.array(taken), cutoff)
+        taken = []
+        cutoff = threshold()
+
     # Phase 2: whatever might still be on the Pareto front.
     def still_open(i: np.ndarray) -> np.ndarray:
         """Rows ``i`` whose best case no configuration composed so far strictly dominates."""
