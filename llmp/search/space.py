@@ -15,7 +15,6 @@ column (a struct of arrays), which is what :func:`llmp.compose.evaluate` takes.
 from __future__ import annotations
 
 import difflib
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -154,14 +153,16 @@ def merge_axes(*groups: Sequence[Axis]) -> list[Axis]:
 
 
 def product(axes: Sequence[Axis], fixed: Mapping[str, Any] | None = None) -> Grid:
-    """Every combination of the axes' values, plus ``fixed`` fields, as columns."""
-    rows = list(itertools.product(*(a.values for a in axes)))
-    n = len(rows)
+    """Every combination of the axes' values, plus ``fixed`` fields, as columns (in the order of
+    ``itertools.product``: the last axis varies fastest)."""
+    sizes = [len(a.values) for a in axes]
+    n = math.prod(sizes)
     columns: dict[str, np.ndarray] = {}
     for j, axis in enumerate(axes):
-        columns[axis.path] = _column([r[j] for r in rows])
+        which = np.tile(np.repeat(np.arange(sizes[j]), math.prod(sizes[j + 1:])), math.prod(sizes[:j]))
+        columns[axis.path] = _column(list(axis.values))[which]
     for path, value in (fixed or {}).items():
-        columns[path] = _column([value] * n)
+        columns[path] = _column([value] * min(n, 1))[np.zeros(n, dtype=int)]
     return Grid(columns=columns, varied=tuple(a.path for a in axes), size=n)
 
 
@@ -234,8 +235,17 @@ def group_index(grid: Grid, paths: Sequence[str]) -> np.ndarray:
     """Group index of each row over the columns ``paths``."""
     if not paths:
         return np.zeros(grid.size, dtype=int)
-    codes = [np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
-                       return_inverse=True)[1].reshape(grid.size) for p in paths]
+    codes, sizes = [], []
+    for p in paths:
+        found, code = np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
+                                return_inverse=True)
+        codes.append(code.reshape(grid.size))
+        sizes.append(max(len(found), 1))
+    if math.prod(sizes) < 2**62:  # one number per combination, the first column the most significant
+        combined = np.zeros(grid.size, dtype=np.int64)
+        for code, size in zip(codes, sizes):
+            combined = combined * size + code
+        return np.unique(combined, return_inverse=True)[1].reshape(grid.size)
     return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(grid.size)
 
 
