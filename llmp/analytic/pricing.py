@@ -17,6 +17,7 @@ A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its 
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +94,8 @@ def collective_price(c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
     return 0, c.bytes * collectives.bus_factor(c.kind, c.group), collectives.time(c, hw.links)
 
 
-_PLAIN = (int, float, bool)
+_PLAIN = frozenset({int, float, bool})
+_value = operator.itemgetter(1)
 _SEEN = 100_000
 """Prices kept per device (and for collectives, per set of links) before the memo starts over."""
 
@@ -113,10 +115,10 @@ class _Memo:
         self.collectives: dict[Any, tuple[Any, Any, Any]] = {}
 
     def kernel(self, k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
-        types = tuple(type(v) for _, v in k.dims)
-        if not all(t in _PLAIN for t in types):
+        types = tuple(map(type, map(_value, k.dims)))
+        if not _PLAIN.issuperset(types):
             return kernel_price(k, hw)
-        key = (k, types)
+        key = (k.family, k.dims, k.dtype, k.pass_, k.variant, types)  # a tuple compares faster than a Kernel
         found = self.kernels.get(key)
         if found is None:
             if len(self.kernels) > _SEEN:
@@ -126,9 +128,9 @@ class _Memo:
 
     def collective(self, c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
         types = (type(c.bytes), type(c.group), type(c.ranks_per_node))
-        if not all(t in _PLAIN for t in types):
+        if not _PLAIN.issuperset(types):
             return collective_price(c, hw)
-        key = (c, types, hw.links)
+        key = (c.kind, c.bytes, c.group, c.ranks_per_node, c.tier, types, hw.links)
         try:
             found = self.collectives.get(key)
         except TypeError:  # links that hold arrays
