@@ -257,11 +257,11 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     returns them, for the grid's size), the reasons (as :func:`feasibility` gives them) and
     which rows ``skip`` left out.
 
-    Each row's rules are checked, its graph priced and (with ``skip``) its step bounded from
-    below without the timeline (:func:`llmp.search.bound.layout_bound`), then its memory compared
-    with its ``limit``, and last its step composed (and offered to ``skip`` again); a row ``skip``
-    accepts stops there and counts as neither feasible nor dropped (one skipped after composing
-    keeps its step time, not feasible). The step is composed
+    Each row's rules are checked and its memory compared with its ``limit``, then its graph is
+    priced and (with ``skip``) its step bounded from below without the timeline
+    (:func:`llmp.search.bound.layout_bound`), and last its step composed (and offered to ``skip``
+    again); a row ``skip`` accepts stops there and counts as neither feasible nor dropped (one
+    skipped after composing keeps its step time, not feasible). The step is composed
     exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
     calibration=)``) composes it. A layout search has one structural group per layout, so the
     vectorised path would gain nothing there and would first compile every op kind's cost with
