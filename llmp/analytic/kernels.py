@@ -12,6 +12,7 @@ every output written once.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -147,6 +148,9 @@ DIMS: dict[Family, tuple[str, ...]] = {
 }
 
 
+_name = operator.itemgetter(0)
+
+
 @dataclass(frozen=True, slots=True)
 class Kernel:
     """One kernel launch: a family, its dims, the element dtype and the pass.
@@ -162,8 +166,8 @@ class Kernel:
     variant: str = ""
 
     def __post_init__(self) -> None:
-        names = tuple(name for name, _ in self.dims)
-        assert names == DIMS[self.family], f"{self.family} needs dims {DIMS[self.family]}, got {names}"
+        assert tuple(map(_name, self.dims)) == DIMS[self.family], \
+            f"{self.family} needs dims {DIMS[self.family]}, got {tuple(map(_name, self.dims))}"
         assert self.variant in VARIANTS[self.family], f"{self.family} has no variant {self.variant!r}"
 
     def dim(self, name: str) -> Any:
@@ -173,7 +177,8 @@ class Kernel:
     def make(cls, family: Family, dtype: Dtype, pass_: Pass = Pass.FWD, variant: str = "",
              **dims: Any) -> Kernel:
         """Build a kernel from keyword dims, ordered as ``DIMS[family]``."""
-        return cls(family, tuple((n, dims[n]) for n in DIMS[family]), dtype, pass_, variant)
+        names = DIMS[family]
+        return cls(family, tuple(zip(names, map(dims.__getitem__, names))), dtype, pass_, variant)
 
 
 @dataclass(frozen=True, slots=True)

@@ -949,6 +949,11 @@ def lowp_weights(ctx: Context, kind: LayerKind) -> LowpWeights:
     return LowpWeights(dense=dense, expert=expert, modules=len(casts))
 
 
+GRAD_ACCUMULATE = "grad_accumulate"
+"""The name (in each block) of the kernel that adds a microbatch's weight gradients into the
+gradient buffer: its size depends on how ZeRO shards that buffer over the replicas."""
+
+
 def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:
     """Without gradient-accumulation fusion, each microbatch's weight gradients are added into
     the gradient buffer by a kernel of their own (Megatron without ``gradient_accumulation_fusion``:
@@ -964,5 +969,5 @@ def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:
     elements = (local.dense / (ctx.groups["dp"].size if sharded else 1)
                 + local.expert / (ctx.groups["expert_dp"].size if sharded else 1))
     dtype = Dtype.FP32 if grad_bytes(ctx) == 4 else ctx.act
-    blk.last_in_backward("grad_accumulate",
+    blk.last_in_backward(GRAD_ACCUMULATE,
                          Kernel.make(Family.ELEMENTWISE, dtype, Pass.BWD, Elementwise.ADD, elements=elements))

@@ -181,12 +181,15 @@ class OpGraph:
            chunk_kinds: tuple[tuple[Any, ...], ...] | None = None) -> OpGraph:
         groups: dict[tuple[Scope, Part | Task | int], list[int]] = {}
         for i, op in enumerate(ops):
-            if op.scope is Scope.RANK:
-                keys: list[tuple[Scope, Part | Task | int]] = [(op.scope, r) for r in op.ranks]
-            else:  # a once-per-step op outside the rank scope has no task
-                keys = [(op.scope, op.part)] + ([(op.scope, op.task)] if op.task is not None else [])
-            for key in keys:
-                groups.setdefault(key, []).append(i)
+            scope = op.scope
+            if scope is Scope.RANK:
+                for r in op.ranks:
+                    groups.setdefault((scope, r), []).append(i)
+                continue
+            groups.setdefault((scope, op.part), []).append(i)
+            task = op.task
+            if task is not None:  # a once-per-step op outside the rank scope has none
+                groups.setdefault((scope, task), []).append(i)
         return cls(ops=ops, structure=structure, chunk_layers=chunk_layers,
                    groups={k: tuple(v) for k, v in groups.items()},
                    chunk_kinds=chunk_kinds if chunk_kinds is not None else tuple((n,) for n in chunk_layers))

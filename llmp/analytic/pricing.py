@@ -17,6 +17,7 @@ A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its 
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -93,10 +94,71 @@ def collective_price(c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
     return 0, c.bytes * collectives.bus_factor(c.kind, c.group), collectives.time(c, hw.links)
 
 
+_PLAIN = frozenset({int, float, bool})
+_value = operator.itemgetter(1)
+_SEEN = 100_000
+"""Prices kept per device (and for collectives, per set of links) before the memo starts over."""
+
+
+class _Memo:
+    """The prices of the kernels and collectives already priced, on one device.
+
+    The graphs of a search's thousands of layouts hold a few hundred distinct kernels and
+    collectives (a layout changes how many of them run, and where, more than their shapes), and
+    each one's price is a pure function of its dims and the hardware: a kernel's of the device
+    (:meth:`Hardware.of` reads nothing else of it), a collective's of the links. Kept only for
+    plain numbers, keyed with their types (``4096`` and ``4096.0`` need not round alike)."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device  # held so that its id is not reused while the memo lives
+        self.kernels: dict[Any, tuple[Any, Any, Any]] = {}
+        self.collectives: dict[Any, tuple[Any, Any, Any]] = {}
+
+    def kernel(self, k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
+        types = tuple(map(type, map(_value, k.dims)))
+        if not _PLAIN.issuperset(types):
+            return kernel_price(k, hw)
+        key = (k.family, k.dims, k.dtype, k.pass_, k.variant, types)  # a tuple compares faster than a Kernel
+        found = self.kernels.get(key)
+        if found is None:
+            if len(self.kernels) > _SEEN:
+                self.kernels.clear()
+            found = self.kernels[key] = kernel_price(k, hw)
+        return found
+
+    def collective(self, c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
+        types = (type(c.bytes), type(c.group), type(c.ranks_per_node))
+        if not _PLAIN.issuperset(types):
+            return collective_price(c, hw)
+        key = (c.kind, c.bytes, c.group, c.ranks_per_node, c.tier, types, hw.links)
+        try:
+            found = self.collectives.get(key)
+        except TypeError:  # links that hold arrays
+            return collective_price(c, hw)
+        if found is None:
+            if len(self.collectives) > _SEEN:
+                self.collectives.clear()
+            found = self.collectives[key] = collective_price(c, hw)
+        return found
+
+
+_MEMOS: dict[int, _Memo] = {}
+
+
+def _memo(device: Device) -> _Memo:
+    memo = _MEMOS.get(id(device))
+    if memo is None:
+        if len(_MEMOS) >= 8:  # a few devices at a time (a what-if on the GPU makes a new one)
+            _MEMOS.clear()
+        memo = _MEMOS[id(device)] = _Memo(device)
+    return memo
+
+
 def price(graph: OpGraph, spec: Spec) -> Prices:
     """Price ops one by one (numbers or SymPy expressions); lists aligned with ``graph.ops``."""
     hw = Hardware.of(spec)
-    rows = [kernel_price(op.work, hw) if isinstance(op.work, Kernel) else collective_price(op.work, hw)
+    memo = _memo(hw.device)
+    rows = [memo.kernel(op.work, hw) if isinstance(op.work, Kernel) else memo.collective(op.work, hw)
             for op in graph.ops]
     flops, nbytes, seconds = (list(col) for col in zip(*rows)) if rows else ([], [], [])
     return Prices(flops=flops, bytes=nbytes, time=seconds)

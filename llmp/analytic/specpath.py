@@ -56,9 +56,15 @@ def _numeric_paths() -> tuple[str, ...]:
     return tuple(p for p, f in schema.paths().items() if f.numeric)
 
 
+_LAST: list[tuple[Spec, tuple[str, ...]]] = []
+"""The last spec asked about and its paths (a search asks again for the same spec per batch)."""
+
+
 def paths(spec: Spec) -> tuple[str, ...]:
     """Numeric field paths present in ``spec`` (MoE and MLA fields only for such models, declared dtypes,
     optional fields only when set)."""
+    if _LAST and _LAST[0][0] is spec:
+        return _LAST[0][1]
     out = []
     for path in _numeric_paths():
         if (path.startswith("model.moe.") and spec.model.moe is None) or (
@@ -74,7 +80,8 @@ def paths(spec: Spec) -> tuple[str, ...]:
         elif get(spec, path) is None:  # an optional field left out (a link's peer_bandwidth)
             continue
         out.append(path)
-    return tuple(out)
+    _LAST[:] = [(spec, tuple(out))]
+    return _LAST[0][1]
 
 
 def get(spec: Spec, path: str) -> Any:

@@ -13,6 +13,8 @@ search skips the layouts a lower bound on their step time rules out (``--exhaust
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import sys
 from typing import Any
@@ -72,11 +74,13 @@ def _memory(text: str) -> float | None:
 
 def _progress(enabled: bool) -> tuple[Any, Any]:
     """A rich progress bar on stderr (only on a terminal), and the callback that advances it."""
+    if not enabled:
+        return contextlib.nullcontext(), None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     bar = Progress("evaluating", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True, disable=not enabled)
+                   console=Console(stderr=True), transient=True)
     task = bar.add_task("search", total=None)
 
     def advance(done: int, total: int) -> None:
@@ -89,12 +93,21 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top needs a positive count, got {args.top}")
     bar, advance = _progress(sys.stderr.isatty() and not args.json)
-    with bar:
-        spec, resolve = load(args.spec, args.set, args.vary)
-        result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
-                        max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
-                        exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
-                        resolve=resolve)
+    # A search builds and drops millions of small acyclic objects (specs, ops, kernels): the
+    # cyclic collector's passes over everything alive find nothing to free and cost about a
+    # tenth of the command, and its last pass at exit as much again. The process ends after
+    # printing, so it pauses the collector and freezes what it holds for the exit.
+    gc.disable()
+    try:
+        with bar:
+            spec, resolve = load(args.spec, args.set, args.vary)
+            result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
+                            max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
+                            exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
+                            resolve=resolve)
+    finally:
+        gc.enable()
+    gc.freeze()
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -243,28 +243,57 @@ def paired(f: PassWork, bw: PassWork) -> PassWork:
     return PassWork(by_category=cats, compute=compute)
 
 
-def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int, window: Any,
-              forward: Any = 0) -> RankTail:
-    """Gradient sync and update of pipeline rank ``rank``; ``window`` is the compute time of its
-    last microbatch's backward, behind which bucketed reductions hide; ``forward`` that of one
-    microbatch's forward, behind which ``next_forward`` gathers hide."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TailTerms:
+    """A pipeline rank's once-per-step ops, by how their time reaches the step (:func:`rank_tail`)."""
+
+    sync: Mapping[str, Any]
+    """Gradient synchronisation exposed whole, by category."""
+    bucketed: tuple[tuple[Any, Any], ...]
+    """Bucketed gradient reductions (with ``dp_overlap``): (buckets, seconds per bucket) of each."""
+    update: Mapping[str, Any]
+    """Optimizer and parameter gathers after the sync, by category."""
+    next_forward: tuple[tuple[str, Any], ...]
+    """Parameter gathers hidden behind the next step's first forward: (category, seconds)."""
+
+
+def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int) -> TailTerms:
+    """The once-per-step ops of pipeline rank ``rank`` sorted by the rule that exposes them."""
     sync: dict[str, Any] = defaultdict(int)
     update: dict[str, Any] = defaultdict(int)
     bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
+    gathers: list[tuple[str, Any]] = []
     for i in graph.indices(Scope.RANK, rank):
         op, t = graph.ops[i], times[i]
         if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
-            update[op.category] += positive_part(op.count * t - forward)
+            gathers.append((op.category, op.count * t))
         elif op.part is Part.UPDATE:
             update[op.category] += op.count * t
         elif op.overlap is Overlap.BUCKETED and rules.dp_overlap:
             bucketed.append((op.count, t))
         else:
             sync[op.category] += op.count * t
-    if bucketed:
-        last = vmax(*(t for _, t in bucketed)) if len(bucketed) > 1 else bucketed[0][1]
-        total = sum(n * t for n, t in bucketed)
-        buckets = sum(n for n, _ in bucketed)
+    return TailTerms(sync=dict(sync), bucketed=tuple(bucketed), update=dict(update), next_forward=tuple(gathers))
+
+
+def bucket_spans(bucketed: Sequence[tuple[Any, Any]]) -> tuple[Any, Any, Any]:
+    """(last bucket's seconds, all buckets' seconds, buckets) of bucketed reductions."""
+    last = vmax(*(t for _, t in bucketed)) if len(bucketed) > 1 else bucketed[0][1]
+    return last, sum(n * t for n, t in bucketed), sum(n for n, _ in bucketed)
+
+
+def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int, window: Any,
+              forward: Any = 0) -> RankTail:
+    """Gradient sync and update of pipeline rank ``rank``; ``window`` is the compute time of its
+    last microbatch's backward, behind which bucketed reductions hide; ``forward`` that of one
+    microbatch's forward, behind which ``next_forward`` gathers hide."""
+    terms = tail_terms(graph, times, rules, rank)
+    sync: dict[str, Any] = defaultdict(int, terms.sync)
+    update: dict[str, Any] = defaultdict(int, terms.update)
+    for category, t in terms.next_forward:
+        update[category] += positive_part(t - forward)
+    if terms.bucketed:
+        last, total, buckets = bucket_spans(terms.bucketed)
         sync["dp"] += vmax(last, total - window * (1 - 1 / buckets))
     return RankTail(sync=dict(sync), update=dict(update))
 

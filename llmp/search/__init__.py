@@ -7,10 +7,10 @@
     result.ranked[0].config, result.infeasible, result.pareto
     search(llmp.load("examples/llama3_70b_dgx_h100.llmp"), gpus=[512])   # every layout on 512 GPUs
 
-Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (loading, derived
-fields, feasibility, evaluation), ``bound`` and ``prune`` (lower bounds on the step time and the
-branch and bound of layout searches), ``rank`` (objectives, ordering, Pareto front), ``report``
-(typed results).
+Modules: ``space`` (axes, ``--vary``, layouts, the product grid), ``engine`` (loading,
+feasibility, evaluation), ``derived`` (the fields a spec derives from varied ones), ``bound`` and
+``prune`` (lower bounds on the step time and the branch and bound of layout searches), ``rank``
+(objectives, ordering, Pareto front), ``report`` (typed results).
 """
 
 from __future__ import annotations

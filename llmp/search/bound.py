@@ -1,13 +1,18 @@
-"""A lower bound on each layout's step time, from a few priced graphs instead of one per layout.
+"""Lower bounds on each layout's step time, from a few priced graphs instead of one per layout.
 
 A search ranks thousands of layouts that differ in how the model is cut (tp, pp, vp, dp,
 micro-batch, recompute, ZeRO, schedule), and a step time takes milliseconds each to compose. The
-compute of one microbatch through one transformer layer does not depend on how the layers are
+work of one microbatch through one transformer layer does not depend on how the layers are
 spread over pipeline ranks or how the data-parallel replicas shard their optimizer, so layouts
 that agree on everything but :data:`PIPELINE` share it. For each such group (a *key*) this
-module prices one representative spec with the whole model on one stage, and bounds every layout
-of the group from below by two facts of any pipeline timeline, each task lasting at least its
-compute (exposed communication only adds, ``compose.overlap``):
+module prices one representative spec with the whole model on one stage (:func:`bounds`) and
+keeps, per layer kind and for the embedding and the head, a *floor* of one microbatch's forward
+and backward: their compute and the communication no overlap hides (``compose.overlap``),
+without the ops whose size the pipeline fields change (the ZeRO-3/FSDP parameter gathers and
+gradient scatters, the per-microbatch loss all-reduce over the data-parallel replicas, the
+gradient accumulation into a ZeRO-sharded buffer: :func:`_floor_ops`). What is left is the same
+in every layout of the key, so a layout's passes each take at least their floors. Every layout
+is then bounded from below by two facts of any pipeline timeline:
 
 * work: all ranks together run ``m`` microbatches through every layer, embedding and head, so
   the busiest rank computes at least the average, ``m * C / pp``;
@@ -17,11 +22,15 @@ compute (exposed communication only adds, ``compose.overlap``):
   again: ``(m vp + pp - 1)`` chunk forward-and-backward times (Narayanan et al. 2021, SC21,
   §2.2, the pipeline bubble).
 
-Gradient sync, the optimizer and any calibration overhead only add to the step (overhead is
-added to the bound as it is to the step). A key whose representative cannot be priced gets the
-bound 0, which prunes nothing. ``tests/search/test_bound.py`` checks the bound against the
-composed step of every feasible layout of small grids and the pruned search against the
-exhaustive one.
+The gradient sync and the optimizer come after the last backward. :class:`Tails` adds them on
+demand, for the layouts a search is about to check: a rank's once-per-step ops read its
+parameters, not its activations, so layouts that differ only in :data:`TAIL_FREE` share them,
+and one priced set of those ops (:func:`~llmp.analytic.graph.decompose_ranks`) bounds every
+layout of such a *class* as :func:`layout_bound` bounds one layout from its whole graph, with
+the floors in place of its passes. Calibration overhead is added as it is to the step. A key
+whose representative cannot be priced gets the bound 0, which prunes nothing.
+``tests/search/test_prune.py`` checks the bounds against the composed step of every feasible
+layout of small grids and the pruned search against the exhaustive one.
 """
 
 from __future__ import annotations
@@ -34,10 +43,21 @@ import numpy as np
 
 from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
-from llmp.analytic.op import OpGraph, Part
+from llmp.analytic.kernels import Collective
+from llmp.analytic.layer import GRAD_ACCUMULATE
+from llmp.analytic.layout import Axis
+from llmp.analytic.op import Op, OpGraph, Overlap, Part, Scope
 from llmp.analytic.pricing import price
 from llmp.analytic.structure import structure_of
-from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, layer_floor, rank_tail
+from llmp.compose.overlap import (
+    ChunkWork,
+    OverlapRules,
+    bucket_spans,
+    chunk_work,
+    layer_floor,
+    rank_tail,
+    tail_terms,
+)
 from llmp.dsl import checks
 from llmp.dsl.spec import Schedule, Spec
 from llmp.errors import LlmpError
@@ -48,6 +68,9 @@ PIPELINE = frozenset({"parallel.pp", "parallel.vp", "parallel.dp", "parallel.sch
                       "parallel.microbatch_group", "train.global_batch"})
 """Fields that place or shard the layers but do not change one layer's work per microbatch
 (its compute and its tensor-, context- and expert-parallel communication)."""
+TAIL_FREE = frozenset({"train.micro_batch", "train.recompute", "parallel.sequence_parallel"})
+"""Fields a pipeline rank's once-per-step ops do not read: their sizes are the rank's
+parameters, gradients and optimizer states (``llmp.analytic.stage.rank_ops``), not activations."""
 FILL_SCHEDULES = frozenset({Schedule.GPIPE.value, Schedule.ONE_F_ONE_B.value, Schedule.INTERLEAVED.value})
 """Schedules that run each microbatch's forward through the ranks in order and its backward in
 reverse, one chunk per rank in turn (the zero-bubble and V schedules place chunks otherwise)."""
@@ -57,12 +80,45 @@ SLACK = 1e-9
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class KeyCompute:
-    """Compute seconds of one microbatch, from one representative of a key."""
+    """Floors of one microbatch's passes (seconds), from one representative of a key."""
 
-    total: float
-    """Through the whole model: every layer, the embedding and the head, forward and backward."""
-    layer: float
-    """Through one transformer layer, forward and backward, of the cheapest layer kind."""
+    fwd: tuple[float, ...]
+    """Per layer kind: one layer's forward."""
+    bwd: tuple[float, ...]
+    """Per layer kind: one layer's backward (with its recomputed forward)."""
+    first: tuple[float, float]
+    """The embedding's forward and backward (the first chunk's)."""
+    last: tuple[float, float]
+    """The head's forward and backward (the last chunk's, with any multi-token prediction)."""
+    layers: tuple[int, ...]
+    """Layers of each kind in the whole model."""
+    fwd_compute: tuple[float, ...]
+    """Per layer kind: the compute-stream seconds of one layer's forward floor (what can hide a
+    ZeRO-3 prefetch at most, with the gradient accumulation)."""
+    bwd_compute: tuple[float, ...]
+
+    @property
+    def total(self) -> float:
+        """Through the whole model: every layer, the embedding and the head, forward and backward."""
+        return sum(self.first) + sum(self.last) + sum(n * (f + b) for n, f, b in zip(self.layers, self.fwd, self.bwd))
+
+    @property
+    def layer(self) -> float:
+        """Through one layer of the cheapest kind, forward and backward."""
+        return min(f + b for f, b in zip(self.fwd, self.bwd))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Bounds:
+    """Per configuration of a grid: the bound of :func:`bounds` and the floors it came from."""
+
+    step: np.ndarray
+    """Lower bound on the step time (seconds; 0 where none is known)."""
+    key: np.ndarray
+    """Index of the configuration's key in ``computes`` (-1: none could be priced)."""
+    computes: tuple[KeyCompute, ...]
+    overhead: float
+    """Seconds every step adds (a calibration's overhead)."""
 
 
 def _representative(spec: Spec, grid: Grid, row: int, numeric: frozenset[str]) -> Spec:
@@ -77,65 +133,109 @@ def _representative(spec: Spec, grid: Grid, row: int, numeric: frozenset[str]) -
     return dataclasses.replace(s, parallel=parallel, train=train)
 
 
+def _pipelined(op: Op) -> bool:
+    """An op whose size the :data:`PIPELINE` fields change: a collective over the data-parallel
+    or pipeline group (ZeRO-3/FSDP gathers and scatters, the per-microbatch loss all-reduce;
+    those groups grow with dp and pp) or the gradient accumulation (ZeRO shards its buffer over
+    dp). None of them is the partner that hides a collective, so leaving them out of a pass
+    only shortens it, by their own time."""
+    if isinstance(op.work, Collective):
+        return op.axis in (Axis.DP, Axis.PP)
+    return op.name.rsplit(".", 1)[-1] == GRAD_ACCUMULATE
+
+
+def _floor_ops(graph: OpGraph, indices: Sequence[int], times: Sequence[float]) -> list[tuple[Op, float]]:
+    """The ops at ``indices`` (with their times) but the :func:`_pipelined` ones."""
+    return [(graph.ops[i], times[i]) for i in indices if not _pipelined(graph.ops[i])]
+
+
 def _compute(rep: Spec, scale: Any) -> KeyCompute:
     graph = decompose(rep, structure_of(rep))
     times = [float(t) for t in price(graph, rep).time]
     if scale is not None:
         times = scale(graph, times)
     rules = OverlapRules.of(rep)
-    counts = graph.chunk_kinds[0]
-    ends = chunk_work(graph, times, rules, first=True, last=True, layers=tuple(0 for _ in counts))
-    per_kind = [sum(layer_floor([(graph.ops[i], times[i]) for i in graph.layer_indices(part, kind)], rules)
-                    for part in (Part.FORWARD, Part.BACKWARD)) for kind in range(len(counts))]
-    total = ends.fwd.total + ends.bwd.total + sum(n * t for n, t in zip(counts, per_kind))
-    return KeyCompute(total=float(total), layer=float(min(per_kind)))
+
+    def floor(scope: Scope, part: Part, kind: int | None = None) -> float:
+        indices = graph.indices(scope, part) if kind is None else graph.layer_indices(part, kind)
+        return float(layer_floor(_floor_ops(graph, indices, times), rules))
+
+    def compute(part: Part, kind: int) -> float:
+        return float(sum(op.count * t for op, t in _floor_ops(graph, graph.layer_indices(part, kind), times)
+                         if not isinstance(op.work, Collective)))
+
+    kinds = range(len(graph.chunk_kinds[0]))
+    return KeyCompute(fwd=tuple(floor(Scope.LAYER, Part.FORWARD, k) for k in kinds),
+                      bwd=tuple(floor(Scope.LAYER, Part.BACKWARD, k) for k in kinds),
+                      first=(floor(Scope.FIRST, Part.FORWARD), floor(Scope.FIRST, Part.BACKWARD)),
+                      last=(floor(Scope.LAST, Part.FORWARD), floor(Scope.LAST, Part.BACKWARD)),
+                      layers=tuple(int(n) for n in graph.chunk_kinds[0]),
+                      fwd_compute=tuple(compute(Part.FORWARD, k) for k in kinds),
+                      bwd_compute=tuple(compute(Part.BACKWARD, k) for k in kinds))
 
 
-def step_bound(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) -> np.ndarray:
-    """Lower bounds on the step times of ``rows`` of the grid (seconds; 0 where none is known)."""
+def _calibration(calibration: Any) -> tuple[Any, float]:
+    """The per-op scaling of ``calibration`` (None without one) and its per-step overhead."""
+    if calibration is None:
+        return None, 0.0
+    from llmp.compose.posterior import scaled
+    from llmp.compose.predictor import ROOFLINE_ONLY
+
+    post = calibration.basis(ROOFLINE_ONLY).posterior
+    factors = np.asarray(post.mean[:-1])
+
+    def scale(graph: Any, times: Sequence[Any]) -> Any:
+        return scaled(graph, times, factors)
+
+    return scale, float(post.overhead_s)
+
+
+def bounds(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) -> Bounds:
+    """Lower bounds on the step times of ``rows`` of the grid, and their keys' floors."""
     out = np.zeros(grid.size)
+    key = np.full(grid.size, -1)
+    computes: list[KeyCompute] = []
+    scale, overhead = _calibration(calibration)
     if len(rows) == 0:
-        return out
-    scale, overhead = None, 0.0
-    if calibration is not None:
-        from llmp.compose.posterior import scaled
-        from llmp.compose.predictor import ROOFLINE_ONLY
-
-        post = calibration.basis(ROOFLINE_ONLY).posterior
-        factors = np.asarray(post.mean[:-1])
-
-        def scale(graph: Any, times: Sequence[Any]) -> Any:
-            return scaled(graph, times, factors)
-
-        overhead = float(post.overhead_s)
+        return Bounds(step=out, key=key, computes=(), overhead=overhead)
     numeric = frozenset(specpath.paths(spec))
     key_paths = [p for p in grid.columns if p not in PIPELINE]
     for group in space.groups(grid, key_paths, rows):
         try:
             rep = _representative(spec, grid, int(group[0]), numeric)
             checks.check(rep, lambda _path: None)
-            key = _compute(rep, scale)
+            found = _compute(rep, scale)
         except LlmpError:
             continue  # no bound for this key: its layouts are all evaluated
-        out[group] = _bound(spec, grid, group, key) + overhead
-    return out
+        key[group] = len(computes)
+        computes.append(found)
+        out[group] = _bound(spec, grid, group, found) + overhead
+    return Bounds(step=out, key=key, computes=tuple(computes), overhead=overhead)
+
+
+def step_bound(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) -> np.ndarray:
+    """Lower bounds on the step times of ``rows`` of the grid (seconds; 0 where none is known)."""
+    return bounds(spec, grid, rows, calibration).step
 
 
 def _column(spec: Spec, grid: Grid, path: str, rows: np.ndarray) -> np.ndarray:
     if path in grid.columns:
         return np.asarray(grid.columns[path][rows])
-    return np.full(len(rows), specpath.get(spec, path) if path in specpath.paths(spec) else None)
+    return np.full(len(rows), specpath.get(spec, path))
+
+
+def _microbatches(spec: Spec, grid: Grid, rows: np.ndarray) -> np.ndarray:
+    batch = _column(spec, grid, "train.global_batch", rows).astype(float)
+    mb = _column(spec, grid, "train.micro_batch", rows).astype(float)
+    return batch / (mb * _column(spec, grid, "parallel.dp", rows).astype(float))
 
 
 def _bound(spec: Spec, grid: Grid, rows: np.ndarray, key: KeyCompute) -> np.ndarray:
     pp = _column(spec, grid, "parallel.pp", rows).astype(float)
     vp = _column(spec, grid, "parallel.vp", rows).astype(float)
-    dp = _column(spec, grid, "parallel.dp", rows).astype(float)
-    mb = _column(spec, grid, "train.micro_batch", rows).astype(float)
-    batch = _column(spec, grid, "train.global_batch", rows).astype(float)
     schedule = np.asarray(grid.columns["parallel.schedule"][rows] if "parallel.schedule" in grid.columns
                           else np.full(len(rows), spec.parallel.schedule.value), dtype=str)
-    m = batch / (mb * dp)
+    m = _microbatches(spec, grid, rows)
     work = m * key.total / pp
     p = spec.parallel
     default_split = (p.stage_layers is None and p.first_stage_layers is None and p.last_stage_layers is None
@@ -144,6 +244,164 @@ def _bound(spec: Spec, grid: Grid, rows: np.ndarray, key: KeyCompute) -> np.ndar
     even = default_split & (chunk_layers == np.floor(chunk_layers)) & np.isin(schedule, list(FILL_SCHEDULES))
     fill = np.where(even, (m * vp + pp - 1) * chunk_layers * key.layer, 0.0)
     return np.maximum(work, fill) * (1.0 - SLACK)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class _Class:
+    """What bounds every layout of one class (:class:`Tails`) besides its key's floors and its
+    microbatches: its chunks and ranks, its ops that the floors leave out, and its ranks' tails."""
+
+    chunks: np.ndarray
+    """(chunks, kinds): layers of each kind in each chunk."""
+    held: np.ndarray
+    """(chunks, ranks): 1 where the rank holds the chunk."""
+    vp: int
+    fill: bool
+    """The schedule fills and drains (:data:`FILL_SCHEDULES`)."""
+    extra: np.ndarray
+    """(2, kinds): per layer, forward and backward, the :func:`_pipelined` ops but the prefetched
+    ZeRO-3/FSDP ones (seconds)."""
+    extra_compute: np.ndarray
+    """(2, kinds): the compute among them (the gradient accumulation)."""
+    prefetch: np.ndarray
+    """(2, kinds): per layer, the prefetched ZeRO-3/FSDP gathers and scatters."""
+    ends: np.ndarray
+    """(2, 2): the :func:`_pipelined` ops of the embedding and of the head, forward and backward."""
+    sync: np.ndarray
+    """Per rank: gradient sync exposed whole."""
+    last: np.ndarray
+    """Per rank: its last gradient bucket (0 without bucketed reductions)."""
+    spans: np.ndarray
+    """Per rank: all its gradient buckets (0 without)."""
+    share: np.ndarray
+    """Per rank: ``1 - 1 / buckets``, the share of the buckets a backward can hide (0 without:
+    then ``max(last, spans - B share)`` is 0)."""
+    update: float
+    """The slowest rank's update, without gathers hidden behind the next forward."""
+
+
+class Tails:
+    """Raises the bounds of a grid's layouts with what their keys' floors leave out, one class of
+    layouts (those that differ only in :data:`TAIL_FREE`) at a time, when a layout of the class
+    is about to be checked (:meth:`refine`): the ops that the pipeline fields size, the layers'
+    placement on the ranks, and the ranks' gradient sync and update, from one priced graph of
+    the class."""
+
+    def __init__(self, spec: Spec, grid: Grid, rows: np.ndarray, found: Bounds, calibration: Any = None) -> None:
+        self.spec, self.grid, self.found = spec, grid, found
+        self.scale, _ = _calibration(calibration)
+        self.numeric = frozenset(specpath.paths(spec))
+        cls = space.group_index(grid, [p for p in grid.columns if p not in TAIL_FREE])
+        rows = rows[found.key[rows] >= 0]
+        order = np.argsort(cls[rows], kind="stable")
+        cuts = np.flatnonzero(np.diff(cls[rows][order])) + 1
+        self.members = {int(cls[g[0]]): g for g in np.split(rows[order], cuts) if len(g)}
+        self.cls = cls
+        self.done: set[int] = set()
+        self.floors = {f: np.array([getattr(c, f) for c in found.computes], float).reshape(len(found.computes), -1)
+                       if found.computes else np.zeros((0, 0))
+                       for f in ("fwd", "bwd", "first", "last", "fwd_compute", "bwd_compute")}
+
+    def refine(self, bound: np.ndarray, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Raise ``bound`` (per configuration, seconds) over the classes of ``rows`` not yet seen;
+        returns the configurations whose bound it raised."""
+        raised = []
+        for i in (int(r) for r in rows):
+            c = int(self.cls[i])
+            if c in self.done or c not in self.members:
+                continue
+            try:
+                found = self._class(i)
+            except LlmpError:
+                continue  # this layout cannot run (a rule on its micro-batch): try the class's next one
+            self.done.add(c)
+            if found is not None:
+                members = self.members[c]
+                bound[members] = np.maximum(bound[members], self._bound(found, members))
+                raised.append(members)
+        return np.concatenate(raised) if raised else np.zeros(0, dtype=int)
+
+    def _class(self, row: int) -> _Class | None:
+        s = space.row_spec(self.spec, self.grid.columns, row, None, self.numeric)
+        checks.check(s, lambda _path: None)
+        st = structure_of(s)
+        if s.parallel.schedule is Schedule.DUALPIPE:
+            return None  # its pairs of passes overlap: no bound from whole passes (layout_bound)
+        try:
+            graph = decompose(s, st)
+            times = [float(t) for t in price(graph, s).time]
+        except LlmpError:
+            return None
+        if self.scale is not None:
+            times = self.scale(graph, times)
+        kinds = len(st.kinds)
+        extra, extra_compute, prefetch = np.zeros((2, kinds)), np.zeros((2, kinds)), np.zeros((2, kinds))
+        ends = np.zeros((2, 2))
+        for j, part in enumerate((Part.FORWARD, Part.BACKWARD)):
+            for i in graph.indices(Scope.LAYER, part):
+                op = graph.ops[i]
+                if _pipelined(op):
+                    total = op.count * times[i]
+                    if op.overlap is Overlap.PREFETCH:
+                        prefetch[j, op.kind] += total
+                    else:
+                        extra[j, op.kind] += total
+                        if not isinstance(op.work, Collective):
+                            extra_compute[j, op.kind] += total
+            for e, scope in enumerate((Scope.FIRST, Scope.LAST)):
+                ends[e, j] = sum(graph.ops[i].count * times[i] for i in graph.indices(scope, part)
+                                 if _pipelined(graph.ops[i]))
+        rules = OverlapRules.of(s)
+        per_ops: dict[tuple[int, ...], tuple[float, ...]] = {}  # ranks of one class run the same ops
+        for r in range(st.pp):
+            ops = graph.indices(Scope.RANK, r)
+            if ops not in per_ops:
+                terms = tail_terms(graph, times, rules, r)
+                last, spans, buckets = bucket_spans(terms.bucketed) if terms.bucketed else (0.0, 0.0, 1)
+                per_ops[ops] = (sum(terms.sync.values()), last, spans, 1 - 1 / buckets, sum(terms.update.values()))
+        sync, last, spans, share, update = (np.array(col, float) for col in
+                                            zip(*(per_ops[graph.indices(Scope.RANK, r)] for r in range(st.pp))))
+        held = np.zeros((st.chunks, st.pp))
+        for r, chunks in enumerate(st.placement):
+            held[list(chunks), r] = 1
+        return _Class(chunks=np.array(st.chunk_kinds, float), held=held, vp=st.vp,
+                      fill=s.parallel.schedule.value in FILL_SCHEDULES, extra=extra, extra_compute=extra_compute,
+                      prefetch=prefetch, ends=ends, sync=sync, last=last, spans=spans, share=share,
+                      update=float(update.max()))
+
+    def _bound(self, c: _Class, rows: np.ndarray) -> np.ndarray:
+        """The bound of :func:`layout_bound` with each chunk's passes bounded from the floors.
+
+        A chunk's pass takes at least, per layer kind, its ``n`` layers' floors and left-out ops,
+        the first layer's prefetch and ``n - 1`` times what of the next one's the layer's compute
+        cannot hide (``compose.overlap``: the compute is at most the floor's and the gradient
+        accumulation's); plus the embedding's or the head's. A rank busy ``F + B`` seconds per
+        microbatch ends its last backward after at least ``m (F + B)`` and then syncs
+        ``max(last, spans - W share)`` more, ``W <= B`` being its last backward's compute, whose
+        gradients the buckets hide behind: ``m (F + B) + max(last, spans - B share)`` grows with
+        ``F`` and ``B`` (``m >= 1 > share``), so their bounds bound it."""
+        k = self.found.key[rows]
+        f = self.floors
+        m = _microbatches(self.spec, self.grid, rows)[:, None]
+        n = c.chunks
+        repeat = np.where(n > 0, n - 1, 0.0)
+        passes = []
+        for j, (floor, compute) in enumerate((("fwd", "fwd_compute"), ("bwd", "bwd_compute"))):
+            exposed = np.maximum(0.0, c.prefetch[j] - f[compute][k] - c.extra_compute[j])  # (rows, kinds)
+            p = (f[floor][k] + c.extra[j]) @ n.T + (n > 0) @ c.prefetch[j] + exposed @ repeat.T
+            p[:, 0] += f["first"][k][:, j] + c.ends[0, j]
+            p[:, -1] += f["last"][k][:, j] + c.ends[1, j]
+            passes.append(p)  # (rows, chunks)
+        fwd, bwd = passes
+        busy_f, busy_b = fwd @ c.held, bwd @ c.held  # (rows, ranks)
+        synced = m * (busy_f + busy_b) + c.sync + np.maximum(c.last, c.spans - busy_b * c.share)
+        bound = synced.max(axis=1)
+        if c.fill:
+            pp = c.held.shape[1]
+            fill = ((pp - 1) * (fwd.min(axis=1) + bwd.min(axis=1)) + m[:, 0] * c.vp * (fwd + bwd).min(axis=1)
+                    + (c.sync + c.last).min())
+            bound = np.maximum(bound, fill)
+        return (bound + c.update) * (1.0 - SLACK) + self.found.overhead
 
 
 def layout_bound(graph: OpGraph, times: Sequence[float], spec: Spec) -> float:

@@ -3,7 +3,7 @@
 1. :func:`build` resolves the spec with each ``--vary`` as a sweep (so values go through the
    resolver's unit and name checks), takes the declared sweeps and the layout axes as a grid, and
    computes the fields the spec derives from varied ones (``dp = 64 / tp``, ``ffn_hidden =
-   4 * hidden``) from the resolver's own expressions, resolved once with the varied fields free.
+   4 * hidden``) with the resolver's own expressions (:mod:`llmp.search.derived`).
 2. :func:`feasibility` runs the spec's cross-field checks and the step's structure checks once
    per group of configurations that share what those checks read, and names the reason of each
    dropped configuration.
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from llmp import dsl
 from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.structure import structure_of
@@ -36,12 +35,12 @@ from llmp.compose.sweep import structural
 from llmp.dsl import checks
 from llmp.dsl.overrides import SET_FILE
 from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import InfeasibleError, InputError, LlmpError
-from llmp.search import space
+from llmp.search import derived, space
 from llmp.search.bound import layout_bound
+from llmp.search.derived import Resolution
 from llmp.search.space import Grid
-from llmp.sym import has_free_symbols, sympy
+from llmp.sym import has_free_symbols
 from llmp.units import format_bytes
 
 Progress = Callable[[int, int], None]
@@ -68,15 +67,11 @@ Resolve = Callable[[Sequence[str]], Spec]
 
 def load(source: str | os.PathLike[str], sets: Sequence[str] = (), vary: Sequence[str] = ()) -> tuple[Spec, Resolve]:
     """The spec at ``source`` with ``--set`` ``sets`` and each ``--vary`` as a declared sweep list
-    (so its values go through the resolver's unit and name checks), and the function that
-    resolves it again with more overrides, which :func:`build` uses to re-derive the fields
-    computed from varied ones."""
+    (so its values go through the resolver's unit and name checks), and the
+    :class:`~llmp.search.derived.Resolution` that resolves it again with more overrides, which
+    :func:`build` uses to re-derive the fields computed from varied ones."""
     parsed = [space.parse_vary(v) for v in vary]
-    overrides = [space.sweep_override(p, values) for p, values in parsed]
-
-    def resolve(extra: Sequence[str]) -> Spec:
-        return dsl.load(source, [*sets, *overrides, *extra])
-
+    resolve = Resolution(source, [*sets, *(space.sweep_override(p, values) for p, values in parsed)])
     try:
         spec = resolve(())
     except LlmpError as err:
@@ -111,7 +106,7 @@ def build(spec: Spec, gpus: Sequence[int], layouts: bool, resolve: Resolve | Non
             axes_seen += merged
         grid = space.concat(grids)
         axes = tuple(space.merge_axes(axes_seen))
-    grid, notes = derive(resolve, spec, grid) if resolve is not None else (grid, [])
+    grid, notes = derived.derive(resolve, spec, grid) if resolve is not None else (grid, [])
     free = [p for p in specpath.paths(spec) if p not in grid.columns
             and has_free_symbols(specpath.get(spec, p))]
     if free:
@@ -149,27 +144,6 @@ def pipelines(spec: Spec, grid: Grid) -> Grid:
         except LlmpError as err:
             dropped[rows] = reason(err)
     return Grid(columns=grid.columns, varied=grid.varied, size=grid.size, dropped=dropped)
-
-
-def derive(resolve: Resolve, spec: Spec, grid: Grid) -> tuple[Grid, list[str]]:
-    """Add columns for the fields the spec derives from varied numeric fields (fields that also
-    depend on a field the spec leaves free get none: the search then says what is missing)."""
-    numeric = [p for p in grid.columns if p in specpath.paths(spec) and grid.columns[p].dtype != object]
-    if not numeric:
-        return grid, []
-    try:
-        free = resolve([f"{p}=symbol" for p in numeric])
-    except LlmpError as err:
-        return grid, [f"fields derived from the varied ones were not re-derived: {err.message}"]
-    syms = [symbol_for(p) for p in numeric]
-    columns = dict(grid.columns)
-    for path in specpath.paths(free):
-        value = specpath.get(free, path)
-        if path in columns or not has_free_symbols(value) or not value.free_symbols <= set(syms):
-            continue
-        fn = sympy().lambdify(syms, value, modules="numpy")
-        columns[path] = np.broadcast_to(np.asarray(fn(*(grid.columns[p] for p in numeric)), float), (grid.size,)).copy()
-    return grid.with_columns(columns), []
 
 
 def reason(err: LlmpError) -> str:
@@ -283,11 +257,11 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     returns them, for the grid's size), the reasons (as :func:`feasibility` gives them) and
     which rows ``skip`` left out.
 
-    Each row's rules are checked, its graph priced and (with ``skip``) its step bounded from
-    below without the timeline (:func:`llmp.search.bound.layout_bound`), then composed (and its
-    step offered to ``skip`` again), and last its memory compared with its ``limit``; a row
-    ``skip`` accepts stops there and counts as neither feasible nor dropped (one skipped after
-    composing keeps its step time, not feasible). The step is composed
+    Each row's rules are checked and its memory compared with its ``limit``, then its graph is
+    priced and (with ``skip``) its step bounded from below without the timeline
+    (:func:`llmp.search.bound.layout_bound`), and last its step composed (and offered to ``skip``
+    again); a row ``skip`` accepts stops there and counts as neither feasible nor dropped (one
+    skipped after composing keeps its step time, not feasible). The step is composed
     exactly as ``llmp.predict(spec, None)`` (with ``calibration``, as ``predict(...,
     calibration=)``) composes it. A layout search has one structural group per layout, so the
     vectorised path would gain nothing there and would first compile every op kind's cost with
@@ -320,6 +294,16 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = reason(err)
             continue
         try:
+            # memory needs the structure and the schedule's plan (which the step reuses), not the
+            # graph, and costs a fraction of pricing one: a layout that does not fit goes no further
+            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
+        except LlmpError as err:
+            reasons[i] = reason(err)
+            continue
+        if float(mem.total) > limit[i]:
+            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
+            continue
+        try:
             graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
             # predict's times with no residual models (each factor is 1)
             times, overhead = [float(t) for t in price(graph, s).time], 0.0
@@ -337,19 +321,8 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
             reasons[i] = "infeasible layout"
             continue
         out["step_time_s"][i] = t = float(step.step_time) + overhead
-        # The activations in flight, which memory counts, cost more than the timeline on deep
-        # interleaved pipelines: a step that cannot make the answer is not sized.
         if skip is not None and skip(i, t):
             skipped[i] = True
-            continue
-        try:
-            # memory needs the structure and the schedule's plan, not the graph
-            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
-        except LlmpError as err:
-            reasons[i] = reason(err)
-            continue
-        if float(mem.total) > limit[i]:
-            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
             continue
         tokens = float(s.tokens_per_step)
         peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))

@@ -3,8 +3,10 @@
 A search returns its ``top`` best configurations and the Pareto front. Every configuration gets
 a lower bound on its step time (:mod:`llmp.search.bound`), hence a bound on its objective (the
 same tokens per step over a shorter step: more tokens per second, less cost). Configurations
-are then taken best bound first, checked (rules, then memory) and composed
-(:func:`engine.evaluate_rows`) in small batches, until
+are then taken best bound first, in small batches; each has its bound raised by its ranks'
+gradient sync and update (:class:`~llmp.search.bound.Tails`, priced once per class of layouts)
+and, if it can still make the answer, is checked (rules, then memory) and composed
+(:func:`engine.evaluate_rows`), until
 
 * the next bound is strictly worse than the ``top``-th best objective found (every later
   configuration is at least as bad, so none can enter the ranking, ties included), and
@@ -18,6 +20,7 @@ dropped. The ranking and the front equal the exhaustive search's (``tests/search
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +28,7 @@ import numpy as np
 
 from llmp.dsl.spec import Spec
 from llmp.search import engine, rank
-from llmp.search.bound import step_bound
+from llmp.search.bound import Tails, bounds
 from llmp.search.rank import Objective
 from llmp.search.space import Grid
 
@@ -58,7 +61,9 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
     reasons = grid.reasons()
     values = engine.empty_values(grid.size)
     rows = np.flatnonzero(reasons == "")
-    bound = step_bound(spec, grid, rows, calibration)
+    found_bounds = bounds(spec, grid, rows, calibration)
+    bound = found_bounds.step.copy()
+    tails = Tails(spec, grid, rows, found_bounds, calibration)
     limit = engine.memory_limit(spec, grid, max_memory)
 
     def badness(t: np.ndarray, i: np.ndarray) -> np.ndarray:
@@ -77,7 +82,6 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
         with np.errstate(divide="ignore"):
             return rank.cost(gpus[i], tokens[i] / t, gpu_hour_price)
 
-    order = rows[np.argsort(badness(bound[rows], rows), kind="stable")]
     todo = np.ones(grid.size, dtype=bool)
     checked = np.zeros(grid.size, dtype=bool)
     done = 0
@@ -104,34 +108,63 @@ def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory
     def good() -> np.ndarray:
         return np.flatnonzero(values["feasible"])
 
-    # Phase 1: the ranking, best bound first.
-    start = 0
-    while start < len(order):
+    def threshold() -> float:
+        """The ``top``-th best objective composed so far (a configuration must beat or tie it)."""
         found = good()
-        threshold = np.inf
-        if len(found) >= top:
-            threshold = float(np.partition(badness(values["step_time_s"][found], found), top - 1)[top - 1])
-        batch = order[start:start + BATCH]
-        batch = batch[badness(bound[batch], batch) <= threshold]
-        if len(batch) == 0:
-            break
-        run(batch, threshold)
-        start += BATCH
+        if len(found) < top:
+            return np.inf
+        return float(np.partition(badness(values["step_time_s"][found], found), top - 1)[top - 1])
+
+    # Phase 1: the ranking, best bound first. A configuration taken from the queue has its bound
+    # raised by its tail (Tails); one that rose goes back, the rest are checked and composed in
+    # batches. Once the best bound left is past the threshold every other one is too.
+    key = np.full(grid.size, np.inf)
+    key[rows] = badness(bound[rows], rows)
+    queue = list(zip(key[rows].tolist(), rows.tolist()))
+    heapq.heapify(queue)
+    cutoff = threshold()
+    taken: list[int] = []
+    while queue:
+        least, i = queue[0]
+        if least > cutoff:
+            if not taken:
+                break
+        else:
+            heapq.heappop(queue)
+            raised = tails.refine(bound, (i,))
+            if len(raised):
+                key[raised] = badness(bound[raised], raised)
+            if key[i] > least:
+                heapq.heappush(queue, (float(key[i]), i))
+                continue
+            taken.append(i)
+            if len(taken) < BATCH and queue:
+                continue
+        run(np.array(taken), cutoff)
+        taken = []
+        cutoff = threshold()
+
     # Phase 2: whatever might still be on the Pareto front.
-    while pareto_x is not None:
-        left = np.flatnonzero(todo & (reasons == ""))
-        if len(left) == 0:
-            break
+    def still_open(i: np.ndarray) -> np.ndarray:
+        """Rows ``i`` whose best case no configuration composed so far strictly dominates."""
         found = good()
         t_found = values["step_time_s"][found]
         x_found = x_of(t_found, found)
         by_x = np.argsort(x_found, kind="stable")
         stair = np.minimum.accumulate(t_found[by_x]) if len(found) else np.zeros(0)
-        reach = np.searchsorted(x_found[by_x], x_of(bound[left], left), side="right")
+        reach = np.searchsorted(x_found[by_x], x_of(bound[i], i), side="right")
         best_t = np.where(reach > 0, stair[np.maximum(reach - 1, 0)] if len(stair) else np.inf, np.inf)
-        open_rows = left[~(best_t < bound[left])]
+        return ~(best_t < bound[i])
+
+    while pareto_x is not None:
+        left = np.flatnonzero(todo & (reasons == ""))
+        open_rows = left[still_open(left)]
         if len(open_rows) == 0:
             break
-        run(open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH], None)
+        batch = open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH]
+        tails.refine(bound, batch)
+        batch = batch[still_open(batch)]
+        if len(batch):
+            run(batch, None)
     pruned = todo & (reasons == "")
     return Pruned(values=values, reasons=reasons, pruned=pruned, checked=checked, bound_s=bound)

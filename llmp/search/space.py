@@ -14,9 +14,7 @@ column (a struct of arrays), which is what :func:`llmp.compose.evaluate` takes.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -155,14 +153,16 @@ def merge_axes(*groups: Sequence[Axis]) -> list[Axis]:
 
 
 def product(axes: Sequence[Axis], fixed: Mapping[str, Any] | None = None) -> Grid:
-    """Every combination of the axes' values, plus ``fixed`` fields, as columns."""
-    rows = list(itertools.product(*(a.values for a in axes)))
-    n = len(rows)
+    """Every combination of the axes' values, plus ``fixed`` fields, as columns (in the order of
+    ``itertools.product``: the last axis varies fastest)."""
+    sizes = [len(a.values) for a in axes]
+    n = math.prod(sizes)
     columns: dict[str, np.ndarray] = {}
     for j, axis in enumerate(axes):
-        columns[axis.path] = _column([r[j] for r in rows])
+        which = np.tile(np.repeat(np.arange(sizes[j]), math.prod(sizes[j + 1:])), math.prod(sizes[:j]))
+        columns[axis.path] = _column(list(axis.values))[which]
     for path, value in (fixed or {}).items():
-        columns[path] = _column([value] * n)
+        columns[path] = _column([value] * min(n, 1))[np.zeros(n, dtype=int)]
     return Grid(columns=columns, varied=tuple(a.path for a in axes), size=n)
 
 
@@ -210,16 +210,11 @@ def layout_columns(spec: Spec, grid: Grid, gpus: int) -> Grid:
     return Grid(columns=cols, varied=grid.varied, size=grid.size, dropped=dropped)
 
 
-def _set_options(spec: Spec, options: Mapping[str, Any]) -> Spec:
-    """A copy of ``spec`` with enum or boolean fields of its model, train or parallel section set
-    (one copy per section)."""
-    sections: dict[str, dict[str, Any]] = {}
-    for path, value in options.items():
-        section, _, name = path.partition(".")
-        current = getattr(getattr(spec, section), name)
-        sections.setdefault(section, {})[name] = bool(value) if isinstance(current, bool) else type(current)(value)
-    return dataclasses.replace(spec, **{section: dataclasses.replace(getattr(spec, section), **fields)
-                                        for section, fields in sections.items()})
+def _option(spec: Spec, path: str, value: Any) -> Any:
+    """An enum or boolean field of the model, train or parallel section, as the spec types it."""
+    section, _, name = path.partition(".")
+    current = getattr(getattr(spec, section), name)
+    return bool(value) if isinstance(current, bool) else type(current)(value)
 
 
 def _scalar(x: Any) -> int | float:
@@ -229,20 +224,28 @@ def _scalar(x: Any) -> int | float:
 def row_spec(spec: Spec, columns: Mapping[str, np.ndarray], i: int, paths: Sequence[str] | None = None,
              numeric: frozenset[str] | None = None) -> Spec:
     """The spec of configuration ``i`` (only the fields ``paths``, default all); ``numeric`` is
-    ``specpath.paths(spec)``, passed in by callers that build many rows."""
-    chosen = list(columns) if paths is None else list(paths)
+    ``specpath.paths(spec)``, passed in by callers that build many rows. One copy of each section
+    that changes, however many of its fields do (a search builds thousands)."""
     numbers = frozenset(specpath.paths(spec)) if numeric is None else numeric
-    spec = specpath.replace(spec, {p: _scalar(columns[p][i]) for p in chosen if p in numbers})
-    options = {p: columns[p][i] for p in chosen if p not in numbers}
-    return _set_options(spec, options) if options else spec
+    return specpath.replace(spec, {p: _scalar(columns[p][i]) if p in numbers else _option(spec, p, columns[p][i])
+                                   for p in (columns if paths is None else paths)})
 
 
 def group_index(grid: Grid, paths: Sequence[str]) -> np.ndarray:
     """Group index of each row over the columns ``paths``."""
     if not paths:
         return np.zeros(grid.size, dtype=int)
-    codes = [np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
-                       return_inverse=True)[1].reshape(grid.size) for p in paths]
+    codes, sizes = [], []
+    for p in paths:
+        found, code = np.unique(grid.columns[p].astype(str) if grid.columns[p].dtype == object else grid.columns[p],
+                                return_inverse=True)
+        codes.append(code.reshape(grid.size))
+        sizes.append(max(len(found), 1))
+    if math.prod(sizes) < 2**62:  # one number per combination, the first column the most significant
+        combined = np.zeros(grid.size, dtype=np.int64)
+        for code, size in zip(codes, sizes):
+            combined = combined * size + code
+        return np.unique(combined, return_inverse=True)[1].reshape(grid.size)
     return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].reshape(grid.size)
 
 
