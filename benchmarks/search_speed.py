@@ -146,11 +146,11 @@ def section(layouts: list[str], vectorised: str, command: str) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|", *layouts, "",
              "| vectorised space (one structure) | configurations | feasible | structural groups | search() (s) |",
              "|---|---|---|---|---|", vectorised, "",
-             ("Wall times are of the whole command in a fresh interpreter (about 0.7 s of it is importing "
-              "NumPy, SymPy and llmp). 'pruned': layouts a lower bound on their step time rules out of the "
-              "top 10 and the Pareto front, never checked or composed (`--exhaustive` checks them). The "
-              "exhaustive column composes every layout that passes the rules and fits in memory, one at a "
-              "time, as `llmp.predict(spec, residuals=None)` does."), ""]
+             ("Wall times are of the whole command in a fresh interpreter (importing NumPy and llmp "
+              "included; the search path imports no SymPy). 'pruned': layouts a lower bound on their step "
+              "time rules out of the top 10 and the Pareto front, never checked or composed (`--exhaustive` "
+              "checks them). The exhaustive column composes every layout that passes the rules and fits in "
+              "memory, one at a time, as `llmp.predict(spec, residuals=None)` does."), ""]
     return "\n".join(lines)
 
 
