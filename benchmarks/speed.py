@@ -7,8 +7,9 @@
   pipeline, 1F1B over 12 stages with 384 microbatches); then the same reading the band too, whose
   draws run the timeline again on first read (the peers have no band);
 * cold CLI: wall time of ``python -m llmp.cli predict examples/<spec>.llmp`` in a fresh process,
-  median of 5 runs (imports included), for llama3_8b_dgx_h100 and gpt3_175b_dgx_a100 (the one
-  layout Calculon can express: it has no grouped-query attention);
+  median of 5 runs (imports included), with the default residual store and with
+  ``--no-residuals``, for llama3_8b_dgx_h100 and gpt3_175b_dgx_a100 (the one layout Calculon can
+  express: it has no grouped-query attention);
 * sweep: ``llmp.compose.evaluate`` over ``--sweep`` configurations of Llama 3 70B on 64 H100s:
   every (tp, pp, micro_batch, recompute) layout with dp = 64 / (tp pp) and random device and
   link speeds per configuration; one call, first call (compilation included) and second call,
@@ -77,8 +78,8 @@ def warm(name: str, repeat: int, band: bool) -> tuple[float, int]:
     return statistics.median(times), tasks
 
 
-def cold(name: str, repeat: int = 5) -> float:
-    cmd = [sys.executable, "-m", "llmp.cli", "predict", str(ROOT / "examples" / f"{name}.llmp")]
+def cold(name: str, *flags: str, repeat: int = 5) -> float:
+    cmd = [sys.executable, "-m", "llmp.cli", "predict", str(ROOT / "examples" / f"{name}.llmp"), *flags]
     return median_wall(cmd, repeat)
 
 
@@ -232,6 +233,11 @@ def main() -> None:
         cells = [peer_cell(ours, peer_cold(peer, cfg), "wall_s", "s") for peer in PEERS]
         print(f"| cold start, fresh process (median of 5) | {name} | {ours:.2f} s (`llmp predict`) "
               f"| {' | '.join(cells)} | ≤ 0.8 s (issue 14) |")
+    for name in COLD_SPECS:
+        ours = cold(name, "--no-residuals")
+        same = " | ".join("as above (no residual store either way)" for _ in PEERS)
+        print(f"| cold start without a residual store (median of 5) | {name} | {ours:.2f} s "
+              f"(`llmp predict --no-residuals`) | {same} | ≤ 0.5 s (issue 14) |")
     sw = sweep_in_child(args.sweep)
     none = " | ".join("no vectorised sweep" for _ in PEERS)
     print(f"| sweep `evaluate`, first call | llama3_70b_dgx_h100, {args.sweep} configs ({sw['feasible']} feasible, "

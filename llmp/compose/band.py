@@ -189,10 +189,10 @@ def roofline_widths(device_id: str) -> dict[str, Width]:
 
     out: dict[str, Width] = {}
     for name in (store.CROSS_GPU, device_id):  # the device's own table overrides the pooled one
-        shipped = store.shipped(name)
-        if shipped is not None:
+        manifest = store.shipped_manifest(name)
+        if manifest is not None:
             where = "cross-GPU store" if name == store.CROSS_GPU else f"store shipped for {name}"
-            out |= _table(shipped.manifest, where)
+            out |= _table(manifest, where)
     return out
 
 

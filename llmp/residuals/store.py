@@ -685,6 +685,25 @@ def default_path(device_id: str) -> Path:
 
 
 @functools.cache
+def shipped_manifest(name: str) -> dict[str, Any] | None:
+    """The manifest of the store shipped as ``name``, or ``None`` when none ships: what the band
+    reads (each family's measured roofline error), without loading the store's models, which a
+    prediction with ``--no-residuals`` never uses."""
+    path = default_path(name) / "manifest.json"
+    if not path.is_file():
+        return None
+    c = _Checker(path.parent)
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise c.fail(f"cannot read manifest.json ({err})", "reinstall llmp, or rebuild the shipped stores: "
+                     "python benchmarks/fit_public.py") from None
+    if not isinstance(manifest, dict):
+        raise c.fail("manifest.json is not a JSON object")
+    return manifest
+
+
+@functools.cache
 def shipped(name: str, root: Path | None = None) -> Residuals | None:
     """The store shipped as ``name`` (a device id or ``cross_gpu``), or ``None`` when none ships.
 

@@ -318,6 +318,11 @@ def test_every_shipped_store_loads_and_matches_the_catalog(name):
             assert res.refusal(dataset.catalog_device(device_id)) is None
     size = sum(p.stat().st_size for p in store.default_path(name).rglob("*") if p.is_file())
     assert size < 4e6
+    assert store.shipped_manifest(name) == res.manifest  # what the band reads without loading the models
+
+
+def test_no_shipped_manifest_for_a_device_without_a_store():
+    assert store.shipped_manifest("no_such_device") is None
 
 
 def test_the_shipped_cpu_store_covers_every_kernel_family():
