@@ -242,11 +242,11 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
             break
         most, spent, t = mp, spent + mp, (m - mp) // step
         if not arrays:
-            end = ends(short, [by_key[k] for k in short.keys], r.keep)
+            kept = ends(short, [by_key[k] for k in short.keys], r.keep)
             nt = len(r.tail)
-            delay, ok = _delay(end[:nt], end[nt:2 * nt])
+            delay, ok = _delay(kept[:nt], kept[nt:2 * nt])
             if ok:
-                return tuple(x + t * delay for x in end[2 * nt:]), most
+                return tuple(x + t * delay for x in kept[2 * nt:]), most
             continue
         nt = len(r.tail)
         mine = cols.take([by_key[k] for k in short.keys], axis=0)

@@ -160,7 +160,8 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     durations = tuple(totals[id(x)] if id(x) in totals else totals.setdefault(id(x), x.total) for x in passes)
     ends = rank_end(p, durations, arrays)
     tails: list[RankTail] = []
-    syncs, updates = [], []
+    syncs: list[Any] = []
+    updates: list[Any] = []
     for r in range(pp):
         same = lay.same_tail[r]
         if same == r:
