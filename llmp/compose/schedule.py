@@ -490,7 +490,7 @@ def ends(p: Plan, durations: Sequence[Any], keep: Sequence[int]) -> tuple[float,
         if e > s:
             s = e
         end[i] = s + d[k]
-    return tuple(end[i] for i in keep)
+    return tuple(map(end.__getitem__, keep))
 
 
 def uniform_durations(p: Plan, f: Sequence[Any], b: Sequence[Any], w: Sequence[Any] | None = None,
