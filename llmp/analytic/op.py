@@ -210,8 +210,13 @@ class OpGraph:
         return self.groups.get((scope, part), ())
 
     def layer_indices(self, part: Part | Task, kind: int) -> tuple[int, ...]:
-        """Positions of the ``layer``-scope ops of one part (or task) and one layer kind."""
-        return tuple(i for i in self.indices(Scope.LAYER, part) if self.ops[i].kind == kind)
+        """Positions of the ``layer``-scope ops of one part (or task) and one layer kind (kept in
+        :attr:`memo`: every prediction on the graph asks again)."""
+        key = ("layer", part, kind)
+        out = self.memo.get(key)
+        if out is None:
+            out = self.memo[key] = tuple(i for i in self.indices(Scope.LAYER, part) if self.ops[i].kind == kind)
+        return out  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[Op]:
         return iter(self.ops)

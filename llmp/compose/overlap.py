@@ -164,7 +164,9 @@ def _run(static: tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]], 
             prefetch.append(total)
         else:
             if what == _HIDES:
-                hidden = total - positive_part(total - (totals[partner] if partner >= 0 else 0))
+                left = total - (totals[partner] if partner >= 0 else 0)
+                # positive_part inline for a float (max((x, 0)) keeps x unless 0 > x)
+                hidden = total - ((0 if 0 > left else left) if type(left) is float else positive_part(left))
             else:
                 hidden = 0
             acc[category] = acc.get(category, 0) + (total - hidden)
@@ -194,11 +196,33 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
     (a count, or a tuple of counts per layer kind, ``OpGraph.chunk_kinds``; ``first``/``last``: it
     holds the embedding / the head; the sends to the next and previous chunk follow from that);
     with ``split`` also tasks B and W on their own."""
-    counts = layers if isinstance(layers, tuple) else (layers,)
     passes: dict[Part | Task, PassWork] = {}
-    for part in (Part.FORWARD, Part.BACKWARD, *((Task.B, Task.W) if split else ())):
+    for part, groups in _chunk_groups(graph, rules, first, last, layers, split):
         by_cat: dict[str, Any] = defaultdict(int)
         compute: Any = 0
+        for static, indices, repeat in groups:
+            cats, comp = _run(static, [times[i] for i in indices], repeat)
+            for k, v in cats.items():
+                by_cat[k] += v
+            compute += comp
+        passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
+    return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
+                     w=passes.get(Task.W))
+
+
+Groups = tuple[tuple[Part | Task, tuple[tuple[Any, tuple[int, ...], Any], ...]], ...]
+
+
+def _chunk_groups(graph: OpGraph, rules: OverlapRules, first: bool, last: bool, layers: Any, split: bool) -> Groups:
+    """Per pass of a chunk, the groups of ops it runs: their :func:`_static` form, positions and
+    repeat (the layers of a kind, or 1). From the graph's structure alone, so kept in its memo."""
+    key = ("chunk", first, last, layers, split, rules.tp_comm_overlap)
+    cached = graph.memo.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    counts = layers if isinstance(layers, tuple) else (layers,)
+    out = []
+    for part in (Part.FORWARD, Part.BACKWARD, *((Task.B, Task.W) if split else ())):
         # A chunk may hold no layers (Megatron's embedding-only first chunk), or none of a kind:
         # then those layer ops do not run, not even a ZeRO-3 prefetch.
         groups: list[tuple[tuple[int, ...], Any]] = [
@@ -209,18 +233,10 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
             groups.append((graph.indices(Scope.LAST, part), 1))
         if (part is Part.FORWARD and not last) or (part in (Part.BACKWARD, Task.B) and not first):
             groups.append((graph.indices(Scope.BOUNDARY, part), 1))
-        for indices, repeat in groups:
-            key = ("pass", indices, rules.tp_comm_overlap)
-            static = graph.memo.get(key)
-            if static is None:
-                static = graph.memo[key] = _static([graph.ops[i] for i in indices], rules)
-            cats, comp = _run(static, [times[i] for i in indices], repeat)
-            for k, v in cats.items():
-                by_cat[k] += v
-            compute += comp
-        passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
-    return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
-                     w=passes.get(Task.W))
+        out.append((part, tuple((_static([graph.ops[i] for i in indices], rules), indices, repeat)
+                                for indices, repeat in groups)))
+    graph.memo[key] = result = tuple(out)
+    return result
 
 
 def paired(f: PassWork, bw: PassWork) -> PassWork:
@@ -263,17 +279,43 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
     update: dict[str, Any] = defaultdict(int)
     bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
     gathers: list[tuple[str, Any]] = []
-    for i in graph.indices(Scope.RANK, rank):
-        op, t = graph.ops[i], times[i]
-        if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
-            gathers.append((op.category, op.count * t))
-        elif op.part is Part.UPDATE:
-            update[op.category] += op.count * t
-        elif op.overlap is Overlap.BUCKETED and rules.dp_overlap:
-            bucketed.append((op.count, t))
+    for i, rule, category, count in _tail_rules(graph, rules, rank):
+        t = times[i]
+        if rule == _GATHER:
+            gathers.append((category, count * t))
+        elif rule == _UPDATE:
+            update[category] += count * t
+        elif rule == _BUCKETED:
+            bucketed.append((count, t))
         else:
-            sync[op.category] += op.count * t
+            sync[category] += count * t
     return TailTerms(sync=dict(sync), bucketed=tuple(bucketed), update=dict(update), next_forward=tuple(gathers))
+
+
+# How a once-per-step op reaches the step (:func:`tail_terms`).
+_GATHER, _UPDATE, _BUCKETED, _SYNC = range(4)
+
+
+def _tail_rules(graph: OpGraph, rules: OverlapRules, rank: int) -> tuple[tuple[int, int, str, Any], ...]:
+    """Per once-per-step op of ``rank``: (position, rule, category, count); from the ops alone, so
+    kept in the graph's memo."""
+    key = ("tail", rank, rules.dp_overlap)
+    cached = graph.memo.get(key)
+    if cached is None:
+        rows = []
+        for i in graph.indices(Scope.RANK, rank):
+            op = graph.ops[i]
+            if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
+                rule = _GATHER
+            elif op.part is Part.UPDATE:
+                rule = _UPDATE
+            elif op.overlap is Overlap.BUCKETED and rules.dp_overlap:
+                rule = _BUCKETED
+            else:
+                rule = _SYNC
+            rows.append((i, rule, op.category, op.count))
+        cached = graph.memo[key] = tuple(rows)
+    return cached  # type: ignore[no-any-return]
 
 
 def bucket_spans(bucketed: Sequence[tuple[Any, Any]]) -> tuple[Any, Any, Any]:

@@ -38,13 +38,14 @@ passes with, so which ``c`` is found changes only the cost.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from llmp.compose.schedule import Key, Plan, end_times, nodes, plan, simulate
+from llmp.compose.schedule import Key, Plan, end_times, ends, nodes, plan
 from llmp.compose.schedules import entry
 from llmp.dsl.spec import Schedule
 
@@ -169,11 +170,12 @@ def _base(schedule: Schedule, pp: int, vp: int, group: int | None, c: int, resid
     return None
 
 
-def _delay(r: Rounds, end: tuple[Any, ...]) -> tuple[Any, bool]:
-    """The delay of ``R`` over ``R'`` in a timing of ``r.plan`` (its nodes' ends), and whether it
-    is uniform."""
-    delays = [end[i] - end[j] for i, j in zip(r.tail, r.prior)]
-    return max(delays), max(delays) - min(delays) <= TOL * max(abs(end[i]) for i in r.tail)
+def _delay(tail: Sequence[float], prior: Sequence[float]) -> tuple[float, bool]:
+    """The delay of ``R`` over ``R'`` in a timing of a plan (the ends of ``Rounds.tail`` and
+    ``Rounds.prior``), and whether it is uniform."""
+    delays = list(map(operator.sub, tail, prior))
+    most = max(delays)
+    return most, most - min(delays) <= TOL * max(map(abs, tail))
 
 
 def _delays(r: Rounds, tail: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,10 +242,11 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
             break
         most, spent, t = mp, spent + mp, (m - mp) // step
         if not arrays:
-            end = simulate(short, [by_key[k] for k in short.keys]).end
-            delay, ok = _delay(r, end)
+            kept = ends(short, [by_key[k] for k in short.keys], r.keep)
+            nt = len(r.tail)
+            delay, ok = _delay(kept[:nt], kept[nt:2 * nt])
             if ok:
-                return tuple(end[i] + t * delay for i in r.last), most
+                return tuple(x + t * delay for x in kept[2 * nt:]), most
             continue
         nt = len(r.tail)
         mine = cols.take([by_key[k] for k in short.keys], axis=0)
@@ -255,6 +258,6 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
         if not pending.any():
             return tuple(x.reshape(shape) for x in out), most
     if not arrays:
-        return simulate(p, durations).rank_end, m
+        return ends(p, durations, _last(p)), m
     out[:, pending] = end_times(p, cols[:, pending], _last(p))
     return tuple(x.reshape(shape) for x in out), m

@@ -79,20 +79,41 @@ def gpu_flops(graph: OpGraph, flops: Sequence[Any], keep: Callable[[Op], bool] =
     the number of GPUs.
     """
     st = graph.structure
+    kinds, first_parts, last_parts, rank_parts = _flop_terms(graph, keep)
 
-    def total(scope: Scope, part: Any) -> float:
-        return sum(float(flops[i] * graph.ops[i].count) for i in graph.indices(scope, part) if keep(graph.ops[i]))
+    def total(terms: tuple[tuple[int, Any], ...]) -> float:
+        return sum(float(flops[i] * count) for i, count in terms)
 
-    def kind_total(k: int) -> float:
-        return sum(float(flops[i] * graph.ops[i].count) for p in (Part.FORWARD, Part.BACKWARD)
-                   for i in graph.layer_indices(p, k) if keep(graph.ops[i]))
-
-    layer = sum(kind_total(k) * float(n) for k, n in enumerate(graph.kind_layers)) / st.chunks
-    first = sum(total(Scope.FIRST, p) for p in (Part.FORWARD, Part.BACKWARD))
-    last = sum(total(Scope.LAST, p) for p in (Part.FORWARD, Part.BACKWARD))
+    layer = sum(total(terms) * float(n) for terms, n in zip(kinds, graph.kind_layers)) / st.chunks
+    first = sum(total(terms) for terms in first_parts)
+    last = sum(total(terms) for terms in last_parts)
     chunks = st.microbatches * (st.chunks * layer + first + last)
-    ranks = sum(total(Scope.RANK, r) for r in range(st.pp))
+    ranks = sum(total(terms) for terms in rank_parts)
     return (chunks + ranks) / st.pp
+
+
+FlopTerms = tuple[tuple[int, Any], ...]
+
+
+def _flop_terms(graph: OpGraph, keep: Callable[[Op], bool]) -> tuple[tuple[FlopTerms, ...], ...]:
+    """What :func:`gpu_flops` sums, (position, count) of the ops ``keep`` passes, in its order:
+    per layer kind (forward then backward), the first and the last chunk's ops per part, and
+    each rank's once-per-step ops. From the graph alone, so kept in its memo (with ``keep``)."""
+    key = ("flops", keep)
+    cached = graph.memo.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+
+    def terms(indices: Sequence[int]) -> FlopTerms:
+        return tuple((i, graph.ops[i].count) for i in indices if keep(graph.ops[i]))
+
+    parts = (Part.FORWARD, Part.BACKWARD)
+    out = (tuple(terms([i for p in parts for i in graph.layer_indices(p, k)]) for k in range(len(graph.kind_layers))),
+           tuple(terms(graph.indices(Scope.FIRST, p)) for p in parts),
+           tuple(terms(graph.indices(Scope.LAST, p)) for p in parts),
+           tuple(terms(graph.indices(Scope.RANK, r)) for r in range(graph.structure.pp)))
+    graph.memo[key] = out
+    return out
 
 
 def _bound(op_work: Any, f: float, b: float, t: float, hw: Hardware) -> str:

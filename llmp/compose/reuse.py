@@ -62,24 +62,40 @@ class Recent:
 
 GRAPHS = Recent()
 PRICED = Recent()
+KEYS = Recent()
 
 
 def graph_key(spec: Spec) -> str:
     """What :func:`~llmp.analytic.structure.structure_of` and
     :func:`~llmp.analytic.graph.decompose` read of ``spec``."""
-    c = spec.cluster
-    # The one device fact the graph reads: whether low-precision casts serve both GEMM layouts
-    # from one copy (Blackwell), which decides the quantize kernels (llmp.analytic.lowp).
-    return repr((spec.model, spec.train, spec.parallel, c.nodes, c.node.gpus_per_node, c.node.nvlink_domain,
-                 lowp.any_layout(c.gpu)))
+    return _keys(spec)[1]
 
 
 def hardware_key(spec: Spec) -> str:
     """What the prices and a store's correction read besides the graph: the device and links."""
-    return repr(spec.cluster)
+    return _keys(spec)[2]
+
+
+def _make_keys(spec: Spec) -> tuple[Spec, str, str]:
+    c = spec.cluster
+    # The one device fact the graph reads: whether low-precision casts serve both GEMM layouts
+    # from one copy (Blackwell), which decides the quantize kernels (llmp.analytic.lowp).
+    return spec, repr((spec.model, spec.train, spec.parallel, c.nodes, c.node.gpus_per_node, c.node.nvlink_domain,
+                       lowp.any_layout(c.gpu))), repr(c)
+
+
+def _keys(spec: Spec) -> tuple[Spec, str, str]:
+    """The keys of a spec object, kept by its identity (a spec is immutable, and the entry holds
+    it, so no other object can take its id while the entry lives): a loop predicting one loaded
+    spec again does not write out its sections each time."""
+    keys = KEYS.get(id(spec), lambda: _make_keys(spec))
+    if keys[0] is not spec:  # cannot happen while the entry holds the spec; kept as a guard
+        keys = _make_keys(spec)
+    return keys
 
 
 def clear() -> None:
     """Forget every kept graph, price and correction (the plan caches are not numbers-dependent)."""
     GRAPHS.clear()
     PRICED.clear()
+    KEYS.clear()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.op import OpGraph
+from llmp.analytic.op import OpGraph, Scope
 from llmp.compose.overlap import (
     ChunkWork,
     OverlapRules,
@@ -112,30 +112,68 @@ def _pass(key: Key, works: Sequence[ChunkWork]) -> PassWork:
     return PassWork(by_category={}, compute=0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What :func:`compose` reads of the graph and the plan besides the times: kept in the graph's
+    memo, so a warm prediction only adds up numbers."""
+
+    chunk_keys: tuple[tuple[bool, bool, Any], ...]
+    """The distinct (first, last, layers of each kind) of the chunks, in order of first use."""
+    chunk_of: tuple[int, ...]
+    """Per model chunk, its index in ``chunk_keys``."""
+    same_tail: tuple[int, ...]
+    """Per pipeline rank, the first rank with the same once-per-step ops and chunks (so the same
+    tail, whatever the times)."""
+    used_keys: tuple[int, ...]
+    """The durations some rank runs (``plan.rank_work``), in order."""
+
+
+def _layout(graph: OpGraph, p: Plan) -> _Layout:
+    key = ("layout", p)
+    cached = graph.memo.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    st = graph.structure
+    keys: dict[tuple[bool, bool, Any], int] = {}
+    chunk_of = tuple(keys.setdefault((g == 0, g == st.chunks - 1, graph.chunk_kinds[g]), len(keys))
+                     for g in range(st.chunks))
+    seen: dict[Any, int] = {}
+    same_tail = tuple(seen.setdefault((graph.indices(Scope.RANK, r), tuple(chunk_of[g] for g in st.placement[r])), r)
+                      for r in range(st.pp))
+    used = tuple(sorted({k for r in range(st.pp) for k, _ in p.rank_work[r]}))
+    graph.memo[key] = out = _Layout(chunk_keys=tuple(keys), chunk_of=chunk_of, same_tail=same_tail, used_keys=used)
+    return out
+
+
 def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule: Schedule) -> Step:
     """Compose per-op times (floats or arrays, aligned with ``graph.ops``) into one step."""
     st = graph.structure
-    pp, chunks = st.pp, st.chunks
+    pp = st.pp
     p = schedule_plan(graph, schedule)
-    kinds: dict[tuple[bool, bool, Any], ChunkWork] = {}
-    works = []
-    for g in range(chunks):
-        key = (g == 0, g == chunks - 1, graph.chunk_kinds[g])
-        if key not in kinds:
-            kinds[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2], split=p.splits_w)
-        works.append(kinds[key])
+    lay = _layout(graph, p)
+    kinds = [chunk_work(graph, times, rules, first=k[0], last=k[1], layers=k[2], split=p.splits_w)
+             for k in lay.chunk_keys]
+    works = [kinds[i] for i in lay.chunk_of]
     passes = tuple(_pass(key, works) for key in p.keys)
     arrays = any(isinstance(t, np.ndarray) for t in times)
-    durations = tuple(x.total for x in passes)
+    totals: dict[int, Any] = {}  # a pass shared by several durations is added up once
+    durations = tuple(totals[id(x)] if id(x) in totals else totals.setdefault(id(x), x.total) for x in passes)
     ends = rank_end(p, durations, arrays)
-    tails, syncs, updates = [], [], []
+    tails: list[RankTail] = []
+    syncs: list[Any] = []
+    updates: list[Any] = []
     for r in range(pp):
-        mine = [works[g] for g in st.placement[r]]
-        tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
-                         sum(w.fwd.compute for w in mine))
+        same = lay.same_tail[r]
+        if same == r:
+            mine = [works[g] for g in st.placement[r]]
+            tail = rank_tail(graph, times, rules, r, sum(w.weight_pass.compute for w in mine),
+                             sum(w.fwd.compute for w in mine))
+            update = sum(tail.update.values())
+        else:
+            tail, update = tails[same], updates[same]
         tails.append(tail)
         syncs.append(ends[r] + sum(tail.sync.values()))
-        updates.append(sum(tail.update.values()))
+        updates.append(update)
     crit, slow = _argmax(syncs), _argmax(updates)
     if isinstance(crit, np.ndarray) and crit.size and (crit == crit.flat[0]).all():
         crit = int(crit.flat[0])  # one rank is critical in every column: only its work is summed
@@ -151,8 +189,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
         work = _pick_dicts([busy(r) for r in range(pp)], crit)
     else:
         critical = busy(crit)
-        work = {c: critical.get(c, 0) for c in sorted({c for r in range(pp) for k, _ in p.rank_work[r]
-                                                   for c in passes[k].by_category})}
+        work = {c: critical.get(c, 0) for c in sorted({c for k in lay.used_keys for c in passes[k].by_category})}
     sync_end, update = _pick(syncs, crit), _pick(updates, slow)
     before = merge(work, _pick_dicts([t.sync for t in tails], crit))
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))

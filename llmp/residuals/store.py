@@ -35,6 +35,7 @@ import importlib.resources
 import json
 import math
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -723,9 +724,31 @@ class Choice:
     note: str
 
 
+_DEFAULTS: OrderedDict[tuple[int, Path | None], tuple[Device, Choice]] = OrderedDict()
+""":func:`default_for` of the last few devices, by identity (the entry holds the device)."""
+
+
 def default_for(device: Device, *, root: Path | None = None) -> Choice:
     """The default store of ``device``: the one shipped for it if it serves these numbers, else the
-    shipped cross-GPU store, else none (``root`` as for ``shipped``)."""
+    shipped cross-GPU store, else none (``root`` as for ``shipped``).
+
+    A pure function of the device (an immutable spec section) and the shipped stores (read once,
+    ``shipped``), kept for the last few device objects: a loop predicting on one loaded spec
+    does not fingerprint its device's numbers on every call. A device with other numbers is a
+    new object, and is checked afresh."""
+    key = (id(device), root)
+    hit = _DEFAULTS.get(key)
+    if hit is not None and hit[0] is device:
+        _DEFAULTS.move_to_end(key)
+        return hit[1]
+    choice = _default_for(device, root)
+    _DEFAULTS[key] = (device, choice)
+    if len(_DEFAULTS) > 8:
+        _DEFAULTS.popitem(last=False)
+    return choice
+
+
+def _default_for(device: Device, root: Path | None) -> Choice:
     skipped = ""
     cross = shipped(CROSS_GPU, root)
     if cross is not None and cross.serves != ANY:

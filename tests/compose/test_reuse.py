@@ -80,3 +80,21 @@ def test_a_device_that_changes_the_quantize_kernels_is_a_new_graph():
     assert reuse.graph_key(changed) != reuse.graph_key(base)
     assert decompose(changed).ops != decompose(base).ops
     assert _json(predict(changed)) == _fresh(changed)
+
+
+def test_keys_kept_by_spec_identity_follow_each_spec():
+    """Two loaded specs that differ in one number keep their own keys, whichever came first, and
+    a spec made by ``dataclasses.replace`` (a new object) gets its own."""
+    import dataclasses
+
+    base, changed = load(SPEC), load(SPEC, overrides=["gpu.mem_bandwidth=2 TB/s"])
+    for _ in range(2):
+        assert reuse.graph_key(base) == reuse.graph_key(changed)
+        assert reuse.hardware_key(base) != reuse.hardware_key(changed)
+        assert reuse.hardware_key(base) == repr(base.cluster)
+        assert reuse.hardware_key(changed) == repr(changed.cluster)
+    other = dataclasses.replace(base, cluster=changed.cluster)
+    assert reuse.hardware_key(other) == repr(changed.cluster)
+    alternating = [predict(s).step_time_s for s in (base, changed, base, changed)]
+    assert alternating[0] == alternating[2] != alternating[1] == alternating[3]
+    assert alternating[1] == json.loads(_fresh(changed))["step_time_s"]

@@ -281,6 +281,18 @@ def test_default_prefers_the_device_store_then_the_cross_gpu_store(fitted, cross
         assert choice.residuals.scope == "cross-GPU" and "cross-GPU" in choice.note
 
 
+def test_default_kept_per_device_object_follows_each_devices_numbers(fitted, tmp_path):
+    root = tmp_path / "defaults"
+    shutil.copytree(fitted[1], root / "cpu")
+    same = dsl.loads(TINY_GPT).cluster.gpu
+    changed = dsl.loads(TINY_GPT, overrides=["gpu.mem_bandwidth=40GB/s"]).cluster.gpu
+    for _ in range(2):  # alternating: each device object keeps its own answer
+        assert store.default_for(same, root=root).residuals.path == root / "cpu"
+        assert store.default_for(changed, root=root).residuals is None
+    assert store.default_for(same, root=root) is store.default_for(same, root=root)
+    assert store.default_for(same, root=tmp_path / "elsewhere").residuals is None  # the root is part of the key
+
+
 def test_a_misconfigured_cross_gpu_store_is_refused(fitted, tmp_path):
     root = tmp_path / "defaults"
     shutil.copytree(fitted[1], root / store.CROSS_GPU)  # per-device store in the cross-GPU place
