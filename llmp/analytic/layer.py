@@ -95,6 +95,8 @@ class Context:
     head_dim_v: Any
     act: Dtype
     """Activation storage dtype (element-wise kernels, messages)."""
+    e: int
+    """Bytes per activation element (activations are FP32, FP16 or BF16: whole bytes)."""
     gemm: Dtype
     """Dtype whose peak the linear layers' GEMMs run at."""
     wide: Dtype
@@ -115,7 +117,7 @@ class Context:
         m, p, prec = spec.model, spec.parallel, spec.train.precision
         tokens = spec.train.micro_batch * m.seq_len / p.cp
         act = {Precision.FP32: Dtype.FP32, Precision.TF32: Dtype.FP32, Precision.FP16: Dtype.FP16}.get(prec, Dtype.BF16)
-        groups = {name: layout.group(spec, name, st) for name in layout.GROUP_NAMES}
+        groups = layout.groups(spec, st)
         if m.mla is None:
             qk = v = m.head_dim
             kv = shard.kv_heads_local(m, p) * m.head_dim
@@ -126,16 +128,11 @@ class Context:
                    sp_tokens=tokens / p.tp if p.sequence_parallel else tokens,
                    q_width=m.heads * qk / p.tp, kv_width=kv, v_width=kv * v / qk, o_width=m.heads * v / p.tp,
                    head_dim_qk=qk, head_dim_v=v,
-                   act=act, gemm=prec.compute_dtype,
+                   act=act, e=act.bits // 8, gemm=prec.compute_dtype,
                    wide=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
                    attn=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
                    recipe=lowp.Recipe.of(spec), groups=groups,
                    vocab=padded_vocab(spec), profile=profile(spec.train.stack))
-
-    @property
-    def e(self) -> int:
-        """Bytes per activation element (activations are FP32, FP16 or BF16: whole bytes)."""
-        return self.act.bits // 8
 
     def collective(self, kind: CollectiveKind, nbytes: Any, group: str) -> Collective:
         g = self.groups[group]

@@ -87,7 +87,10 @@ def mesh_sizes(spec: Spec) -> dict[str, Any]:
 
 def group_size(spec: Spec, name: str) -> Any:
     """Members of group ``name`` (an expression when the degrees are symbols)."""
-    sizes = mesh_sizes(spec)
+    return _size(mesh_sizes(spec), name)
+
+
+def _size(sizes: dict[str, Any], name: str) -> Any:
     out: Any = 1
     for dim in _GROUP_DIMS[name]:
         out = out * sizes[dim]
@@ -135,3 +138,10 @@ def group(spec: Spec, name: str, st: Structure) -> Group:
     """Group ``name`` (``tp``, ``cp``, ``ep``, ``pp``, ``dp``, ``expert_dp``, ``etp``, ``etp_ep``) of ``spec``: its size
     from the spec (numbers, arrays or symbols), its footprint and tier from the structure."""
     return Group(size=group_size(spec, name), ranks_per_node=st.ranks_per_node(name), tier=st.tier(name))
+
+
+def groups(spec: Spec, st: Structure) -> dict[str, Group]:
+    """Every group of :data:`GROUP_NAMES` (:func:`group`), from one reading of the mesh."""
+    sizes, footprints, tiers = mesh_sizes(spec), dict(st.footprints), dict(st.tiers)
+    return {name: Group(size=_size(sizes, name), ranks_per_node=footprints[name], tier=tiers[name])
+            for name in GROUP_NAMES}

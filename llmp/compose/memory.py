@@ -81,6 +81,7 @@ alive with it, 12 bytes per logit.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -373,7 +374,6 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
     layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
     layer = vmax(*layers) if len(layers) > 1 else layers[0]
-    best: Memory | None = None
 
     def split(params: shard.LocalParams, level: int, bytes_per: Any) -> Any:
         """``bytes_per`` of each parameter a rank holds, less what ZeRO stage ``level`` or above shards."""
@@ -404,10 +404,10 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     # Ranks holding the same layers at the same end of the pipeline hold the same parameters, worked
     # out once: the middle ranks of a deep pipeline differ only in their activations.
     held_states: dict[tuple[bool, bool, tuple[Any, ...]], tuple[Any, Any, Any]] = {}
-    for r in range(st.pp):
-        kind = rank_kind_of(st, r)
-        first, last = kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST)
-        mine = [per_kind[g] for g in st.placement[r]]
+    capacity = spec.cluster.gpu.memory
+    ranks: list[tuple[Any, ...]] = []  # per rank: the fields of its Memory, in order, and its total
+    for r, (first, last, chunks) in enumerate(_ranks(st)):
+        mine = [per_kind[g] for g in chunks]
         counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
         if (first, last, counts) not in held_states:
             held_states[first, last, counts] = states(first, last, counts)
@@ -419,11 +419,39 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             if not p.splits_w:  # else counted with the last chunk's passes
                 acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
             logits = logits * (1 + mtp)
-        cand = Memory(weights=weights, grads=grads, optimizer=optimizer, activations=acts + working, logits=logits,
-                      overhead=overhead, capacity=spec.cluster.gpu.memory, rank=r)
-        best = cand if best is None else _fuller(best, cand)
-    assert best is not None
-    return best
+        activations = acts + working
+        # Memory.total, in its order
+        ranks.append((weights, grads, optimizer, activations, logits, r,
+                      weights + grads + optimizer + activations + logits + overhead))
+    fullest = ranks[0]
+    if not any(isinstance(x[-1], np.ndarray) for x in ranks):
+        for row in ranks[1:]:
+            if row[-1] > fullest[-1]:  # _fuller for numbers
+                fullest = row
+    else:
+        best = None
+        for row in ranks:
+            cand = _memory(row, overhead, capacity)
+            best = cand if best is None else _fuller(best, cand)
+        assert best is not None
+        return best
+    return _memory(fullest, overhead, capacity)
+
+
+def _memory(row: tuple[Any, ...], overhead: Any, capacity: Any) -> Memory:
+    weights, grads, optimizer, activations, logits, r, _ = row
+    return Memory(weights=weights, grads=grads, optimizer=optimizer, activations=activations, logits=logits,
+                  overhead=overhead, capacity=capacity, rank=r)
+
+
+@functools.lru_cache(maxsize=64)
+def _ranks(st: Structure) -> tuple[tuple[bool, bool, tuple[int, ...]], ...]:
+    """Per pipeline rank: whether it holds the first chunk, the last, and its chunks."""
+    out = []
+    for r in range(st.pp):
+        kind = rank_kind_of(st, r)
+        out.append((kind in (RankKind.ONLY, RankKind.FIRST), kind in (RankKind.ONLY, RankKind.LAST), st.placement[r]))
+    return tuple(out)
 
 
 def _lowp_copies(ctx: Context, counts: tuple[Any, ...], gathered_only: bool) -> Any:

@@ -196,26 +196,43 @@ def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, fir
     (a count, or a tuple of counts per layer kind, ``OpGraph.chunk_kinds``; ``first``/``last``: it
     holds the embedding / the head; the sends to the next and previous chunk follow from that);
     with ``split`` also tasks B and W on their own."""
-    passes: dict[Part | Task, PassWork] = {}
-    for part, groups in _chunk_groups(graph, rules, first, last, layers, split):
-        by_cat: dict[str, Any] = defaultdict(int)
-        compute: Any = 0
-        for static, indices, repeat in groups:
-            cats, comp = _run(static, [times[i] for i in indices], repeat)
-            for k, v in cats.items():
-                by_cat[k] += v
-            compute += comp
-        passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
-    return ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
-                     w=passes.get(Task.W))
+    return chunk_works(graph, times, rules, ((first, last, layers),), split)[0]
 
 
-Groups = tuple[tuple[Part | Task, tuple[tuple[Any, tuple[int, ...], Any], ...]], ...]
+def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
+                chunks: Sequence[tuple[bool, bool, Any]], split: bool = False) -> list[ChunkWork]:
+    """:func:`chunk_work` of each (first, last, layers) of ``chunks``: a group of ops that several
+    chunks run alike (the layers of a kind, the sends between chunks) is added up once for all."""
+    runs: dict[int, tuple[dict[str, Any], Any]] = {}  # by the group's (interned) identity
+    out = []
+    for first, last, layers in chunks:
+        passes: dict[Part | Task, PassWork] = {}
+        for part, groups in _chunk_groups(graph, rules, first, last, layers, split):
+            by_cat: dict[str, Any] = defaultdict(int)
+            compute: Any = 0
+            for group in groups:
+                done = runs.get(id(group))
+                if done is None:
+                    static, indices, repeat = group
+                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat)
+                cats, comp = done
+                for k, v in cats.items():
+                    by_cat[k] += v
+                compute += comp
+            passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
+        out.append(ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
+                             w=passes.get(Task.W)))
+    return out
+
+
+Group = tuple[Any, tuple[int, ...], Any]
+Groups = tuple[tuple[Part | Task, tuple[Group, ...]], ...]
 
 
 def _chunk_groups(graph: OpGraph, rules: OverlapRules, first: bool, last: bool, layers: Any, split: bool) -> Groups:
     """Per pass of a chunk, the groups of ops it runs: their :func:`_static` form, positions and
-    repeat (the layers of a kind, or 1). From the graph's structure alone, so kept in its memo."""
+    repeat (the layers of a kind, or 1). From the graph's structure alone, so kept in its memo; a
+    group is the same object in every chunk that runs it (:func:`chunk_works` adds it up once)."""
     key = ("chunk", first, last, layers, split, rules.tp_comm_overlap)
     cached = graph.memo.get(key)
     if cached is not None:
@@ -233,10 +250,18 @@ def _chunk_groups(graph: OpGraph, rules: OverlapRules, first: bool, last: bool, 
             groups.append((graph.indices(Scope.LAST, part), 1))
         if (part is Part.FORWARD and not last) or (part in (Part.BACKWARD, Task.B) and not first):
             groups.append((graph.indices(Scope.BOUNDARY, part), 1))
-        out.append((part, tuple((_static([graph.ops[i] for i in indices], rules), indices, repeat)
-                                for indices, repeat in groups)))
+        out.append((part, tuple(_group(graph, rules, indices, repeat) for indices, repeat in groups)))
     graph.memo[key] = result = tuple(out)
     return result
+
+
+def _group(graph: OpGraph, rules: OverlapRules, indices: tuple[int, ...], repeat: Any) -> Group:
+    """The (:func:`_static` form, positions, repeat) of ops at ``indices``, one object per graph."""
+    key = ("group", indices, repeat, type(repeat), rules.tp_comm_overlap)
+    cached = graph.memo.get(key)
+    if cached is None:
+        cached = graph.memo[key] = (_static([graph.ops[i] for i in indices], rules), indices, repeat)
+    return cached  # type: ignore[no-any-return]
 
 
 def paired(f: PassWork, bw: PassWork) -> PassWork:

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.compose.schedule import Key, Plan, end_times, ends, nodes, plan
+from llmp.compose.schedule import Plan, end_times, ends, nodes, plan
 from llmp.compose.schedules import entry
 from llmp.dsl.spec import Schedule
 
@@ -205,19 +205,46 @@ def rank_end(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[A
 def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tuple[Any, ...], int]:
     """:func:`rank_end`, and the most microbatches of a plan it timed (``p.microbatches`` when it
     timed the whole plan)."""
+    tries = _tries(p)
+    if not arrays:
+        for r, most, t, rows in tries:
+            kept = ends(r.plan, list(map(durations.__getitem__, rows)), r.keep)
+            nt = len(r.tail)
+            delay, ok = _delay(kept[:nt], kept[nt:2 * nt])
+            if ok:
+                return tuple(x + t * delay for x in kept[2 * nt:]), most
+        return ends(p, durations, _last(p)), p.microbatches
+    shape = np.broadcast_shapes(*(np.shape(x) for x in durations))
+    cols = np.empty((len(durations), *shape))
+    for i, x in enumerate(durations):
+        cols[i] = x  # broadcast
+    cols = cols.reshape(len(durations), -1)
+    out = np.zeros((p.pp, cols.shape[1]))
+    pending = np.ones(cols.shape[1], dtype=bool)
+    for r, most, t, rows in tries:
+        nt = len(r.tail)
+        mine = cols.take(rows, axis=0)
+        end = end_times(r.plan, mine if pending.all() else mine[:, pending], r.keep)
+        delays, settled = _delays(r, end[:nt], end[nt:2 * nt])
+        idx = np.flatnonzero(pending)[settled]
+        out[:, idx] = end[2 * nt:][:, settled] + t * delays[settled]
+        pending[idx] = False
+        if not pending.any():
+            return tuple(x.reshape(shape) for x in out), most
+    out[:, pending] = end_times(p, cols[:, pending], _last(p))
+    return tuple(x.reshape(shape) for x in out), p.microbatches
+
+
+@functools.cache
+def _tries(p: Plan) -> tuple[tuple[Rounds, int, int, list[int]], ...]:
+    """The short plans :func:`timed` times in turn until the timeline has settled, from the plan
+    alone: each with its microbatches, the blocks of rounds it extrapolates by (``t``) and, per
+    duration of the short plan, its row in ``p``'s durations."""
     e = entry(p.schedule)
     q = e.period(p.pp, p.group)
     m = p.microbatches
-    by_key: dict[Key, Any] = dict(zip(p.keys, durations))
-    if arrays:
-        shape = np.broadcast_shapes(*(np.shape(x) for x in durations))
-        cols = np.empty((len(durations), *shape))
-        for i, x in enumerate(durations):
-            cols[i] = x  # broadcast
-        cols = cols.reshape(len(durations), -1)
-        by_key = dict(zip(p.keys, range(len(durations))))  # the row of each
-        out = np.zeros((p.pp, cols.shape[1]))
-        pending = np.ones(cols.shape[1], dtype=bool)
+    row = {k: i for i, k in enumerate(p.keys)}
+
     # The fewest rounds whose repeating shows (ZB-H1 runs a W up to pp - 1 rounds late), among
     # bases short enough to gain: the first plan timed, ROUNDS past the base, is at most half.
     def base(c: int) -> int | None:
@@ -226,6 +253,7 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
 
     c = next((c for c in dict.fromkeys((1, 2, p.pp, 2 * p.pp)) if base(c) is not None), None)
     rounds, most, spent = ROUNDS, 0, 0  # the plans timed take at most as long as the whole one
+    out = []
     while c is not None:
         step = c * q
         first = base(c)
@@ -237,27 +265,8 @@ def timed(p: Plan, durations: Sequence[Any], arrays: bool = False) -> tuple[tupl
         r = _rounds(p.schedule, p.pp, p.vp, mp, p.group, c)
         if mp <= most or r is None:
             continue
-        short = r.plan
-        if any(k not in by_key for k in short.keys):  # a task the long plan lacks: time it whole
+        if any(k not in row for k in r.plan.keys):  # a task the long plan lacks: time it whole
             break
-        most, spent, t = mp, spent + mp, (m - mp) // step
-        if not arrays:
-            kept = ends(short, [by_key[k] for k in short.keys], r.keep)
-            nt = len(r.tail)
-            delay, ok = _delay(kept[:nt], kept[nt:2 * nt])
-            if ok:
-                return tuple(x + t * delay for x in kept[2 * nt:]), most
-            continue
-        nt = len(r.tail)
-        mine = cols.take([by_key[k] for k in short.keys], axis=0)
-        end = end_times(short, mine if pending.all() else mine[:, pending], r.keep)
-        delays, settled = _delays(r, end[:nt], end[nt:2 * nt])
-        idx = np.flatnonzero(pending)[settled]
-        out[:, idx] = end[2 * nt:][:, settled] + t * delays[settled]
-        pending[idx] = False
-        if not pending.any():
-            return tuple(x.reshape(shape) for x in out), most
-    if not arrays:
-        return ends(p, durations, _last(p)), m
-    out[:, pending] = end_times(p, cols[:, pending], _last(p))
-    return tuple(x.reshape(shape) for x in out), m
+        most, spent = mp, spent + mp
+        out.append((r, most, (m - mp) // step, [row[k] for k in r.plan.keys]))
+    return tuple(out)

@@ -30,7 +30,7 @@ from llmp.compose.overlap import (
     OverlapRules,
     PassWork,
     RankTail,
-    chunk_work,
+    chunk_works,
     merge,
     paired,
     rank_tail,
@@ -151,8 +151,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     pp = st.pp
     p = schedule_plan(graph, schedule)
     lay = _layout(graph, p)
-    kinds = [chunk_work(graph, times, rules, first=k[0], last=k[1], layers=k[2], split=p.splits_w)
-             for k in lay.chunk_keys]
+    kinds = chunk_works(graph, times, rules, lay.chunk_keys, p.splits_w)
     works = [kinds[i] for i in lay.chunk_of]
     passes = tuple(_pass(key, works) for key in p.keys)
     arrays = any(isinstance(t, np.ndarray) for t in times)
