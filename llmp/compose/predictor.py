@@ -10,6 +10,7 @@ point; the band's draws run through the same schedule, ``compose.band``) → mem
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -177,7 +178,8 @@ class Priced:
     @property
     def times(self) -> list[float]:
         """Seconds per call of every op after its residual factor."""
-        return [float(t) * float(f) for t, f in zip(self.prices.time, self.correction.factor)]
+        return list(map(operator.mul, map(float, self.prices.time),
+                        np.asarray(self.correction.factor, dtype=float).tolist()))
 
     def compose(self, times: Sequence[Any]) -> Step:
         """The step for per-op ``times`` (floats, or arrays of draws)."""

@@ -145,6 +145,16 @@ def _layout(graph: OpGraph, p: Plan) -> _Layout:
     return out
 
 
+def _categories(graph: OpGraph, p: Plan, lay: _Layout, passes: Sequence[PassWork]) -> list[str]:
+    """The categories of the durations some rank runs, sorted: which categories a pass has follows
+    from the ops alone (not their times), so they are kept in the graph's memo."""
+    key = ("categories", p)
+    cached = graph.memo.get(key)
+    if cached is None:
+        cached = graph.memo[key] = sorted({c for k in lay.used_keys for c in passes[k].by_category})
+    return cached  # type: ignore[no-any-return]
+
+
 def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule: Schedule) -> Step:
     """Compose per-op times (floats or arrays, aligned with ``graph.ops``) into one step."""
     st = graph.structure
@@ -154,7 +164,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     kinds = chunk_works(graph, times, rules, lay.chunk_keys, p.splits_w)
     works = [kinds[i] for i in lay.chunk_of]
     passes = tuple(_pass(key, works) for key in p.keys)
-    arrays = any(isinstance(t, np.ndarray) for t in times)
+    arrays = any(issubclass(c, np.ndarray) for c in set(map(type, times)))  # a set of a few types
     totals: dict[int, Any] = {}  # a pass shared by several durations is added up once
     durations = tuple(totals[id(x)] if id(x) in totals else totals.setdefault(id(x), x.total) for x in passes)
     ends = rank_end(p, durations, arrays)
@@ -188,7 +198,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
         work = _pick_dicts([busy(r) for r in range(pp)], crit)
     else:
         critical = busy(crit)
-        work = {c: critical.get(c, 0) for c in sorted({c for k in lay.used_keys for c in passes[k].by_category})}
+        work = {c: critical.get(c, 0) for c in _categories(graph, p, lay, passes)}
     sync_end, update = _pick(syncs, crit), _pick(updates, slow)
     before = merge(work, _pick_dicts([t.sync for t in tails], crit))
     breakdown = merge(before, _pick_dicts([t.update for t in tails], slow))
