@@ -174,6 +174,8 @@ class Priced:
     """How the residual store was chosen."""
     errors: band.OpErrors
     """Each op's error in the zero-shot band (``band.op_errors``)."""
+    gpu_flops: float
+    """FLOPs one GPU executes per step (:func:`gpu_flops`), for the HFU: reused with the prices."""
 
     @property
     def times(self) -> list[float]:
@@ -199,7 +201,7 @@ def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "d
     key = reuse.graph_key(spec)
     graph = reuse.GRAPHS.get(key, lambda: decompose(spec, structure_of(spec)))
 
-    def make() -> tuple[Residuals | None, Prices, Correction, band.OpErrors]:
+    def make() -> tuple[Residuals | None, Prices, Correction, band.OpErrors, float]:
         n = len(graph.ops)
         corr = (Correction.identity(n) if residuals is None else
                 residuals.correct([op.work for op in graph.ops], spec).check(n))
@@ -208,16 +210,17 @@ def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "d
                 a.flags.writeable = False  # shared by every prediction that reuses it
         errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
         errors.sigma.flags.writeable = errors.column.flags.writeable = False
-        return residuals, price(graph, spec), corr, errors
+        prices = price(graph, spec)
+        return residuals, prices, corr, errors, gpu_flops(graph, prices.flops)
 
     which = None if transient else _store_identity(residuals)
     if which is not None:
         # The entry holds the store, so no other object can take its id while the entry lives.
-        _, prices, corr, errors = reuse.PRICED.get((key, reuse.hardware_key(spec), which), make)
+        _, prices, corr, errors, flops = reuse.PRICED.get((key, reuse.hardware_key(spec), which), make)
     else:
-        _, prices, corr, errors = make()
+        _, prices, corr, errors, flops = make()
     return Priced(spec=spec, graph=graph, prices=prices, correction=corr, residuals=residuals, note=note,
-                  errors=errors)
+                  errors=errors, gpu_flops=flops)
 
 
 def _store_identity(residuals: Residuals | None) -> tuple[int, ...] | None:
@@ -275,18 +278,18 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: Callable[[], band.
     world = st.world_size
     tokens = float(spec.tokens_per_step)
     peak = float(hw.peak_of(spec.train.precision.compute_dtype, f"precision {spec.train.precision.value}"))
-    model_flops = tokens * float(model_flops_per_token(spec))
+    parameters, active, per_token = _model_counts(spec, graph)
+    model_flops = tokens * per_token
     derived = {
         "world_size": world, "microbatches": st.microbatches, "micro_batch": int(spec.train.micro_batch),
         "global_batch": int(spec.train.global_batch), "tokens_per_step": tokens,
         "layers_per_chunk": float(graph.layers_per_chunk),
-        "parameters": float(params.count(spec.model, padded_vocab(spec))),
-        "active_parameters": float(params.active(spec.model, padded_vocab(spec))), "model_flops_per_step": model_flops,
+        "parameters": parameters, "active_parameters": active, "model_flops_per_step": model_flops,
         "peak_flops": peak, "critical_rank": int(step.critical_rank),
     }
     return Prediction(
         step_time_s=t, tokens_per_s=tokens / t, mfu=model_flops / (t * world * peak),
-        hfu=gpu_flops(graph, prices.flops) / (t * peak),
+        hfu=p.gpu_flops / (t * peak),
         breakdown=breakdown,
         memory=MemoryReport(weights=float(mem.weights), grads=float(mem.grads), optimizer=float(mem.optimizer),
                             activations=float(mem.activations), logits=float(mem.logits),
@@ -295,6 +298,18 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: Callable[[], band.
         derived=derived, step=step,
         report=Report(ops=lambda: _rows(graph, prices, corr, hw),
                       provenance=lambda: _provenance(p, model_id, calibrated), uncertainty=uncertainty))
+
+
+def _model_counts(spec: Spec, graph: OpGraph) -> tuple[float, float, float]:
+    """(parameters, active parameters, model FLOPs per token) of ``spec``'s model, kept in the memo
+    of its graph, whose key holds the model and the stack that pads its vocabulary."""
+    counts = graph.memo.get("model_counts")
+    if counts is None:
+        vocab = padded_vocab(spec)
+        counts = graph.memo["model_counts"] = (float(params.count(spec.model, vocab)),
+                                               float(params.active(spec.model, vocab)),
+                                               float(model_flops_per_token(spec)))
+    return counts
 
 
 def _provenance(p: Priced, model_id: str, calibrated: str) -> Provenance:
