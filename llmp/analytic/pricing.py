@@ -31,6 +31,7 @@ from llmp.analytic.op import OpGraph
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Dtype
+from llmp.recent import Recent
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,8 +110,7 @@ class _Memo:
     (:meth:`Hardware.of` reads nothing else of it), a collective's of the links. Kept only for
     plain numbers, keyed with their types (``4096`` and ``4096.0`` need not round alike)."""
 
-    def __init__(self, device: Device) -> None:
-        self.device = device  # held so that its id is not reused while the memo lives
+    def __init__(self) -> None:
         self.kernels: dict[Any, tuple[Any, Any, Any]] = {}
         self.collectives: dict[Any, tuple[Any, Any, Any]] = {}
 
@@ -142,22 +142,14 @@ class _Memo:
         return found
 
 
-_MEMOS: dict[int, _Memo] = {}
-
-
-def _memo(device: Device) -> _Memo:
-    memo = _MEMOS.get(id(device))
-    if memo is None:
-        if len(_MEMOS) >= 8:  # a few devices at a time (a what-if on the GPU makes a new one)
-            _MEMOS.clear()
-        memo = _MEMOS[id(device)] = _Memo(device)
-    return memo
+_MEMOS = Recent(8)
+"""A :class:`_Memo` per device object, for a few devices at a time (a what-if on the GPU makes a new one)."""
 
 
 def price(graph: OpGraph, spec: Spec) -> Prices:
     """Price ops one by one (numbers or SymPy expressions); lists aligned with ``graph.ops``."""
     hw = Hardware.of(spec)
-    memo = _memo(hw.device)
+    memo: _Memo = _MEMOS.of(hw.device, _Memo)
     rows = [memo.kernel(op.work, hw) if isinstance(op.work, Kernel) else memo.collective(op.work, hw)
             for op in graph.ops]
     flops, nbytes, seconds = (list(col) for col in zip(*rows)) if rows else ([], [], [])

@@ -22,6 +22,7 @@ from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.hardware.spec import Dtype
+from llmp.recent import Recent
 from llmp.sym import is_expr
 
 if TYPE_CHECKING:
@@ -56,15 +57,17 @@ def _numeric_paths() -> tuple[str, ...]:
     return tuple(p for p, f in schema.paths().items() if f.numeric)
 
 
-_LAST: list[tuple[Spec, tuple[str, ...]]] = []
+_LAST = Recent(1)
 """The last spec asked about and its paths (a search asks again for the same spec per batch)."""
 
 
 def paths(spec: Spec) -> tuple[str, ...]:
     """Numeric field paths present in ``spec`` (MoE and MLA fields only for such models, declared dtypes,
     optional fields only when set)."""
-    if _LAST and _LAST[0][0] is spec:
-        return _LAST[0][1]
+    return _LAST.of(spec, lambda: _paths(spec))
+
+
+def _paths(spec: Spec) -> tuple[str, ...]:
     out = []
     for path in _numeric_paths():
         if (path.startswith("model.moe.") and spec.model.moe is None) or (
@@ -80,8 +83,7 @@ def paths(spec: Spec) -> tuple[str, ...]:
         elif get(spec, path) is None:  # an optional field left out (a link's peer_bandwidth)
             continue
         out.append(path)
-    _LAST[:] = [(spec, tuple(out))]
-    return _LAST[0][1]
+    return tuple(out)
 
 
 def get(spec: Spec, path: str) -> Any:

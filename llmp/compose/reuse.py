@@ -21,77 +21,41 @@ arithmetic) never share an entry. Each cache keeps the most recent :data:`SIZE` 
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 from llmp.analytic import lowp
 from llmp.dsl.spec import Spec
+from llmp.recent import Recent
 
 SIZE = 32
 """Entries kept per cache (a search or plan revisits a few structures; a graph is small)."""
 
-T = TypeVar("T")
-
-
-class Recent:
-    """The :data:`SIZE` most recently used values by key."""
-
-    def __init__(self, size: int = SIZE) -> None:
-        self._values: OrderedDict[Any, Any] = OrderedDict()
-        self._size = size
-
-    def get(self, key: Any, make: Callable[[], T]) -> T:
-        """The value of ``key``, made (and kept) on a miss; a ``make`` that raises keeps nothing."""
-        try:
-            self._values.move_to_end(key)
-            return self._values[key]  # type: ignore[no-any-return]
-        except KeyError:
-            value = make()
-            self._values[key] = value
-            if len(self._values) > self._size:
-                self._values.popitem(last=False)
-            return value
-
-    def clear(self) -> None:
-        self._values.clear()
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-
-GRAPHS = Recent()
-PRICED = Recent()
-KEYS = Recent()
+GRAPHS = Recent(SIZE)
+PRICED = Recent(SIZE)
+KEYS = Recent(SIZE)
 
 
 def graph_key(spec: Spec) -> str:
     """What :func:`~llmp.analytic.structure.structure_of` and
     :func:`~llmp.analytic.graph.decompose` read of ``spec``."""
-    return _keys(spec)[1]
+    return _keys(spec)[0]
 
 
 def hardware_key(spec: Spec) -> str:
     """What the prices and a store's correction read besides the graph: the device and links."""
-    return _keys(spec)[2]
+    return _keys(spec)[1]
 
 
-def _make_keys(spec: Spec) -> tuple[Spec, str, str]:
+def _make_keys(spec: Spec) -> tuple[str, str]:
     c = spec.cluster
     # The one device fact the graph reads: whether low-precision casts serve both GEMM layouts
     # from one copy (Blackwell), which decides the quantize kernels (llmp.analytic.lowp).
-    return spec, repr((spec.model, spec.train, spec.parallel, c.nodes, c.node.gpus_per_node, c.node.nvlink_domain,
-                       lowp.any_layout(c.gpu))), repr(c)
+    return repr((spec.model, spec.train, spec.parallel, c.nodes, c.node.gpus_per_node, c.node.nvlink_domain,
+                 lowp.any_layout(c.gpu))), repr(c)
 
 
-def _keys(spec: Spec) -> tuple[Spec, str, str]:
-    """The keys of a spec object, kept by its identity (a spec is immutable, and the entry holds
-    it, so no other object can take its id while the entry lives): a loop predicting one loaded
-    spec again does not write out its sections each time."""
-    keys = KEYS.get(id(spec), lambda: _make_keys(spec))
-    if keys[0] is not spec:  # cannot happen while the entry holds the spec; kept as a guard
-        keys = _make_keys(spec)
-    return keys
+def _keys(spec: Spec) -> tuple[str, str]:
+    """The keys of a spec object, kept by its identity: a loop predicting one loaded spec again
+    does not write out its sections each time."""
+    return KEYS.of(spec, lambda: _make_keys(spec))
 
 
 def clear() -> None:

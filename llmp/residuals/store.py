@@ -35,7 +35,6 @@ import importlib.resources
 import json
 import math
 import os
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -51,6 +50,7 @@ from llmp.dsl.spec import Spec
 from llmp.errors import InputError, ResidualSchemaError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
+from llmp.recent import Recent
 from llmp.residuals import features
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, stratum_of
@@ -614,14 +614,10 @@ def _members_loader(readers: list[Callable[[], Forest]]) -> Callable[[], list[Fo
     return lambda: [read() for read in readers]
 
 
-def load(directory: str | os.PathLike[str]) -> Residuals:
-    """Load a residual store strictly and read-only (see module docstring)."""
-    directory = Path(directory)
-    c = _Checker(directory)
-    if not directory.is_dir():
-        raise c.fail("no such directory", "pass the -o directory of `llmp fit`")
+def _read_manifest(c: _Checker) -> dict[str, Any]:
+    """The JSON object in ``manifest.json`` of ``c.directory``, or the error that says what is wrong with it."""
     try:
-        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"),
+        manifest = json.loads((c.directory / "manifest.json").read_text(encoding="utf-8"),
                               parse_constant=_reject_constant)
     except FileNotFoundError:
         raise c.fail("manifest.json is missing", "pass the -o directory of `llmp fit`") from None
@@ -634,6 +630,16 @@ def load(directory: str | os.PathLike[str]) -> Residuals:
         raise c.fail(f"manifest.json holds {err}", "the manifest was edited; " + REFIT) from None
     if not isinstance(manifest, dict):
         raise c.fail("manifest.json is not a JSON object")
+    return manifest
+
+
+def load(directory: str | os.PathLike[str]) -> Residuals:
+    """Load a residual store strictly and read-only (see module docstring)."""
+    directory = Path(directory)
+    c = _Checker(directory)
+    if not directory.is_dir():
+        raise c.fail("no such directory", "pass the -o directory of `llmp fit`")
+    manifest = _read_manifest(c)
     _check_header(c, manifest)
     _check_hardware(c, manifest)
     kind = manifest.get("kind", "groups")
@@ -690,18 +696,8 @@ def shipped_manifest(name: str) -> dict[str, Any] | None:
     """The manifest of the store shipped as ``name``, or ``None`` when none ships: what the band
     reads (each family's measured roofline error), without loading the store's models, which a
     prediction with ``--no-residuals`` never uses."""
-    path = default_path(name) / "manifest.json"
-    if not path.is_file():
-        return None
-    c = _Checker(path.parent)
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise c.fail(f"cannot read manifest.json ({err})", "reinstall llmp, or rebuild the shipped stores: "
-                     "python benchmarks/fit_public.py") from None
-    if not isinstance(manifest, dict):
-        raise c.fail("manifest.json is not a JSON object")
-    return manifest
+    directory = default_path(name)
+    return _read_manifest(_Checker(directory)) if (directory / "manifest.json").is_file() else None
 
 
 @functools.cache
@@ -724,8 +720,8 @@ class Choice:
     note: str
 
 
-_DEFAULTS: OrderedDict[tuple[int, Path | None], tuple[Device, Choice]] = OrderedDict()
-""":func:`default_for` of the last few devices, by identity (the entry holds the device)."""
+_DEFAULTS = Recent(8)
+""":func:`default_for` of the last few devices, by identity."""
 
 
 def default_for(device: Device, *, root: Path | None = None) -> Choice:
@@ -736,16 +732,7 @@ def default_for(device: Device, *, root: Path | None = None) -> Choice:
     ``shipped``), kept for the last few device objects: a loop predicting on one loaded spec
     does not fingerprint its device's numbers on every call. A device with other numbers is a
     new object, and is checked afresh."""
-    key = (id(device), root)
-    hit = _DEFAULTS.get(key)
-    if hit is not None and hit[0] is device:
-        _DEFAULTS.move_to_end(key)
-        return hit[1]
-    choice = _default_for(device, root)
-    _DEFAULTS[key] = (device, choice)
-    if len(_DEFAULTS) > 8:
-        _DEFAULTS.popitem(last=False)
-    return choice
+    return _DEFAULTS.of(device, lambda: _default_for(device, root), root)
 
 
 def _default_for(device: Device, root: Path | None) -> Choice:

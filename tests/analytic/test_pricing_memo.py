@@ -45,7 +45,7 @@ def test_equal_dims_of_other_types_are_priced_apart():
     ints = Kernel.make(Family.GEMM, Dtype.BF16, m=n, n=n, k=n, batch=1)
     floats = Kernel.make(Family.GEMM, Dtype.BF16, m=float(n), n=float(n), k=float(n), batch=1.0)
     assert ints == floats and kernel_price(ints, hw)[0] != kernel_price(floats, hw)[0]
-    memo = pricing._memo(hw.device)
+    memo = pricing._MEMOS.of(hw.device, pricing._Memo)
     for _ in range(2):
         assert memo.kernel(ints, hw) == kernel_price(ints, hw)
         assert memo.kernel(floats, hw) == kernel_price(floats, hw)
