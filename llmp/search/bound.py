@@ -213,11 +213,6 @@ def bounds(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) ->
     return Bounds(step=out, key=key, computes=tuple(computes), overhead=overhead)
 
 
-def step_bound(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) -> np.ndarray:
-    """Lower bounds on the step times of ``rows`` of the grid (seconds; 0 where none is known)."""
-    return bounds(spec, grid, rows, calibration).step
-
-
 def _column(spec: Spec, grid: Grid, path: str, rows: np.ndarray) -> np.ndarray:
     if path in grid.columns:
         return np.asarray(grid.columns[path][rows])
