@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import sys
 from typing import Any
@@ -93,21 +92,12 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top needs a positive count, got {args.top}")
     bar, advance = _progress(sys.stderr.isatty() and not args.json)
-    # A search builds and drops millions of small acyclic objects (specs, ops, kernels): the
-    # cyclic collector's passes over everything alive find nothing to free and cost about a
-    # tenth of the command, and its last pass at exit as much again. The process ends after
-    # printing, so it pauses the collector and freezes what it holds for the exit.
-    gc.disable()
-    try:
-        with bar:
-            spec, resolve = load(args.spec, args.set, args.vary)
-            result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
-                            max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
-                            exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
-                            resolve=resolve)
-    finally:
-        gc.enable()
-    gc.freeze()
+    with bar:
+        spec, resolve = load(args.spec, args.set, args.vary)
+        result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
+                        max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
+                        exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
+                        resolve=resolve)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -180,3 +180,18 @@ def test_layouts_keep_a_varied_schedule_and_drop_the_layouts_it_cannot_run():
     assert any("schedule = dualpipe needs an even pp" in reason for reason in result.infeasible)
     for c in result.ranked:
         assert c.step_time_s == pytest.approx(_predicted(SMALL, c.overrides()), rel=1e-9)
+
+
+def test_the_cyclic_collector_is_paused_only_while_searching():
+    import gc
+
+    seen = []
+    assert gc.isenabled()
+    run(SWEEP, top=1, progress=lambda done, total: seen.append(gc.isenabled()))
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        run(SWEEP, top=1)
+        assert not gc.isenabled()  # a caller's own choice stays
+    finally:
+        gc.enable()
