@@ -21,7 +21,7 @@ from llmp.dsl.spec import Dispatcher, Router, Spec, Stack
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link
-from llmp.validate import metrics, notes
+from llmp.validate import cells, metrics, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
 from llmp.validate.hardware import ClusterPlan, plan_cluster
@@ -229,6 +229,16 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
     return "\n".join(lines)
 
 
+def _check_network(row: Row) -> None:
+    """A network cell that names two compute fabrics, or contradicts itself, is not guessed: the row is
+    skipped with the cell quoted (a cell that only leaves its scope unstated keeps the node's network)."""
+    cell = row.text("interconnect_inter")
+    try:
+        cells.network(cell, row.integer("gpus_per_node") or 8)
+    except CellError as err:
+        raise Unmodellable(SkipReason.CELL, f"interconnect_inter {err}") from None
+
+
 def _map(m: Measurement) -> Mapped:
     row = m.config
     _check_task(row)
@@ -245,6 +255,7 @@ def _map(m: Measurement) -> Mapped:
     train = plan_train(m, noted)
     if model.moe:
         train = _plan_moe_train(m, model, train)
+    _check_network(row)
     cluster = plan_cluster(row)
     dtype = Dtype(train.precision.compute_dtype)
     if dtype not in cluster.node.gpu.peak_flops:
