@@ -71,6 +71,9 @@ def sharding(cell: str) -> Sharding:
     text = normalize(cell)
     if not text:
         raise CellError("blank")
+    if re.fullmatch(r"[\d\s()]+", text) and text != "0":
+        raise CellError(f"{cell!r} is a bare number: a ZeRO stage or an FSDP sharding size? (write ZeRO-<n>, "
+                        "FSDP=<n> or none)")
     for word in _UNMODELLED_SHARDING:
         if word in text:
             raise CellError(f"{word!r}: sharding with {word} is not modelled")
@@ -192,10 +195,14 @@ class Dtype(StrEnum):
 
 
 _DTYPE_WORDS: tuple[tuple[str, Dtype], ...] = (
-    (r"nvfp4|fp4", Dtype.NVFP4), (r"mxfp8", Dtype.MXFP8), (r"fp8|float8|e4m3|e5m2", Dtype.FP8),
+    (r"nvfp4|fp4", Dtype.NVFP4), (r"mxfp8|fp8[- ]mx|mx[- ]?fp8", Dtype.MXFP8),
+    (r"fp8(?:[- ](?:cs|ds|bs))?|float8|e4m3|e5m2", Dtype.FP8),
     (r"fp16|float16|half", Dtype.FP16), (r"bf16|bfloat16", Dtype.BF16), (r"tf32|tensorfloat32", Dtype.TF32),
     (r"fp32|float32|full precision|single precision", Dtype.FP32),
 )
+"""Format words, most specific first: a span read as one format is not read again (``FP8-MX`` is MXFP8,
+not also FP8; ``FP8-CS``/``FP8-DS`` are FP8 with current or delayed scaling, as Megatron-Bridge's
+performance tables spell them)."""
 _WIDTH = {Dtype.NVFP4: 4, Dtype.MXFP8: 8, Dtype.FP8: 8, Dtype.FP16: 16, Dtype.BF16: 16, Dtype.TF32: 19, Dtype.FP32: 32}
 
 PRECISIONS: dict[Dtype, Precision] = {Dtype.BF16: Precision.BF16, Dtype.FP16: Precision.FP16, Dtype.FP8: Precision.FP8,
@@ -209,8 +216,10 @@ def dtypes_named(cell: str) -> tuple[Dtype, ...]:
     text = normalize(cell).replace("_", " ")
     named = []
     for pattern, dtype in _DTYPE_WORDS:
-        if re.search(rf"(?<![a-z0-9])(?:amp )?(?:{pattern})(?![a-z0-9])", text):
+        regex = rf"(?<![a-z0-9])(?:amp )?(?:{pattern})(?![a-z0-9])"
+        if re.search(regex, text):
             named.append(dtype)  # a format inside a longer word ("fp8" in "mxfp8") is not named
+            text = re.sub(regex, " ", text)
     return tuple(named)
 
 
@@ -225,8 +234,27 @@ def compute_dtype(cell: str) -> Dtype | None:
     narrowest = min(_WIDTH[d] for d in named)
     at = sorted({d for d in named if _WIDTH[d] == narrowest})
     if len(at) > 1:
-        raise CellError(f"names both {' and '.join(d.value for d in at)}")
+        raise CellError(f"{cell!r} names both {' and '.join(d.value for d in at)} (alternatives, not one run)")
     return at[0]
+
+
+_FAMILY = {Dtype.MXFP8: Dtype.FP8, Dtype.NVFP4: Dtype.NVFP4}
+"""Block-scaled formats and the family a normalised ``dtype`` cell may name them by (MXFP8 is an FP8
+format with a shared 8-bit exponent per 32 values: OCP Microscaling Formats v1.0)."""
+
+
+def training_dtype(dtype_cell: str, precision_cell: str) -> Dtype | None:
+    """The format GEMMs run in, from the normalised ``dtype`` column and the free-text ``precision``
+    column together; a block-scaled format in one and its family in the other is the block-scaled one
+    (``fp8`` beside ``FP8-MX`` is MXFP8). Raises :class:`CellError` quoting both when they disagree."""
+    from_dtype, from_text = compute_dtype(dtype_cell), compute_dtype(precision_cell)
+    if from_dtype is None or from_text is None or from_dtype is from_text:
+        return from_dtype or from_text
+    for specific, general in ((from_text, from_dtype), (from_dtype, from_text)):
+        if _FAMILY.get(specific) is general:
+            return specific
+    raise CellError(f"dtype {dtype_cell!r} and precision {precision_cell!r} name different formats "
+                    f"({from_dtype} vs {from_text})")
 
 
 # ---- network (interconnect_inter) --------------------------------------------------------------

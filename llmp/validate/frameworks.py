@@ -63,11 +63,43 @@ SOURCE_STACKS: tuple[SourceRule, ...] = (
 is read before ``source_ref`` (a reference may name a README of another stack's repository)."""
 
 NOTE_STACKS: tuple[SourceRule, ...] = (
-    SourceRule(pattern=r"--transformer-impl|transformer_engine|megatron[-_ ]core", stack=Stack.MEGATRON_CORE,
-               why="the notes name Megatron-Core flags"),
+    SourceRule(pattern=r"megatron[-_ ]deepspeed", stack=Stack.MEGATRON_DEEPSPEED,
+               why="the notes name Megatron-DeepSpeed"),
+    SourceRule(pattern=r"gpt[-_ ]?neox", stack=Stack.GPT_NEOX, why="the notes name GPT-NeoX"),
     SourceRule(pattern=r"torchtitan", stack=Stack.TORCHTITAN, why="the notes name torchtitan"),
+    SourceRule(pattern=r"nemo[-_ ]?automodel", stack=Stack.NEMO_AUTOMODEL, why="the notes name NeMo AutoModel"),
+    SourceRule(pattern=r"megatron[-_ ]?bridge|\bnemo\b", stack=Stack.NEMO,
+               why="the notes name NeMo / Megatron-Bridge"),
+    SourceRule(pattern=r"llm[-_ ]?foundry|\bcomposer\b", stack=Stack.COMPOSER,
+               why="the notes name llm-foundry / Composer"),
+    SourceRule(pattern=r"--transformer-impl|transformer_engine|megatron[-_ ]core|\bmcore\b", stack=Stack.MEGATRON_CORE,
+               why="the notes name Megatron-Core flags"),
 )
-"""Stacks recognised from notes, for sources no :data:`SOURCE_STACKS` rule knows."""
+"""Stacks recognised from notes, for sources no :data:`SOURCE_STACKS` rule knows. A stack the notes
+say ran the measurement (``measured with``, ``collected using``, ``trained with``, ``codebase``) wins
+over one they only mention; two stacks named alike are not guessed between (the row is generic)."""
+
+RAN_WITH = r"(?:measured|collected|trained|run|ran|benchmarked|obtained)\s+(?:with|using|on|in)\s+(?:the\s+)?$"
+"""Words before a stack's name that say the measurement ran on it."""
+
+
+def note_stack(notes: str) -> tuple[Stack, str] | None:
+    """The stack the notes say ran the measurement (see :data:`NOTE_STACKS`), with the words that say it."""
+    found: dict[Stack, tuple[bool, str]] = {}
+    for rule in NOTE_STACKS:
+        for m in re.finditer(rule.pattern, notes, re.IGNORECASE):
+            ran = bool(re.search(RAN_WITH, notes[max(0, m.start() - 40):m.start()], re.IGNORECASE)) or bool(
+                re.match(r"[^;]{0,12}\b(?:codebase|code base)\b", notes[m.end():], re.IGNORECASE))
+            said = notes[max(0, m.start() - 30):m.end() + 12].strip()
+            if rule.stack not in found or (ran and not found[rule.stack][0]):
+                found[rule.stack] = (ran, f"{rule.why}: ...{said}...")
+    ran = {stack: why for stack, (was, why) in found.items() if was}
+    pick = ran or {stack: why for stack, (_, why) in found.items()}
+    if len(pick) == 1:
+        ((stack, why),) = pick.items()
+        return stack, why
+    return None
+
 
 SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
     "megatron-sc21-table2": (Recompute.FULL, ("the paper's FLOP convention (96·B·s·l·h², Table 2 as Table 1) counts a "
@@ -262,18 +294,19 @@ def stack_of(m: Measurement, sharding: Sharding | None, notes: Notes) -> tuple[S
                                "models (megatron_deepspeed and gpt_neox run ZeRO-1 at most): generic")
     if rule is not None:
         return rule.stack, f"source {row.text('source')!r}: {rule.why}"
-    for r in NOTE_STACKS:
-        if re.search(r.pattern, m.notes, re.IGNORECASE):
-            return r.stack, r.why
+    noted = note_stack(m.notes)
+    if noted is not None:
+        return noted
     return Stack.GENERIC, f"no stack recognised for source {row.text('source')!r}: generic (fused kernels everywhere)"
 
 
 _SCALING_WORDS: tuple[tuple[str, Fp8Scaling, str], ...] = (
     (r"block[- ]?wise|1x128|128x128", Fp8Scaling.BLOCKWISE, "the row names block scaling"),
-    (r"tensorwise|current scaling|dynamic scaling|torchao|float8 ?nn\.linear|float8linear", Fp8Scaling.CURRENT,
+    (r"tensorwise|fp8[-_ ]cs\b|current scaling|dynamic scaling|torchao|float8 ?nn\.linear|float8linear",
+     Fp8Scaling.CURRENT,
      "the row names per-tensor current scaling (Megatron --fp8-recipe tensorwise = TE Float8CurrentScaling; "
      "torchao Float8Linear's tensorwise recipe scales from each tensor's own amax)"),
-    (r"delayed", Fp8Scaling.DELAYED, "the row names delayed scaling"),
+    (r"delayed|fp8[-_ ]ds\b", Fp8Scaling.DELAYED, "the row names delayed scaling"),
 )
 
 
@@ -295,15 +328,9 @@ def fp8_scaling_of(row: Row, stack: Stack) -> tuple[Fp8Scaling, str]:
 def precision_of(row: Row, stack: Stack, notes: list[str]) -> Precision:
     """The training precision from ``dtype`` (the normalised column) and ``precision`` (free text)."""
     try:
-        from_dtype = cells.compute_dtype(row.text("dtype"))
-        from_text = cells.compute_dtype(row.text("precision"))
+        dtype = cells.training_dtype(row.text("dtype"), row.text("precision"))
     except CellError as err:
-        raise Unmodellable(SkipReason.CELL, f"precision/dtype {row.text('precision')!r}/{row.text('dtype')!r}: "
-                           f"{err}") from None
-    if from_dtype is not None and from_text is not None and from_dtype is not from_text:
-        raise Unmodellable(SkipReason.CELL, f"dtype {row.text('dtype')!r} and precision {row.text('precision')!r} "
-                           f"name different formats ({from_dtype} vs {from_text})")
-    dtype = from_dtype or from_text
+        raise Unmodellable(SkipReason.CELL, f"precision/dtype: {err}") from None
     if dtype is None:
         notes.append("dtype blank: fp16 mixed precision assumed (the 16-bit tensor-core peak; "
                      + ("Megatron-LM before 2021 trained with --fp16 only)" if stack is Stack.MEGATRON_LM else
@@ -312,7 +339,7 @@ def precision_of(row: Row, stack: Stack, notes: list[str]) -> Precision:
     if dtype not in cells.PRECISIONS:
         raise Unmodellable(SkipReason.UNSUPPORTED_DTYPE, f"dtype {dtype}: no such training precision in llmp "
                            f"(supported: {', '.join(d.value for d in cells.PRECISIONS)})")
-    if from_dtype is None:
+    if not row.text("dtype"):
         notes.append(f"dtype blank: {dtype} from the precision column {row.text('precision')!r}")
     return cells.PRECISIONS[dtype]
 

@@ -273,7 +273,8 @@ def _map(m: Measurement) -> Mapped:
     said = f"measured step time from {reading.name} = {reading.value:g} {reading.unit.text} ({reading.quantity})"
     if context.flops_per_step is not None:
         said += f" with {metrics.FLOP_CONVENTIONS[row.text('source')].citation}"
-    assumptions = (said, *how, *model.assumptions, *train.assumptions, *cluster.assumptions)
+    denied = tuple(f"notes deny {term!r} ({words!r}): not read as stated" for term, words in noted.denied)
+    assumptions = (said, *how, *model.assumptions, *train.assumptions, *cluster.assumptions, *denied)
     return Mapped(measurement=m, metric_row=metric_row, reading=reading, measured_s=measured, context=context,
                   text=text, spec=spec, memory=_memory(read, noted), assumptions=assumptions)
 
