@@ -98,9 +98,10 @@ def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_
             reading = Reading(name=reading.name, quantity=reading.quantity, value=median, unit=reading.unit)
         return reading, row
     have = ", ".join(f"{r.name} [{r.unit.text}]" for r, _ in read)
+    alone = f" (memory only: {'; '.join(m.joined)})" if m.joined else ""
     raise Unmodellable(SkipReason.NO_TIME_METRIC,
-                       f"reported metrics: {have}; none is a time or throughput, and FLOP-rate metrics are used "
-                       "only with a FLOP formula stated by the source")
+                       f"reported metrics: {have}{alone}; none is a time or throughput, and FLOP-rate metrics are "
+                       "used only with a FLOP formula stated by the source")
 
 
 def _memory(read: tuple[tuple[Reading, Row], ...], noted: Notes) -> tuple[MemoryReading, ...]:
@@ -274,7 +275,7 @@ def _map(m: Measurement) -> Mapped:
     if context.flops_per_step is not None:
         said += f" with {metrics.FLOP_CONVENTIONS[row.text('source')].citation}"
     denied = tuple(f"notes deny {term!r} ({words!r}): not read as stated" for term, words in noted.denied)
-    assumptions = (said, *how, *model.assumptions, *train.assumptions, *cluster.assumptions, *denied)
+    assumptions = (said, *m.joined, *how, *model.assumptions, *train.assumptions, *cluster.assumptions, *denied)
     return Mapped(measurement=m, metric_row=metric_row, reading=reading, measured_s=measured, context=context,
                   text=text, spec=spec, memory=_memory(read, noted), assumptions=assumptions)
 
