@@ -155,18 +155,23 @@ class RecomputeCell:
 
 def recompute(cell: str) -> RecomputeCell:
     """``none``/``full``/``selective`` and their spellings (``full (uniform)``, ``selective op``, ``yes``)."""
-    text = normalize(cell)
+    text = normalize(cell).replace("_", " ")
     if not text:
         raise CellError("blank")
     if re.search(r"\boffload|\bcpu\b", text):
         raise CellError("activation offloading is not modelled")
-    if re.search(r"\b\d+\s*(?:of|/)\s*\d+\s*layers?\b|\bpartial\b|\bnum[-_ ]layers\b", text):
+    if re.search(r"\b\d+\s*(?:of|/)\s*\d+\s*layers?\b|\bpartial\b", text) or (
+            re.search(r"\bnum[-_ ]layers\b", text) and not re.search(r"\buniform\b", text)):
         raise CellError("recomputation of only some layers is not expressible (recompute is none, selective or full)")
     kinds: dict[Recompute, str] = {}
     if re.search(r"\bselective\b|\bsac\b|\bcore[-_ ]attn\b", text):
         kinds[Recompute.SELECTIVE] = "selective"
     if re.search(r"\bfull\b|\buniform\b|\bblock\b", text):
         kinds[Recompute.FULL] = "full"
+    if not kinds and re.search(r"checkpoint[- ]activations|use checkpoint\s*=\s*true|activation checkpoint(?:ing)?\s*"
+                               r"[:=]?\s*true", text):
+        kinds[Recompute.FULL] = ("activation checkpointing on: every layer's forward re-run (Megatron "
+                                 "--checkpoint-activations, Composer/AutoModel activation_checkpointing: True)")
     words = set(text.split())
     if not kinds:
         if words & {"none", "no", "off", "false", "0", "disabled"}:
@@ -480,8 +485,9 @@ def _merged(clauses: list[tuple[Role | None, str]]) -> list[tuple[Role | None, s
         if out and bare and role is None and out[-1][0] is None and re.search(_SCALE_UP, out[-1][1].lower()) \
                 and _fabric(out[-1][1].lower())[0] is None:
             out[-1] = (role, f"{out[-1][1]}, {text}")  # "18x NVLink, 14.4 TB/s aggregated": the same fabric
-        elif out and not re.search(r"\d", out[-1][1]) and re.search(r"\d", text) and _fabric(text.lower())[0] is None \
-                and role == out[-1][0] and not re.search(_SCALE_UP + "|" + _HOST_BUS, text.lower()):
+        elif out and bare and role == out[-1][0] and re.search(r"\d", text) and (
+                not re.search(r"\d", out[-1][1])
+                or (not _RATE.search(out[-1][1]) and _RATE.search(text) and not _COUNT.search(text))):
             out[-1] = (role, f"{out[-1][1]}, {text}")
         else:
             out.append((role, text))

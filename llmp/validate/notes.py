@@ -165,7 +165,7 @@ PATTERNS: tuple[Pattern, ...] = (
                                      r"(?<!-)\bno[-_ ]bias(?:es)?\b(?![-_](?:gelu|swiglu|dropout))|\bbias[-_ ]free\b|"
                                      r"\bwithout bias(?:es)?\b",
             sets=_const(model__bias=False)),
-    Pattern(name="vocab padding multiple", regex=r"padded to a multiple of\s*(\d[\d,]*)|"
+    Pattern(name="vocab padding multiple", regex=r"padded (?:by [\w-]+ )?to a multiple of\s*(\d[\d,]*)|"
                                                  r"--make-vocab-size-divisible-by[= ]+(\d+)",
             sets=_vocab_multiple),
     Pattern(name="padded vocab",
@@ -296,14 +296,23 @@ def negated(text: str) -> tuple[tuple[str, str], ...]:
     out = []
     for regex in NEGATIONS:
         for m in re.finditer(regex, text, re.IGNORECASE):
-            out.append((m.group("term"), m.group(0).strip("() ")))
+            if _states(m.group("term")):
+                out.append((m.group("term"), m.group(0).strip("() ")))
     return tuple(dict.fromkeys(out))
 
 
+def _states(term: str) -> bool:
+    """Whether ``term`` is something a :data:`PATTERNS` entry reads (``not stated`` denies nothing)."""
+    return any(re.search(p.regex, term, re.IGNORECASE) for p in PATTERNS)
+
+
 def _blank_negated(text: str) -> str:
+    def blank(m: re.Match[str]) -> str:
+        term = m.group("term")
+        return m.group(0).replace(term, " " * len(term)) if _states(term) else m.group(0)
+
     for regex in NEGATIONS:
-        text = re.sub(regex, lambda m: m.group(0).replace(m.group("term"), " " * len(m.group("term"))), text,
-                      flags=re.IGNORECASE)
+        text = re.sub(regex, blank, text, flags=re.IGNORECASE)
     return text
 
 
