@@ -88,11 +88,11 @@ def note_stack(notes: str) -> tuple[Stack, str] | None:
     found: dict[Stack, tuple[bool, str]] = {}
     for rule in NOTE_STACKS:
         for m in re.finditer(rule.pattern, notes, re.IGNORECASE):
-            ran = bool(re.search(RAN_WITH, notes[max(0, m.start() - 40):m.start()], re.IGNORECASE)) or bool(
+            cued = bool(re.search(RAN_WITH, notes[max(0, m.start() - 40):m.start()], re.IGNORECASE)) or bool(
                 re.match(r"[^;]{0,12}\b(?:codebase|code base)\b", notes[m.end():], re.IGNORECASE))
             said = notes[max(0, m.start() - 30):m.end() + 12].strip()
-            if rule.stack not in found or (ran and not found[rule.stack][0]):
-                found[rule.stack] = (ran, f"{rule.why}: ...{said}...")
+            if rule.stack not in found or (cued and not found[rule.stack][0]):
+                found[rule.stack] = (cued, f"{rule.why}: ...{said}...")
     ran = {stack: why for stack, (was, why) in found.items() if was}
     pick = ran or {stack: why for stack, (_, why) in found.items()}
     if len(pick) == 1:
