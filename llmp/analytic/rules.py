@@ -13,7 +13,7 @@ One rulebook, two callers, so a layout means the same everywhere:
 decided by SymPy when it can be (``8*x`` is divisible by 8 for any integer ``x``) and skipped when
 it cannot: a symbolic spec is a family of specs and only the members later evaluated must meet it.
 :func:`runnable` holds what a layout needs to run once the numbers are known (what a schedule
-needs of the microbatches, where expert-parallel ranks are placed); it is checked when the
+needs of the microbatches); it is checked when the
 structure is built, so a spec file that breaks one still loads and a sweep over it skips the point.
 
 Every field a rule reads decides the structure (:data:`~llmp.compose.sweep.STRUCTURAL`), so
@@ -169,14 +169,18 @@ def _experts(spec: Spec) -> Iterator[Violation]:
         return
     if compare(m.moe.top_k, m.moe.experts) == 1:
         yield Violation(f"model.moe.top_k({m.moe.top_k}) > experts({m.moe.experts})", ("model.moe.top_k",), "bad value")
-    yield from _divides(p.ep, p.dp * p.cp, f"dp({p.dp}) * cp({p.cp}) % ep({p.ep}){{rem}}: experts are sharded over "
-                        "a slice of dp x cp", ("parallel.ep",))
+    # MoE parallel folding (Megatron-Core): the expert mesh etp x ep x edp x pp covers the same ranks
+    # as the attention mesh tp x cp x dp x pp (llmp.analytic.layout), so etp x ep must divide
+    # tp x cp x dp; initialize_model_parallel raises "world_size ... is not divisible by
+    # expert_tensor_model_pipeline_parallel size" otherwise (NVIDIA/Megatron-LM@00caa53:
+    # megatron/core/parallel_state.py).
+    yield from _divides(p.expert_tp * p.ep, p.tp * p.cp * p.dp,
+                        f"tp({p.tp}) * cp({p.cp}) * dp({p.dp}) % (etp({p.expert_tp}) * ep({p.ep})){{rem}}: the expert "
+                        "mesh etp x ep x edp must cover the ranks of a pipeline stage (MoE parallel folding)",
+                        ("parallel.ep", "parallel.etp"),
+                        "choose ep (and etp, default tp) so that etp * ep divides tp * cp * dp")
     yield from _divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}: every "
                         "expert-parallel rank needs the same number of experts", ("parallel.ep", "model.moe.experts"))
-    if p.etp is not None:
-        yield from _divides(p.etp, p.tp, f"tp({p.tp}) % etp({p.etp}){{rem}}: llmp splits an expert over a divisor of "
-                            "the tensor-parallel ranks (the rest hold copies)", ("parallel.etp",),
-                            "give etp a divisor of tp, or leave it out (etp = tp)")
     if compare(p.tp, 1) == 1 and not p.sequence_parallel:
         yield Violation(f"tp({p.tp}) > 1 with a moe block needs sequence_parallel = true: Megatron-Core refuses MoE "
                         "with tensor parallelism otherwise (megatron/training/arguments.py, validate_args: \"When "
@@ -211,7 +215,7 @@ def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
     """What a layout with numeric degrees needs to run, beyond :func:`layout`: ``microbatches``
     per pipeline and the interleaved schedule's ``group`` of them."""
     p, m = spec.parallel, spec.model
-    pp, vp, dp, ep = (int(x) for x in (p.pp, p.vp, p.dp, p.ep))
+    pp, vp, dp = (int(x) for x in (p.pp, p.vp, p.dp))
     if vp > 1 and pp == 1:
         yield Violation(f"vp = {vp} (virtual pipeline stages) needs pp > 1", ("parallel.vp",), "bad schedule")
     if microbatches < 1:
@@ -232,6 +236,3 @@ def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
     if m.moe is not None and m.parallel_residual:
         yield Violation("a parallel residual with a MoE MLP: llmp models MoE layers with the sequential residual "
                         "(every MoE model it knows uses one)", ("model.parallel_residual",), "contradictory fields")
-    if dp % ep:
-        yield Violation(f"ep({ep}) does not divide dp({dp}): llmp places the expert-parallel ranks as a slice of "
-                        "data parallelism (mesh order tp, cp, ep, pp, dp)", ("parallel.ep",), "not divisible")

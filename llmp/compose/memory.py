@@ -8,7 +8,9 @@ in FP32 where the stack keeps FP32 main grads for the precision
 dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the model itself is
 FP32 or ``master_weights = false`` (with ``master_remainders`` only its low 16 bits, which the BF16
 parameter completes: Apex ``DistributedFusedAdam``'s ``store_param_remainders``). ZeRO-1 shards
-the optimizer states over the data-parallel replicas (dp x cp; dp x cp / ep for expert weights),
+the optimizer states over the data-parallel replicas (dp x cp; for expert weights their own expert
+data-parallel group, edp = tp cp dp / (etp ep) under MoE parallel folding, each expert split ep ways
+and its matrices etp ways: :mod:`llmp.analytic.shard`),
 ZeRO-2 also the gradients, ZeRO-3/FSDP also the weights, which are then gathered one layer at a
 time (the layer in use and the prefetched next one are held whole).
 
@@ -320,8 +322,11 @@ def _weight_bytes(spec: Spec, e: int) -> int:
 
 
 def _overhead(st: Structure) -> int:
-    groups = sum(1 for name in ("tp", "cp", "ep", "pp", "dp") if st.active(name))
-    return CUDA_CONTEXT_BYTES + NCCL_BYTES_PER_GROUP * groups
+    """The CUDA context and the NCCL buffers of every communicator with more than one member; a MoE
+    model's expert mesh has its own (Megatron-Core creates the expert tensor-parallel and expert
+    data-parallel groups apart from tp and dp: megatron/core/parallel_state.py)."""
+    names = ("tp", "cp", "ep", "pp", "dp", *(("etp", "expert_dp") if st.local_experts else ()))
+    return CUDA_CONTEXT_BYTES + NCCL_BYTES_PER_GROUP * sum(1 for name in names if st.active(name))
 
 
 def _kept(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:

@@ -306,8 +306,9 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("cp", "Context-parallel degree.", default="1"),
     _enum("cp_comm", CpComm, "How context-parallel ranks share K and V (Megatron --cp-comm-type): "
           "p2p (ring), all_gather or a2a (Ulysses).", default=STACK),
-    _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
-    _count("etp", "Expert tensor-parallel degree, a divisor of tp (Megatron "
+    _count("ep", "Expert-parallel degree of the MoE layers (Megatron --expert-model-parallel-size): "
+           "etp x ep is folded into the tp x cp x dp ranks of a pipeline stage.", default="1"),
+    _count("etp", "Expert tensor-parallel degree: the ranks that split one expert's matrices (Megatron "
            "--expert-tensor-parallel-size); absent: tp."),
     _enum("dispatcher", Dispatcher, "MoE token dispatch: alltoall, allgather or deepep.",
           default="alltoall"),

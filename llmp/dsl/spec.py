@@ -375,8 +375,8 @@ class ModelSpec:
 
 
 def replica_size(tp: Any, pp: Any, cp: Any) -> Any:
-    """Devices one data-parallel replica spans: ``tp * pp * cp`` (``ep`` is carved out of
-    ``dp * cp`` and adds none). Ints, numpy columns of a sweep, or SymPy."""
+    """Devices one data-parallel replica spans: ``tp * pp * cp`` (``ep``, with ``etp``, is folded into
+    the ``tp * cp * dp`` ranks of each pipeline stage and adds none). Ints, numpy columns of a sweep, or SymPy."""
     return tp * pp * cp
 
 
@@ -389,7 +389,9 @@ def world_size(dp: Any, tp: Any, pp: Any, cp: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ParallelSpec:
-    """How the model is split over the devices (Megatron order: tp innermost, then cp, ep, pp, dp)."""
+    """How the model is split over the devices: the attention layers over tp x cp x dp x pp, the
+    expert layers over etp x ep x edp x pp on the same ranks (Megatron-Core's MoE parallel folding;
+    :mod:`llmp.analytic.layout` places both)."""
 
     dp: Count = 1
     tp: Count = 1
@@ -397,10 +399,12 @@ class ParallelSpec:
     cp: Count = 1
     """Context (sequence) parallel degree for attention."""
     ep: Count = 1
-    """Expert parallel degree (carved out of dp x cp)."""
+    """Expert parallel degree (Megatron ``--expert-model-parallel-size``): each MoE layer's experts are
+    split over ep ranks of a pipeline stage; etp x ep divides tp x cp x dp, the rest is the expert
+    data-parallel degree edp = tp cp dp / (etp ep)."""
     etp: Count | None = None
-    """Expert tensor-parallel degree: the tp ranks that split one expert's matrices (Megatron
-    ``--expert-tensor-parallel-size``; a divisor of tp). None: tp."""
+    """Expert tensor-parallel degree: the ranks that split one expert's matrices (Megatron
+    ``--expert-tensor-parallel-size``, which defaults to tp). None: tp."""
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
     """How MoE tokens reach their experts."""
     cp_comm: CpComm = CpComm.P2P
