@@ -170,7 +170,8 @@ def groups_of(spec: Spec) -> dict[str, tuple[int, int, Tier]]:
         (p.tp, "tp"), (p.cp, "cp"), (p.dp, "dp"), (p.pp, "pp"), (p.expert_tp, "etp"), (p.ep, "ep")))
     inner = dp_in(tp, cp, etp, ep)
     assert dp % inner == 0, f"dp({dp}) % dp_in({inner}): the expert mesh does not tile dp (rules.py checks this)"
-    return placement((tp, cp, inner, pp, dp // inner), (etp, ep), _whole(spec.cluster.node.domain, "node.nvlink_domain"))
+    domain = _whole(spec.cluster.node.domain, "node.nvlink_domain")
+    return placement((tp, cp, inner, pp, dp // inner), (etp, ep), domain)
 
 
 def group(spec: Spec, name: str, st: Structure) -> Group:
