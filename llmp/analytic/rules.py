@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic import split as splits
 from llmp.analytic.split import SplitError, split
 from llmp.dsl.spec import CpComm, Spec, ZeroStage
 from llmp.dsl.values import compare, divides
@@ -147,7 +148,8 @@ def _pipeline(spec: Spec) -> Iterator[Violation]:
             if not err.symbolic:  # a free symbol leaves the split undecided: checked when evaluated
                 yield Violation(err.message, (err.path,), err.label, err.hint)
     elif p.stage_layers is None and p.first_stage_layers is None and p.last_stage_layers is None \
-            and not (p.account_for_embedding or p.account_for_loss or p.partition):
+            and not (p.account_for_embedding or p.account_for_loss or p.partition or p.pipeline_layout) \
+            and splits.UNEVEN.get(spec.train.stack, (splits.Uneven.REFUSE, ""))[0] is splits.Uneven.REFUSE:
         yield from _divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp})){{rem}}: the "
                             "layers do not split equally over the pipeline chunks", ("parallel.pp", "model.layers"))
 

@@ -338,6 +338,10 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
           "(Megatron --account-for-embedding-in-pipeline-split).", "false"),
     _bool("account_for_loss", "The output layer and loss count as a layer in the pipeline split "
           "(Megatron --account-for-loss-in-pipeline-split).", "false"),
+    FieldDef(name="pipeline_layout", kind=Kind.STRING, doc="Megatron-Core pipeline layout "
+             "(--pipeline-model-parallel-layout): one |-separated stage per model chunk, E embedding, t "
+             "transformer layer, m MTP module, L loss, (..)*n and x*n repeats, e.g. \"Et|(tt|)*30mL\"; \"\" "
+             "for none.", default='""', bound=None),
     FieldDef(name="partition", kind=Kind.STRING, doc="DeepSpeed pipeline partition_method: "
              "\"uniform\", \"parameters\" or \"type:REGEX\"; \"\" for none.", default=STACK,
              bound=None),

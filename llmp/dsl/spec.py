@@ -442,6 +442,9 @@ class ParallelSpec:
     account_for_loss: bool = False
     """The output layer and loss count as one layer (Megatron
     ``--account-for-loss-in-pipeline-split``): the last chunk gets one layer fewer."""
+    pipeline_layout: str = ""
+    """Megatron-Core ``--pipeline-model-parallel-layout``: the layers of every chunk spelt out
+    (``Et|(tt|)*30mL``; :mod:`llmp.analytic.split`); "" = none."""
     partition: str = ""
     """DeepSpeed ``partition_method``: ``uniform``, ``parameters`` or ``type:REGEX``; "" = none."""
     pipe_module: PipeModule = PipeModule.GPT_NEOX

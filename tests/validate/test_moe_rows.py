@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from llmp.analytic import params
+from llmp.analytic.split import Uneven, split, uneven
 from llmp.dsl.spec import Dispatcher, Router, Stack
 from llmp.validate import group_measurements, map_measurement, read_csvs
-from llmp.validate.frameworks import _automodel_split
 from llmp.validate.mapping import Mapped
 from llmp.validate.models import MOE_FAMILIES, moe_family_of
 from tests.validate import published_rows as P
@@ -54,7 +54,7 @@ def test_deepseek_v3_takes_its_public_config_and_the_runs_settings(automodel):
     assert model.moe.router is Router.BALANCED and _said(m, "fake balanced gate", "FakeBalancedGate")
     assert p.dispatcher is Dispatcher.DEEPEP and _said(m, "dispatcher = deepep")
     assert (p.ep, p.pp, p.vp) == (64, 4, 8)
-    assert p.stage_layers == tuple([2] * 29 + [1] * 3) and _said(m, "generate_hf_model_fqn_per_model_part")
+    assert split(m.spec).chunks == tuple([2] * 29 + [1] * 3) and _said(m, "generate_hf_model_fqn_per_model_part")
     assert model.mtp_layers == 0 and _said(m, "no multi-token prediction module")
     assert params.count(model) / 1e9 == pytest.approx(671, rel=0.001)
     assert m.spec.train.stack is Stack.NEMO_AUTOMODEL
@@ -109,9 +109,9 @@ def test_every_family_cites_its_config():
     assert all("config" in f.citation for f in MOE_FAMILIES)
 
 
-@pytest.mark.parametrize("layers, chunks, split", [
+@pytest.mark.parametrize("layers, chunks, expected", [
     (61, 32, [2] * 29 + [1] * 3), (48, 4, [12] * 4), (10, 4, [3, 3, 2, 2]),
 ])
-def test_automodel_split_gives_the_first_stages_the_extra_layers(layers, chunks, split):
-    assert _automodel_split(layers, chunks) == split
-    assert sum(split) == layers
+def test_automodel_split_gives_the_first_stages_the_extra_layers(layers, chunks, expected):
+    assert uneven(Uneven.FIRST_MORE, layers, chunks) == tuple(expected)
+    assert sum(expected) == layers
