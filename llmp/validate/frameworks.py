@@ -421,7 +421,7 @@ def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[s
         layout = dict(model.layouts).get((pp, vp)) if model is not None else None
         if layout is not None and model is not None and mtp == 1:
             notes.append(f'pipeline_layout = "{layout}": {model.name}\'s {layers} layers over pp({pp}) x vp({vp}) as '
-                         f"its recipe lays them out ({model.layouts_source})")
+                         f"its recipe lays them out ({model.recipe_source})")
             return {"pipeline_layout": layout}
         recipe = recipe_split(layers, pp, vp, mtp)
         if recipe is not None:
@@ -434,6 +434,29 @@ def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[s
         "--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split or "
         "--pipeline-model-parallel-layout; DeepSpeed: --pp-partition-method). llmp takes any of them: "
         f"{OPTIONS}"))
+
+
+_BRIDGE_ETP = ("Megatron-Bridge's MoE recipes run the experts unsplit, expert_tensor_parallel_size = 1 "
+               "(NVIDIA-NeMo/Megatron-Bridge@05d003f:src/megatron/bridge/recipes/deepseek/deepseek_v3.py, "
+               "_deepseek_v3_common), against Megatron's default of tp")
+
+
+def _expert_tp(stack: Stack, tp: int, cp: int, dp: int, ep: int, model: ModelPlan | None,
+               notes: list[str]) -> dict[str, Any]:
+    """The expert tensor-parallel degree of a MoE row on a Megatron-Core recipe (the schema has no
+    column for it): the model's recipe value; else Megatron's default (tp) unless that cannot fold
+    into the layout (``tp * ep`` not dividing ``tp * cp * dp``: the run folded ep into tp, so it split
+    experts less), then the recipes' 1. Empty where Megatron's default stands."""
+    if model is None or not model.moe or stack not in MEGATRON_RECIPES or tp == 1:
+        return {}
+    if model.etp is not None:
+        notes.append(f"etp = {model.etp}: {model.name}'s recipe ({model.recipe_source})")
+        return {"etp": model.etp}
+    if (tp * cp * dp) % (tp * ep) and (tp * cp * dp) % ep == 0:
+        notes.append(f"etp = 1: with Megatron's default etp = tp({tp}), etp * ep({ep}) = {tp * ep} does not divide "
+                     f"tp * cp * dp = {tp * cp * dp}, so the run split its experts less; {_BRIDGE_ETP}")
+        return {"etp": 1}
+    return {}
 
 
 def plan_train(m: Measurement, noted: Notes, model: ModelPlan | None = None) -> TrainPlan:
@@ -471,6 +494,8 @@ def plan_train(m: Measurement, noted: Notes, model: ModelPlan | None = None) -> 
         if f not in ("recompute", "sequence_parallel"):
             notes.append(f"{f} = {value_text(fact.value)} (notes: {fact.text!r})")
     parallel.update(_split(row, stack, pp, vp, noted, notes, model))
+    if "etp" not in parallel:
+        parallel.update(_expert_tp(stack, tp, cp, dp, ep, model, notes))
     if sharding is not None:
         if sharding.degree not in (None, 0, dp, dp * cp) and sharding.stage is not ZeroStage.NONE:
             raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} "

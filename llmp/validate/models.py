@@ -127,7 +127,10 @@ class ModelPlan:
     """The ``mla { }`` fields; empty for standard attention."""
     layouts: tuple[tuple[tuple[int, int], str], ...] = ()
     """The model's recipe pipeline layouts for Megatron-Core, by (pp, vp) (Megatron-Core layout strings)."""
-    layouts_source: str = ""
+    etp: int | None = None
+    """The expert tensor-parallel degree its Megatron-Core recipes run (None: not known)."""
+    recipe_source: str = ""
+    """Where the layouts and the expert tensor-parallel degree come from."""
     assumptions: tuple[str, ...] = field(default=())
 
 
@@ -155,11 +158,14 @@ class MoeFamily:
     unmodelled: tuple[str, ...] = ()
     layouts: tuple[tuple[tuple[int, int], str], ...] = ()
     """Pipeline layouts its Megatron-Core recipes run, by (pp, vp)."""
-    layouts_source: str = ""
+    etp: int | None = None
+    """The expert tensor-parallel degree its Megatron-Core recipes run."""
+    recipe_source: str = ""
 
 
 _BRIDGE_DSV3 = ("NVIDIA-NeMo/Megatron-Bridge@05d003f:src/megatron/bridge/recipes/deepseek/deepseek_v3.py, "
-                "_deepseek_v3_common layout_map; pp 8 x vp 4 and pp 2 x vp 8 from the performance configs, "
+                "_deepseek_v3_common: expert_tensor_parallel_size = 1 and layout_map; pp 8 x vp 4 and pp 2 x vp 8 "
+                "from the performance configs, "
                 "NVIDIA-NeMo/Megatron-Bridge@0426418:scripts/performance/configs/deepseek/"
                 "deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1 and _GB300_V1 pp_layout")
 _DSV3_LAYOUTS = (
@@ -183,7 +189,7 @@ MOE_FAMILIES: tuple[MoeFamily, ...] = (
               kv_heads=128, ffn_hidden=18432,
               moe=(("expert_ffn_hidden", 2048), ("shared_experts", 1), ("first_dense_layers", 3),
                    ("router", Router.SIGMOID), ("expert_bias", True)),
-              mla=_DSV3_MLA, model=(("mtp_layers", 1),), layouts=_DSV3_LAYOUTS, layouts_source=_BRIDGE_DSV3),
+              mla=_DSV3_MLA, model=(("mtp_layers", 1),), layouts=_DSV3_LAYOUTS, etp=1, recipe_source=_BRIDGE_DSV3),
     MoeFamily(name="Kimi K2", pattern=r"kimi[-_ ]?k2",
               citation="moonshotai/Kimi-K2-Base config.json (DeepSeek-V3 architecture): MLA, 1 dense layer of "
                        "18432, 384 routed experts of 2048 + 1 shared, top-8, sigmoid scores with the expert bias",
@@ -353,8 +359,8 @@ def _plan_moe(row: Row, name: str) -> ModelPlan:
                      kv_heads=fam.kv_heads, ffn_hidden=fam.ffn_hidden, vocab=row.integer("vocab") or 0,
                      seq_len=row.integer("seq_len") or 0, head_dim=fam.head_dim, bias=extra.get("bias"),
                      window=extra.get("window"), full_attention_every=extra.get("full_attention_every"),
-                     mtp_layers=extra.get("mtp_layers"), moe=moe, mla=fam.mla, layouts=fam.layouts,
-                     layouts_source=fam.layouts_source, assumptions=tuple(said))
+                     mtp_layers=extra.get("mtp_layers"), moe=moe, mla=fam.mla, layouts=fam.layouts, etp=fam.etp,
+                     recipe_source=fam.recipe_source, assumptions=tuple(said))
 
 
 GENERIC_MOE = "architecture: generic MoE"
