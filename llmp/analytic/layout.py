@@ -62,6 +62,8 @@ class Axis(StrEnum):
     EP = "ep"
     PP = "pp"
     DP = "dp"
+    HOST = "host"
+    """Copies between a GPU and host memory, and a host-side optimizer (offloading)."""
 
 
 MESH_ORDER: tuple[str, ...] = ("tp", "cp", "dp_in", "pp", "dp_out")

@@ -62,7 +62,7 @@ def layout(spec: Spec) -> Iterator[Violation]:
 
 def shape(spec: Spec) -> Iterator[Violation]:
     """The rules of the mesh, the widths, the batch and the pipeline split."""
-    for rule in (_world, _heads, _ulysses, _widths, _pipeline, _batch, _experts):
+    for rule in (_world, _heads, _ulysses, _widths, _pipeline, _batch, _experts, _offload):
         yield from rule(spec)
 
 
@@ -193,6 +193,47 @@ def _experts(spec: Spec) -> Iterator[Violation]:
         yield Violation(f"model.moe.first_dense_layers({m.moe.first_dense_layers}) >= layers({m.layers}): no layer "
                         "would be a MoE layer", ("model.moe.first_dense_layers",), "bad value",
                         "remove the moe block for a dense model")
+
+
+def _offload(spec: Spec) -> Iterator[Violation]:
+    """What offloading to host memory needs: a fraction of the optimizer, gradients and parameters
+    only for an optimizer that runs on the host (FSDP's CPUOffload moves the update to the CPU with
+    them; DeepSpeed offloads parameters only with the optimizer), parameters only where they are
+    sharded and gathered per layer, fewer offloaded layers than a chunk holds (Megatron-Core:
+    cpu_offloading_num_layers below num_layers), and the host's link and memory rates to price them."""
+    t, p, m = spec.train, spec.parallel, spec.model
+    f = t.offload_optimizer
+    if compare(f, 1) == 1:
+        yield Violation(f"train.offload_optimizer({f}) > 1: it is the fraction of the optimizer held on the host",
+                        ("train.offload_optimizer",), "bad value", "give a fraction from 0 to 1")
+    for name in ("offload_grads", "offload_params"):
+        if getattr(t, name) and compare(f, 1) != 0:
+            yield Violation(f"train.{name} = true needs train.offload_optimizer = 1 (got {f}): gradients and "
+                            "parameters stay on the host only for an optimizer that runs there (DeepSpeed "
+                            "ZeRO-Offload; FSDP CPUOffload updates on the CPU)",
+                            (f"train.{name}", "train.offload_optimizer"), "contradictory fields",
+                            "set offload_optimizer = 1")
+    if t.offload_params and p.zero not in (ZeroStage.Z3, ZeroStage.FSDP):
+        yield Violation(f"train.offload_params = true with parallel.zero = {p.zero.value}: only sharded parameters "
+                        "gathered layer by layer (ZeRO-3, FSDP) live on the host between uses",
+                        ("train.offload_params", "parallel.zero"), "contradictory fields", "set zero = 3 or fsdp")
+    chunk = m.layers / (p.pp * p.vp)
+    if compare(t.offload_activations, chunk) in (0, 1) and compare(t.offload_activations, 0) == 1:
+        yield Violation(f"train.offload_activations({t.offload_activations}) >= the layers of a pipeline chunk "
+                        f"(model.layers({m.layers}) / (pp({p.pp}) * vp({p.vp})) = {chunk}): Megatron-Core offloads "
+                        "fewer layers than it builds (cpu_offloading_num_layers < num_layers)",
+                        ("train.offload_activations",), "bad value", "offload fewer layers")
+    gpu = spec.cluster.gpu
+    offloads = compare(t.offload_activations, 0) == 1 or compare(f, 0) == 1 or t.offload_params or t.offload_grads
+    if offloads and compare(gpu.host_bandwidth, 0) != 1:
+        yield Violation(f"offloading to host memory with gpu {gpu.id}'s host_bandwidth not given: the copies cross "
+                        "the GPU's host link", ("gpu.host_bandwidth", "train.offload_optimizer"), "missing field",
+                        "give gpu.host_bandwidth (PCIe Gen5 x16: 64 GB/s per direction; NVLink-C2C: 450 GB/s)")
+    if compare(f, 0) == 1 and compare(gpu.host_memory_bandwidth, 0) != 1:
+        yield Violation(f"train.offload_optimizer({f}) with gpu {gpu.id}'s host_memory_bandwidth not given: the "
+                        "host's update streams the offloaded states through host memory",
+                        ("gpu.host_memory_bandwidth", "train.offload_optimizer"), "missing field",
+                        "give gpu.host_memory_bandwidth, the host memory bandwidth per GPU")
 
 
 def stack(spec: Spec) -> Iterator[Violation]:

@@ -142,6 +142,12 @@ GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its d
     _real("scaleup_bandwidth", BANDWIDTH,
           "Scale-up (NVLink/xGMI) bandwidth per device, per direction; 0 if none.",
           default="0 B/s", bound=Bound.NONNEGATIVE),
+    _real("host_bandwidth", BANDWIDTH,
+          "Link to the host's memory (PCIe, NVLink-C2C) per device, per direction; 0 if not given.",
+          default="0 B/s", bound=Bound.NONNEGATIVE),
+    _real("host_memory_bandwidth", BANDWIDTH,
+          "Host memory bandwidth one device's share of its host gets (a host-side optimizer streams "
+          "through it); 0 if not given.", default="0 B/s", bound=Bound.NONNEGATIVE),
 ], subs={"flops": "flops", "achievable": "achievable", "flash_attention": "flash_attention"})
 
 FLOPS = _section("flops", "Dense peak FLOP/s per dtype (tensor cores where they exist); a "
@@ -295,6 +301,18 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _bool("grad_clip", "Clip gradients by their global norm every step.", STACK),
     _count("vocab_divisible_by", "Pad the vocab to a multiple of this (times tp where the stack "
            "does).", default=STACK),
+    _count("offload_activations", "Layers per pipeline chunk whose activations go to host memory "
+           "(Megatron --cpu-offloading-num-layers); fewer than the chunk's layers.", default="0",
+           bound=Bound.NONNEGATIVE),
+    _real("offload_optimizer", COUNT, "Fraction (0 to 1) of the optimizer states and master weights "
+          "held and updated in host memory (Megatron --optimizer-offload-fraction; DeepSpeed "
+          "ZeRO-Offload: 1).", default="0", bound=Bound.NONNEGATIVE),
+    _bool("offload_grads", "Reduced gradients held in host memory for the host optimizer "
+          "(DeepSpeed ZeRO-Offload; FSDP CPUOffload).", "false"),
+    _bool("offload_params", "Sharded parameters held in host memory between uses (FSDP "
+          "CPUOffload(offload_params=True), DeepSpeed ZeRO-3 offload_param).", "false"),
+    _bool("offload_overlap", "The host optimizer's copies overlap its update (Megatron "
+          "--overlap-cpu-optimizer-d2h-h2d).", "false"),
 ], subs={"parallel": "parallel"})
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "

@@ -510,6 +510,26 @@ class TrainSpec:
     """Clip gradients by their global norm every step (a pass over the gradients and an all-reduce)."""
     vocab_divisible_by: Count = 1
     """The embedding's rows are padded to a multiple of this (times tp where the stack does so)."""
+    offload_activations: Count = 0
+    """Transformer layers of each pipeline chunk whose saved activations go to host memory after their
+    forward and come back before their backward (Megatron-Core ``--cpu-offloading
+    --cpu-offloading-num-layers``: TransformerEngine's CPU offload, its copies on a side stream
+    overlapped with the next layer's work); fewer than the chunk's layers."""
+    offload_optimizer: Real = 0.0
+    """Fraction of the optimizer states and master weights held and updated in host memory
+    (Megatron-Core ``--optimizer-cpu-offload --optimizer-offload-fraction``; DeepSpeed ZeRO-Offload
+    ``offload_optimizer``: 1): each step its gradients cross to the host, the host updates them and
+    the new parameters cross back."""
+    offload_grads: bool = False
+    """The reduced gradients are held in host memory for the host optimizer (DeepSpeed ZeRO-Offload's
+    gradient partitions; PyTorch FSDP ``CPUOffload(offload_params=True)``): the GPU keeps one bucket."""
+    offload_params: bool = False
+    """The sharded parameters are held in host memory between uses (PyTorch FSDP
+    ``CPUOffload(offload_params=True)``, DeepSpeed ZeRO-3 ``offload_param``): each layer's shard
+    crosses to the GPU before its gathers, prefetched with them."""
+    offload_overlap: bool = False
+    """The host optimizer's copies overlap its update, parameter group by group (Megatron-Core
+    ``--overlap-cpu-optimizer-d2h-h2d``); otherwise they run one after another."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
