@@ -4,6 +4,7 @@ runs that unfolded MoE refused (ep > dp, ep across tp and cp), and what each mes
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,12 +12,15 @@ from analytic.strategies_analytic import llama, make_spec, with_parallel
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import llmp.dsl
 from llmp.analytic import layout, params
 from llmp.analytic.kernels import Tier
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.dsl.spec import MoeSpec, ZeroStage
 from llmp.errors import InfeasibleError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _groups(tp: int, cp: int, dp: int, pp: int, etp: int, ep: int) -> dict[str, list[list[int]]]:
@@ -151,3 +155,19 @@ def test_placement_of_a_big_folded_world_is_quick_and_whole():
     g = layout.members((2, 1, layout.dp_in(2, 1, 1, 64), 8, 64 // layout.dp_in(2, 1, 1, 64)), (1, 64))
     assert g["ep"].shape == (16, 64) and g["expert_dp"].shape == (512, 2)
     assert np.array_equal(np.sort(g["ep"].ravel()), np.arange(1024))
+
+
+def test_deepseek_v3_example_on_pp8_vp4_with_the_recipes_layout_predicts():
+    # examples/deepseek_v3_h800.llmp re-laid out as Megatron-Bridge's H100 recipe: pp 8 x vp 4, the
+    # layout "Et|(tt|)*30mL", ep 64 folded over 8 nodes of dp 256.
+    text = (EXAMPLES / "deepseek_v3_h800.llmp").read_text()
+    text = text.replace("    pp = 16", "    pp = 8  vp = 4  schedule = interleaved").replace(
+        "    dp = 128", "    dp = 256").replace("global_batch = 15360", "global_batch = 16384")
+    text = "\n".join('    pipeline_layout = "Et|(tt|)*30mL"' if line.strip().startswith("stage_layers") else line
+                     for line in text.splitlines())
+    spec = llmp.dsl.loads(text, filename=str(EXAMPLES / "deepseek_v3_h800.llmp"))
+    st_ = structure_of(spec)
+    assert st_.chunk_layers == (1,) + (2,) * 30 + (0,) and st_.mtp_layers == 1
+    assert st_.group_size("ep") == 64 and st_.group_size("expert_dp") == 4
+    pred = predict(spec, residuals=None)
+    assert math.isfinite(pred.step_time_s) and pred.breakdown["ep"] > 0 and not pred.memory.oom
