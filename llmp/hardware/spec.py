@@ -118,6 +118,12 @@ class Device:
     """Fixed cost per kernel launch in seconds (host + device side)."""
     scaleup_bandwidth: Real = 0.0
     """Scale-up (NVLink/xGMI) bandwidth per device, per direction, bytes/s; 0 if none."""
+    host_bandwidth: Real = 0.0
+    """The device's link to its host's memory (PCIe, or NVLink-C2C on a superchip), bytes/s per
+    direction: what offloaded tensors cross. 0: not given (offloading cannot be priced)."""
+    host_memory_bandwidth: Real = 0.0
+    """The host memory bandwidth one device's share of its host gets, bytes/s: what an optimizer
+    offloaded to the host streams through. 0: not given."""
     achievable: Attainable | None = None
     """Best measured dense-GEMM rates (``achievable { }``): the GEMM compute ceiling. None: no
     micro-benchmark facts, GEMMs run against ``peak_flops``."""

@@ -26,7 +26,7 @@ from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
 from llmp.validate.hardware import ClusterPlan, plan_cluster
 from llmp.validate.metrics import Quantity, Reading, StepContext, UnitError
-from llmp.validate.models import MODEL_FIELDS, ModelPlan, plan_model
+from llmp.validate.models import MODEL_FIELDS, ModelPlan, for_stack, plan_model
 from llmp.validate.notes import MemoryKind, MemoryReading, Notes
 from llmp.validate.rows import Measurement, Row
 from llmp.validate.skips import SkipReason, Unmodellable
@@ -148,9 +148,6 @@ def _plan_moe_train(m: Measurement, model: ModelPlan, train: TrainPlan) -> Train
                     "gptoss_120b_te_deepep.yaml ep_size 64 on 64)")
     elif m.config.integer("ep") is None:
         said.append("ep blank: 1 (Megatron's default --expert-model-parallel-size)")
-    if train.stack is Stack.NEMO_AUTOMODEL and model.mla:
-        said.append("mtp_layers = 0: NeMo AutoModel's DeepSeek-V3 model builds no multi-token prediction "
-                    "module (NVIDIA-NeMo/Automodel@05e0902:nemo_automodel/components/models/deepseek_v3/model.py)")
     return dataclasses.replace(train, ep=ep, parallel=parallel, assumptions=(*train.assumptions, *said))
 
 
@@ -206,8 +203,8 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
     lines += [f"model {_ident(model.name)} {{", f"  arch = {model.arch}", f"  layers = {model.layers}",
               f"  hidden = {model.hidden}", f"  heads = {model.heads}", f"  kv_heads = {model.kv_heads}",
               f"  ffn_hidden = {model.ffn_hidden}", f"  vocab = {model.vocab}", f"  seq_len = {model.seq_len}"]
-    lines += [_field(f, getattr(model, f)) for f in (*MODEL_FIELDS, "head_dim", "window", "full_attention_every")
-              if getattr(model, f) is not None]
+    lines += [_field(f, getattr(model, f)) for f in (*MODEL_FIELDS, "head_dim", "window", "full_attention_every",
+                                                      "mtp_layers") if getattr(model, f) is not None]
     if model.moe:
         balanced = bool(re.search(r"fake[-_ ]balanced", notes_text, re.IGNORECASE))
         lines.append("  moe { " + "  ".join(f"{k} = {value_text(v)}" for k, v in _moe_fields(model, balanced)) + " }")
@@ -253,7 +250,8 @@ def _map(m: Measurement) -> Mapped:
     if noted.unexpressible:
         raise Unmodellable(SkipReason.UNEXPRESSIBLE, "; ".join(noted.unexpressible))
     model = plan_model(row, noted)
-    train = plan_train(m, noted)
+    train = plan_train(m, noted, model)
+    model = for_stack(model, train.stack)
     if model.moe:
         train = _plan_moe_train(m, model, train)
     _check_network(row)
