@@ -62,7 +62,7 @@ class Axis(StrEnum):
     EP = "ep"
     PP = "pp"
     DP = "dp"
-    HOST = "host"
+    OFFLOAD = "offload"
     """Copies between a GPU and host memory, and a host-side optimizer (offloading)."""
 
 

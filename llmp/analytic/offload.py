@@ -83,7 +83,7 @@ def layer_ops(ctx: Context, index: int) -> list[Op]:
 
     def op(name: str, nbytes: Any, part: Part, count: Any = 1) -> None:
         ops.append(Op(name=f"{prefix}.offload.{name}", work=_copy(nbytes), phase=Phase.COMM, part=part,
-                      scope=Scope.LAYER, kind=index, axis=Axis.HOST, overlap=Overlap.PREFETCH, count=count))
+                      scope=Scope.LAYER, kind=index, axis=Axis.OFFLOAD, overlap=Overlap.PREFETCH, count=count))
 
     share = activation_fraction(ctx)
     if _positive(share):
@@ -119,7 +119,7 @@ def rank_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], owned: Any) -
 
     def op(name: str, work: Collective, overlap: Overlap = Overlap.NONE) -> Op:
         return Op(name=f"step.host_optimizer{name}", work=work, phase=Phase.COMM, part=Part.UPDATE,
-                  scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.HOST, overlap=overlap,
+                  scope=Scope.RANK, rank_kind=kind, ranks=ranks, axis=Axis.OFFLOAD, overlap=overlap,
                   partner="step.host_optimizer" if overlap is Overlap.PARTNER else "")
 
     ops = [op("", _copy(n * _update_bytes(ctx), Tier.HOST_MEMORY))]

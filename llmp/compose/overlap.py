@@ -378,7 +378,7 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
 
 def categories() -> tuple[str, ...]:
     """Breakdown categories in display order (``bubble`` last)."""
-    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "host", "bubble")
+    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "offload", "bubble")
 
 
 def merge(*parts: Mapping[str, Any], scale: Any = 1) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from llmp.errors import InfeasibleError
 from llmp.units import format_bytes, format_count, format_time
 
 COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")
-COMM = ("tp", "cp", "ep", "pp", "dp", "host")
+COMM = ("tp", "cp", "ep", "pp", "dp", "offload")
 
 MFU_CONVENTION = ("model FLOPs per token = 6 N + 12 L (heads head_dim) s (PaLM, Chowdhery et al. 2022, "
                   "app. B; Megatron's count without recompute), N = parameters in matmuls (layers and the "

@@ -33,9 +33,9 @@ def test_an_offloaded_optimizer_leaves_the_gpu_and_costs_copies_and_a_host_updat
     assert half.memory.host == pytest.approx(base.memory.optimizer / 2, rel=1e-12)
     assert whole.memory.optimizer == 0 and whole.memory.host == pytest.approx(base.memory.optimizer, rel=1e-12)
     assert whole.memory.total == pytest.approx(base.memory.total - base.memory.optimizer, rel=1e-12)
-    assert base.breakdown.get("host", 0) == 0 < half.breakdown["host"] < whole.breakdown["host"]
+    assert base.breakdown.get("offload", 0) == 0 < half.breakdown["offload"] < whole.breakdown["offload"]
     assert whole.breakdown.get("optimizer", 0) == 0 < base.breakdown["optimizer"]
-    ops = {r.name: r for r in whole.ops if r.category == "host"}
+    ops = {r.name: r for r in whole.ops if r.category == "offload"}
     assert set(ops) == {"step.host_optimizer", "step.host_optimizer.grads_d2h", "step.host_optimizer.params_h2d"}
     # the update streams 30 bytes of host memory per Adam parameter (2 x (4 + 8) + 4 + 2)
     d2h, update = ops["step.host_optimizer.grads_d2h"], ops["step.host_optimizer"]
@@ -46,16 +46,16 @@ def test_an_offloaded_optimizer_leaves_the_gpu_and_costs_copies_and_a_host_updat
 
 def test_overlapping_the_host_optimizers_copies_shows_only_their_excess():
     apart, overlapped = _run(_spec(offload_optimizer=1.0)), _run(_spec(offload_optimizer=1.0, offload_overlap=True))
-    ops = {r.name: r.roofline_s for r in apart.ops if r.category == "host"}
-    assert apart.breakdown["host"] == pytest.approx(sum(ops.values()), rel=1e-9)
-    assert overlapped.breakdown["host"] == pytest.approx(ops["step.host_optimizer"], rel=1e-9)  # copies < update
+    ops = {r.name: r.roofline_s for r in apart.ops if r.category == "offload"}
+    assert apart.breakdown["offload"] == pytest.approx(sum(ops.values()), rel=1e-9)
+    assert overlapped.breakdown["offload"] == pytest.approx(ops["step.host_optimizer"], rel=1e-9)  # copies < update
     assert overlapped.step_time_s < apart.step_time_s
 
 
 def test_offloaded_activations_leave_the_gpu_and_cross_the_host_link_twice():
     base, off = _run(_spec()), _run(_spec(offload_activations=4))
     assert off.memory.activations < base.memory.activations and off.memory.host > 0
-    names = {r.name for r in off.ops if r.category == "host"}
+    names = {r.name for r in off.ops if r.category == "offload"}
     assert names == {"layer.offload.activations_d2h", "layer.offload.activations_h2d"}
     rows = [r for r in off.ops if r.name == "layer.offload.activations_d2h"]
     assert rows[0].count == pytest.approx(4 / 8)  # half of each chunk's layers
@@ -66,7 +66,7 @@ def test_a_faster_host_link_hides_more_of_the_copies():
     slow = _spec(offload_activations=6)
     fast = dataclasses.replace(slow, cluster=dataclasses.replace(slow.cluster, node=dataclasses.replace(
         slow.cluster.node, gpu=h100(host_bandwidth=450e9, host_memory_bandwidth=512e9))))  # NVLink-C2C
-    assert _run(fast).breakdown.get("host", 0) < _run(slow).breakdown["host"]
+    assert _run(fast).breakdown.get("offload", 0) < _run(slow).breakdown["offload"]
 
 
 def test_fsdp_offload_keeps_only_the_gathered_layers_and_a_gradient_bucket_on_the_gpu():
@@ -76,7 +76,7 @@ def test_fsdp_offload_keeps_only_the_gathered_layers_and_a_gradient_bucket_on_th
     assert off.memory.weights < base.memory.weights and off.memory.grads <= spec.parallel.dp_bucket_size
     assert off.memory.optimizer == 0
     assert off.memory.host == pytest.approx(base.memory.total - off.memory.total, rel=0.05)
-    names = {r.name for r in off.ops if r.category == "host"}
+    names = {r.name for r in off.ops if r.category == "offload"}
     assert {"layer.offload.params_h2d", "layer.offload.params_grad_h2d", "layer.offload.grads_d2h"} <= names
     assert "step.host_optimizer.grads_d2h" not in names  # the layers sent theirs during the backward
 
