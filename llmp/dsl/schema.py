@@ -295,6 +295,7 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _bool("grad_clip", "Clip gradients by their global norm every step.", STACK),
     _count("vocab_divisible_by", "Pad the vocab to a multiple of this (times tp where the stack "
            "does).", default=STACK),
+    _bool("cuda_graphs", "Replay the layers as CUDA graphs: no host dispatch or launch per kernel.", STACK),
 ], subs={"parallel": "parallel"})
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "

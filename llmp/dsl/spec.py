@@ -503,6 +503,9 @@ class TrainSpec:
     """Clip gradients by their global norm every step (a pass over the gradients and an all-reduce)."""
     vocab_divisible_by: Count = 1
     """The embedding's rows are padded to a multiple of this (times tp where the stack does so)."""
+    cuda_graphs: bool = False
+    """The layers' forward and backward are captured once and replayed as CUDA graphs: one launch
+    per captured region instead of Python, dispatch and a launch per kernel on the host."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
