@@ -76,8 +76,8 @@ class PassWork:
     by_category: Mapping[str, Any]
     compute: Any
     """Compute-stream seconds (families and recompute) that no collective of the pass already
-    hides behind: the cover left for collectives outside it (gradient buckets, the next step's
-    parameter gather, DualPipe's paired all-to-all)."""
+    hides behind, and the device's wait for the host: the cover left for collectives outside it
+    (gradient buckets, the next step's parameter gather, DualPipe's paired all-to-all)."""
 
     @property
     def total(self) -> Any:
@@ -119,7 +119,7 @@ class RankTail:
 # partner may hide (``Overlap.PARTNER``, or ``TP`` with ``tp_comm_overlap``) or not.
 _COMPUTE, _PREFETCH, _HIDES, _EXPOSED = range(4)
 
-Static = tuple[tuple[Any, ...], tuple[tuple[int, int, str, int, float], ...]]
+Static = tuple[tuple[Any, ...], tuple[tuple[int, int, str, int, Any, int], ...]]
 """What :func:`_run` reads of a group's ops besides their times (:func:`_static`)."""
 
 
@@ -148,10 +148,13 @@ def host_seconds(op: Op, host: HostRules | None) -> Any:
 def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
     """What :func:`_pass` reads of ``ops`` besides their times: each op's count, and per op what
     it does, the op whose total it takes (the last of its name), its category, its partner's
-    position (the last op of the partner's name; -1: none) and its host seconds per call."""
+    position (the last op of the partner's name; -1: none), its host seconds per call and where in
+    the sequence the device spends its exposed time: a collective hidden behind a partner that runs
+    before it is exposed from the partner on (the two run side by side), so the device's pacing
+    never moves later when the partner gets faster."""
     last = {op.name: j for j, op in enumerate(ops)}
     rows = []
-    for op in ops:
+    for j, op in enumerate(ops):
         if op.stream is Stream.COMPUTE:
             what = _COMPUTE
         elif op.overlap is Overlap.PREFETCH:
@@ -160,7 +163,9 @@ def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
             what = _HIDES
         else:
             what = _EXPOSED
-        rows.append((what, last[op.name], op.category, last.get(op.partner, -1), host_seconds(op, rules.host)))
+        partner = last.get(op.partner, -1)
+        at = partner if what == _HIDES and 0 <= partner < j else j
+        rows.append((what, last[op.name], op.category, partner, host_seconds(op, rules.host), at))
     return tuple(op.count for op in ops), tuple(rows)
 
 
@@ -214,18 +219,15 @@ def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
     compute: Any = 0
     covering: Any = 0
     prefetch: dict[str, Any] = {}
-    host: Any = 0.0
-    device: Any = 0
-    lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
-    for (what, own, category, partner, h), n in zip(rows, counts):
+    busy: list[Any] = [0] * len(rows)  # device seconds at each position of the sequence
+    for (what, own, category, partner, _, at) in rows:
         total = totals[own]
         if what == _COMPUTE:
             acc[category] = acc.get(category, 0) + total
             compute += total
-            busy = total
+            busy[at] += total
         elif what == _PREFETCH:
             prefetch[category] = prefetch.get(category, 0) + total
-            busy = 0
         else:
             if what == _HIDES:
                 left = total - (totals[partner] if partner >= 0 else 0)
@@ -233,14 +235,18 @@ def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
                 hidden = total - ((0 if 0 > left else left) if type(left) is float else positive_part(left))
             else:
                 hidden = 0
-            busy = total - hidden
-            acc[category] = acc.get(category, 0) + busy
+            busy[at] += total - hidden
+            acc[category] = acc.get(category, 0) + (total - hidden)
             covering += hidden
+    host: Any = 0.0
+    device: Any = 0
+    lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
+    for (_, _, _, _, h, _), n, b in zip(rows, counts, busy):
         if h:
             host = host + n * h
             ahead = host - device
             lead = ahead if lead is None else _max(lead, ahead)
-        device = device + busy
+        device = device + b
     free = compute - covering
     out = {k: v * repeat for k, v in acc.items()} if repeat != 1 else acc
     gather: Any = 0  # the first layer's parameter gather, before its compute
@@ -322,6 +328,9 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 empty = rules.host.pipeline_sync or (rules.host.batch_sync and part is Part.FORWARD and (first or last))
                 paced = latency if empty else _max(host, device)
                 by_cat["host"] = paced - device
+                # The device idles while it waits for the host: time collectives outside the pass
+                # (gradient buckets, the next step's gather) can use as well as its compute.
+                compute = compute + by_cat["host"]
             passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
         out.append(ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
                              w=passes.get(Task.W)))
