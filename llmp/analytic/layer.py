@@ -174,7 +174,7 @@ class Block:
                              for step, kern in recipe.operand(batch * m * n, Pass.BWD)]
         fwd = Kernel.make(Family.GEMM, dt, m=m, n=n, k=k, batch=batch)
         self.fwd.append(self._op(name, fwd, Phase.FWD, Part.FORWARD))
-        frozen = weights and self.ctx.tuning.frozen
+        frozen = weights and self.ctx.tuning.frozen and finetune.ADAPTER not in name  # LoRA's adapters train
         self._bwd.append([
             *quantize_grad,
             self._op(f"{name}.dgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=m, n=k, k=n, batch=batch),
