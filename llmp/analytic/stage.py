@@ -41,8 +41,8 @@ from llmp.analytic.kernels import (
 )
 from llmp.analytic.layer import (
     Block,
-    adapter_tensors,
     Context,
+    adapter_tensors,
     grad_accumulate,
     grad_bytes,
     lowp_weights,

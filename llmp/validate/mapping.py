@@ -31,6 +31,7 @@ from llmp.validate.notes import MemoryKind, MemoryReading, Notes
 from llmp.validate.rows import Measurement, Row
 from llmp.validate.skips import SkipReason, Unmodellable
 
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Mapped:
     """A measurement llmp can predict: its spec, the scored metric and the measured step time."""

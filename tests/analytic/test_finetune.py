@@ -133,7 +133,8 @@ def test_packed_attention_costs_the_samples_own_causal_attention(sample_len):
 
 
 def test_packing_changes_nothing_but_the_attention_core():
-    whole, packed = _ops(_spec("finetune { method = full }")), _ops(_spec("finetune { method = full  sample_len = 256 }"))
+    whole = _ops(_spec("finetune { method = full }"))
+    packed = _ops(_spec("finetune { method = full  sample_len = 256 }"))
     assert set(whole) == set(packed)
     changed = {n for n in whole if whole[n].work != packed[n].work}
     assert changed == {"layer.attn.core", "layer.attn.core.bwd"}

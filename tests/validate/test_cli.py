@@ -110,7 +110,8 @@ def test_nothing_predicted_exits_non_zero_with_the_reasons(capsys, csv_file):
 def test_skipped_rows_are_counted_on_stderr_in_every_format(capsys, csv_file, flags):
     code, _, err = _run(capsys, "validate", str(csv_file(TWO_SOURCES)), *flags)
     assert code == 0
-    assert "1 measurements predicted, 1 skipped: fine-tuning task llmp does not model (preference optimisation): 1 (rows:5,6)" in err
+    assert ("1 measurements predicted, 1 skipped: fine-tuning task llmp does not model (preference optimisation): "
+            "1 (rows:5,6)") in err
 
 
 def test_a_copied_row_is_a_counted_skip(capsys, csv_file):
