@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from llmp import dsl
 from llmp.analytic import params
+from llmp.analytic.derived import derived
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel, Pass, cost
 from llmp.analytic.layer import Context, adapter_weights
@@ -87,6 +88,7 @@ def test_optimizer_states_and_gradients_are_those_of_the_adapters_alone():
         mem = predict(spec, residuals=None).memory
         adapters = params.trainable_params(spec.model, spec.train.finetune)
         assert adapters == spec.model.layers * params.lora_params(spec.model, spec.train.finetune)
+        assert derived(spec)["trainable_params"] == adapters  # what llmp check shows
         assert mem.optimizer == pytest.approx(12 * adapters, rel=1e-12)  # AdamW's moments and FP32 master copy
         assert mem.grads == pytest.approx(4 * adapters, rel=1e-12)  # FP32 gradients of the generic stack
 
