@@ -175,9 +175,11 @@ def task_of(m: Measurement) -> Task | None:
     found = [TAGS[t] for t in tags if t in TAGS]
     if found:
         return found[0]
-    if re.search(r"\blora\b|\bpeft\b", m.notes, re.IGNORECASE) and re.search(r"fine[- ]?tun", m.notes, re.I):
+    # the notes must name the task of this run ("LoRA fine-tuning", "supervised fine-tuning"): a note that
+    # only mentions LoRA (AutoModel's pre-training rows: "LoRA rows use Llama 3.3 70B Instruct") is not one
+    if re.search(r"\b(?:lora|peft)\s+fine[- ]?tun", m.notes, re.IGNORECASE):
         return Task.LORA
-    if re.search(r"\bsft\b|supervised fine[- ]?tun", m.notes, re.IGNORECASE):
+    if re.search(r"\b(?:supervised|sft)\s+fine[- ]?tun", m.notes, re.IGNORECASE):
         return Task.SFT
     return None
 

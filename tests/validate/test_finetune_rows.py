@@ -97,3 +97,10 @@ def test_the_notes_alone_can_say_a_row_fine_tunes(map_snippet):
     m = map_snippet(text)
     assert isinstance(m, Mapped) and m.spec.train.finetune is not None
     assert m.spec.train.finetune.lora_rank == 32 and m.spec.train.finetune.sample_len == 200
+
+
+def test_a_note_that_only_mentions_lora_is_not_a_fine_tuning_run(map_snippet):
+    notes = ("section 'Pre-Training Performance'; LBS=1, GA=4; (LoRA rows use Llama 3.3 70B Instruct per config "
+             "file name; same shape); the page's fine-tuning section is another table")
+    m = map_snippet(P.edit(P.AUTOMODEL_LLAMA3_70B, "notes", notes))
+    assert isinstance(m, Mapped) and m.spec.train.finetune is None
