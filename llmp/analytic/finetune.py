@@ -13,7 +13,8 @@ Megatron-Bridge; NVIDIA-NeMo/Automodel@03bd7a9:nemo_automodel/components/_peft/l
   weight gradients (``dB = (xA)^T dY``, ``dA = x^T d(xA)``) and the add of ``dx`` to the frozen
   GEMM's;
 * the frozen GEMM keeps its input gradient (dgrad) and loses its weight gradient (wgrad): autograd
-  computes no gradient for a weight that does not require one.
+  computes no gradient for a weight that does not require one. The tensor-parallel reduction of that
+  input gradient, which Megatron hides behind the wgrad, then has nothing to hide behind: exposed.
 
 Adapters run in the activation dtype: NeMo's adapters run "in original precision regardless of FP8
 enabled" (``TELinearAdapter.forward``) and the TE-fused LoRA branch runs outside ``fp8_autocast``.
