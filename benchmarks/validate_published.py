@@ -170,6 +170,11 @@ def _rack_scale(r: Scored) -> bool:
     return int(node.domain) > int(node.gpus_per_node)
 
 
+def _finetune(r: Scored, method: str) -> bool:
+    ft = r.mapped.spec.train.finetune
+    return ft is not None and ft.method.value == method
+
+
 SLICES = (
     ("host-bound: the device waits on the host > 30% of the predicted step", lambda r: _share(r, ("host",)) > 0.3),
     ("host waits 5-30% of the predicted step", lambda r: 0.05 <= _share(r, ("host",)) <= 0.3),
@@ -202,6 +207,11 @@ SLICES = (
     ("models of 1-13 B parameters", lambda r: 1e9 <= _params(r) < 13e9),
     ("models of 13 B parameters or more", lambda r: _params(r) >= 13e9),
     ("sequences of 16k tokens or more", lambda r: r.mapped.spec.model.seq_len >= 16384),
+    ("fine-tuning rows (train.finetune: LoRA and SFT)", lambda r: r.mapped.spec.train.finetune is not None),
+    ("  ... LoRA (frozen base, adapters)", lambda r: _finetune(r, "lora")),
+    ("  ... SFT (every weight trains)", lambda r: _finetune(r, "full")),
+    ("  ... packed samples (attention per sample)", lambda r: r.mapped.spec.train.finetune is not None
+     and r.mapped.spec.train.finetune.sample_len != 0),
 )
 
 

@@ -114,6 +114,8 @@ def render(spec: Spec) -> str:
     if m.mla is not None:
         out += _rows("  mla", m.mla, schema.MLA, "model.mla")
     out += ["", *_rows("train", spec.train, schema.TRAIN, "train")]
+    if spec.train.finetune is not None:
+        out += _rows("  finetune", spec.train.finetune, schema.FINETUNE, "train.finetune")
     out += ["", *_rows("parallel", spec.parallel, schema.PARALLEL, "parallel")]
     domain = "" if cl.node.domain == cl.node.gpus_per_node else f", NVLink domains of {cl.node.domain}"
     out += ["", f"cluster {cl.id}: {cl.nodes} x node {cl.node.id} = {cl.world_size} devices{domain}"]

@@ -92,7 +92,7 @@ import numpy as np
 from llmp.analytic import offload, shard
 from llmp.analytic.activations import kept_bytes, weight_grad_bytes
 from llmp.analytic.algebra import vmax, vmin
-from llmp.analytic.layer import Context, grad_bytes, lowp_weights
+from llmp.analytic.layer import Context, grad_bytes, lowp_weights, trainable
 from llmp.analytic.op import RankKind, rank_kind_of
 from llmp.analytic.structure import Structure, chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
@@ -258,8 +258,14 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             root = ((shard.embedding(m, par, ctx.vocab) if first else 0)
                     + (shard.head(m, par, st.pp, ctx.vocab) if last else 0))
             gathered += e * root
-        weights = split(params, 3, weight_bytes)
-        grads, optimizer = split(params, 2, grad_per), split(params, 1, state_per)
+        trained = trainable(ctx, params, counts)
+        if ctx.tuning.frozen:
+            # LoRA: the frozen base in its load dtype beside the adapters (llmp.analytic.finetune),
+            # which alone have gradients and optimizer states
+            weights = split(params, 3, e) + split(trained, 3, weight_bytes)
+        else:
+            weights = split(params, 3, weight_bytes)
+        grads, optimizer = split(trained, 2, grad_per), split(trained, 1, state_per)
         host = t.offload_optimizer * optimizer
         optimizer = optimizer - host
         if t.offload_grads:

@@ -22,6 +22,7 @@ from llmp.dsl.spec import (
     Attention,
     CpComm,
     Dispatcher,
+    FinetuneMethod,
     Fp8Scaling,
     Norm,
     Optimizer,
@@ -314,7 +315,21 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _bool("offload_overlap", "The host optimizer's copies overlap its update (Megatron "
           "--overlap-cpu-optimizer-d2h-h2d).", "false"),
     _bool("cuda_graphs", "Replay the layers as CUDA graphs: no host dispatch or launch per kernel.", STACK),
-], subs={"parallel": "parallel"})
+], subs={"parallel": "parallel", "finetune": "finetune"})
+
+FINETUNE = _section("finetune", "A fine-tuning step (absent: pre-training): which weights train and how "
+                    "samples fill a sequence.", [
+    _enum("method", FinetuneMethod, "full (SFT: every weight trains) or lora (frozen base weights, "
+          "low-rank adapters train).", default="full"),
+    _count("lora_rank", "Inner width (rank) of each LoRA adapter; 0: none (the frozen base alone).",
+           default="32", bound=Bound.NONNEGATIVE),
+    _bool("lora_qkv", "The QKV projection gets an adapter.", "true"),
+    _bool("lora_proj", "The attention output projection gets an adapter.", "true"),
+    _bool("lora_fc1", "The MLP's first matrix (gate and up) gets an adapter.", "true"),
+    _bool("lora_fc2", "The MLP's second matrix gets an adapter.", "true"),
+    _count("sample_len", "Packed sequences: mean tokens per sample packed into seq_len, attention "
+           "within each sample; 0: one sequence of seq_len.", default="0", bound=Bound.NONNEGATIVE),
+])
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "
                     "inside train).", [
@@ -369,7 +384,7 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (
-    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, MLA, TRAIN, PARALLEL)})
+    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, MLA, TRAIN, FINETUNE, PARALLEL)})
 
 TOP_LEVEL = ("gpu", "link", "node", "cluster", "model", "train", "parallel")
 """Section names a ``section.field`` reference may start with (the active ones)."""

@@ -163,9 +163,9 @@ def test_contradictory_rows_are_refused(capsys, runs, tmp_path):
 
 def test_rows_llmp_cannot_model_are_refused(capsys, runs, tmp_path):
     rows = list(csv.DictReader(runs.open()))
-    rows[2]["model_name"] = "GPT 4L h1024 [LoRA]"
-    code, _, err = _run(capsys, "calibrate", str(_write(tmp_path / "lora.csv", rows)), "-o", str(tmp_path / "x.json"))
-    assert code == 1 and "rows llmp cannot model" in err and "lora:4" in err and "fine-tuning" in err
+    rows[2]["model_name"] = "GPT 4L h1024 [DPO]"
+    code, _, err = _run(capsys, "calibrate", str(_write(tmp_path / "dpo.csv", rows)), "-o", str(tmp_path / "x.json"))
+    assert code == 1 and "rows llmp cannot model" in err and "dpo:4" in err and "fine-tuning" in err
 
 
 def test_an_exact_copy_of_a_row_is_refused_with_the_row_it_repeats(capsys, runs, tmp_path):
