@@ -47,13 +47,16 @@ class Estimate:
         steps = tokens / self.tokens_per_step
         return steps * self.step_time_s, steps * self.step_band_s[0], steps * self.step_band_s[1]
 
-    def to_dict(self, tokens: float, deadline_s: float | None) -> dict[str, Any]:
+    def to_dict(self, tokens: float, deadline_s: float | None, with_failures_s: float) -> dict[str, Any]:
+        """JSON of one scanned count; ``with_failures_s``: its expected wall clock with failures
+        (what a deadline is met on)."""
         wall = self.wall_s(tokens)
         out: dict[str, Any] = {"gpus": self.gpus, "days": wall[0] / DAY, "days_band": [wall[1] / DAY, wall[2] / DAY],
+                               "days_with_failures": with_failures_s / DAY,
                                "gpu_hours": self.gpus * wall[0] / 3600.0, "step_time_s": self.step_time_s,
                                "layout": dict(self.config)}
         if deadline_s is not None:
-            out["meets_deadline"] = wall[0] <= deadline_s
+            out["meets_deadline"] = with_failures_s <= deadline_s
         return out
 
 
@@ -172,7 +175,8 @@ class Plan:
 
     @property
     def meets_deadline(self) -> bool | None:
-        return None if self.deadline_s is None else self.wall_s[0] <= self.deadline_s
+        """Whether the expected wall clock, failures and checkpoints included, meets the deadline."""
+        return None if self.deadline_s is None else self.goodput.wall_s[0] <= self.deadline_s
 
     def to_dict(self) -> dict[str, Any]:
         c = self.chosen
@@ -181,7 +185,8 @@ class Plan:
             "source": self.source, "mode": self.mode, "tokens": self.tokens, "gpus": self.gpus,
             "deadline_days": None if self.deadline_s is None else self.deadline_s / DAY,
             "meets_deadline": self.meets_deadline,
-            "meets_deadline_at_band_high": None if self.deadline_s is None else self.wall_s[2] <= self.deadline_s,
+            "meets_deadline_at_band_high": (None if self.deadline_s is None
+                                            else self.goodput.wall_s[2] <= self.deadline_s),
             "days": _band(*days), "gpu_hours": _band(*hours), "energy_kwh": _band(*kwh),
             "cost": None if cost is None else _band(*cost), "price_per_gpu_hour": self.price_per_gpu_hour,
             "step_time_s": _band(c.step_time_s, *c.step_band_s), "roofline_step_time_s": c.roofline_step_s,
@@ -194,7 +199,8 @@ class Plan:
             "global_batch": self.global_batch, "residuals": self.residuals,
             "search": {"layouts_in_space": c.space, "layouts_checked": c.checked, "layouts_evaluated": c.evaluated},
             "considered_gpus": list(self.considered),
-            "scanned": [e.to_dict(self.tokens, self.deadline_s) for e in self.scanned],
+            "scanned": [e.to_dict(self.tokens, self.deadline_s, self.run.goodput(e, self.tokens).wall_s[0])
+                        for e in self.scanned],
             "unlayable_gpus": list(self.unlayable), "seconds": self.seconds, "notes": list(self.notes),
             **self._run_dict(),
         }
@@ -254,8 +260,9 @@ class Plan:
         lines.append(f"step           {format_time(c.step_time_s)}   band [{format_time(c.step_band_s[0])}, "
                      f"{format_time(c.step_band_s[1])}]   {format_count(c.tokens_per_step)} tokens/step, "
                      f"{format_count(self.steps)} steps, MFU {c.mfu:.1%}")
-        if self.deadline_s is not None and self.wall_s[2] > self.deadline_s:
-            lines.append(f"note: the slow end of the band ({days[2]:.3g} days) misses the deadline")
+        if self.deadline_s is not None and self.goodput.wall_s[2] > self.deadline_s:
+            lines.append(f"note: the slow end of the band ({self.days_with_failures[2]:.3g} days with failures) "
+                         "misses the deadline")
         shown = ("parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vp", "train.micro_batch",
                  "train.recompute", "parallel.sequence_parallel", "parallel.zero")
         layout = "  ".join(f"{p.split('.')[-1]}={_word(c.config[p])}" for p in shown if p in c.config)
@@ -270,9 +277,10 @@ class Plan:
                 if e is None:
                     lines.append(f"  {n:>7} GPUs  no layout of the searched space runs")
                     continue
-                wall = e.wall_s(self.tokens)
+                wall = self.run.goodput(e, self.tokens).wall_s
                 mark = "" if self.deadline_s is None else ("  meets deadline" if wall[0] <= self.deadline_s else "")
-                lines.append(f"  {n:>7} GPUs  {wall[0] / DAY:>9.3g} days  {n * wall[0] / 3600:>12.4g} GPU-hours{mark}")
+                lines.append(f"  {n:>7} GPUs  {wall[0] / DAY:>9.3g} days  {n * wall[0] / 3600:>12.4g} GPU-hours"
+                             f" (with failures){mark}")
         lines += ["", f"reproduce the step: llmp predict {self.source} " + " ".join(
             f"--set {s!r}" if " " in s else f"--set {s}" for s in c.overrides)]
         lines += [f"global batch: {self.global_batch}", f"power: {self.power.describe()}",
