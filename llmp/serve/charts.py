@@ -14,6 +14,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from llmp.units import format_count
+
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac", "#86bcb6", "#d37295", "#a0cbe8", "#ffbe7d", "#8cd17d", "#499894")
 """Tableau 10 and its light variants (colour-blind aware, a public colour scheme)."""
@@ -209,7 +211,7 @@ def curve(xs: Sequence[float], ys: Sequence[tuple[float, float, float]], *, titl
                                          f'y2="{py(limit):.1f}" class="limit"><title>deadline</title></line>')
     ticks = "".join(f'<text x="{px(x):.1f}" y="{height - bottom + 14}" text-anchor="middle">{x:g}</text>'
                     for x in xs)
-    yt = "".join(f'<text x="{left - 4}" y="{py(y1 * k / 4):.1f}" text-anchor="end">{y1 * k / 4:.3g}</text>'
+    yt = "".join(f'<text x="{left - 4}" y="{py(y1 * k / 4):.1f}" text-anchor="end">{format_count(y1 * k / 4)}</text>'
                  for k in range(5))
     return Markup(f'<svg class="curve" role="img" aria-label="{_t(title)}" width="{width}" height="{height}" '
                   f'viewBox="0 0 {width} {height}"><text x="{left}" y="14" class="title">{_t(title)}</text>'
