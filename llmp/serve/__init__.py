@@ -24,8 +24,8 @@ from typing import Any
 __all__ = ["create_app"]
 
 
-def create_app(specs: Sequence[str] = ()) -> Any:
+def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Any:
     """The Starlette app serving ``specs`` (see :func:`llmp.serve.app.create_app`)."""
     from llmp.serve.app import create_app as make
 
-    return make(specs)
+    return make(specs, ahead=ahead)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.datastructures import FormData, QueryParams
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -84,9 +85,10 @@ class Page:
         return self.render(request, "error.html", 200 if fragment else 400, message=text, full=not fragment)
 
 
-def create_app(specs: Sequence[str] = ()) -> Starlette:
+def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Starlette:
     """The app serving ``specs`` (``.llmp`` paths; the first is shown first). A spec that cannot be
-    read is an error now, before the server starts."""
+    read is an error now, before the server starts. ``ahead``: after each What-if answer, predict
+    the changes one control step away in the background (:func:`llmp.serve.compute.warm`)."""
     page = Page(specs)
 
     async def index(request: Request) -> Response:
@@ -126,7 +128,11 @@ def create_app(specs: Sequence[str] = ()) -> Starlette:
 
     async def whatif(request: Request) -> Response:
         view, _ = await page.view(request)
-        return page.render(request, "whatif.html", **pages.whatif(view))
+        response = page.render(request, "whatif.html", **pages.whatif(view))
+        nearby = pages.ahead(view) if ahead else []
+        if nearby:  # predicted after the response is sent, giving way to any request
+            response.background = BackgroundTask(compute.warm, view, nearby)
+        return response
 
     async def search(request: Request) -> Response:
         view, _ = await page.view(request)

@@ -34,12 +34,16 @@ T = TypeVar("T")
 LOCK = threading.RLock()
 CACHED = 256
 """Predictions kept (a 70B prediction holds about a megabyte)."""
+_WAITING = [0]
+"""Requests waiting for the library (the warm-up gives way to them)."""
 
 
 def locked(fn: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> T:
+        _WAITING[0] += 1  # a heuristic for the warm-up: a lost update only delays it by one prediction
         with LOCK:
+            _WAITING[0] -= 1
             return fn(*args, **kwargs)
     return run
 
@@ -82,6 +86,34 @@ def trace(view: View) -> dict[str, Any]:
     from llmp.compose.trace import trace as make
 
     return make(_prediction(evaluated_text(view), view.filename, view.sets))
+
+
+_IDLE = threading.Event()
+_IDLE.set()
+
+
+def warm(view: View, sets: Sequence[Sequence[str]]) -> None:
+    """Predict each of ``sets`` on the view's text into the cache, one at a time, stopping as soon
+    as a request waits for the library: the What-if tab's neighbours (each control one step away)
+    are then answered from the cache. Run after a response is sent; errors (a layout the rules
+    refuse) are the request's to report, so they are skipped here."""
+    _IDLE.clear()
+    try:
+        for extra in sets:
+            if _WAITING[0] > 0:
+                return
+            with LOCK:
+                try:
+                    _prediction(evaluated_text(view.with_sets(extra)), view.filename, tuple(extra))
+                except LlmpError:
+                    continue
+    finally:
+        _IDLE.set()
+
+
+def idle(timeout: float) -> bool:
+    """Wait until no warm-up runs (True), or ``timeout`` seconds (False); for benchmarks and tests."""
+    return _IDLE.wait(timeout)
 
 
 class SpecFile:

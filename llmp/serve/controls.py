@@ -83,3 +83,23 @@ def field_of(sets: Sequence[str], line: int) -> str | None:
         return None
     control = BY_PATH.get(sets[line - 1].partition("=")[0].strip())
     return None if control is None else control.name
+
+
+WARMED = ("tp", "pp", "vp", "cp", "ep", "micro_batch", "nodes", "recompute", "zero", "schedule", "precision")
+"""Controls whose neighbours the page predicts ahead (:func:`neighbours`): all but dp, which alone
+cannot change on a fixed GPU count, and the node, whose catalog has too many entries to try."""
+
+
+def neighbours(spec: Spec, sets: Sequence[str]) -> list[list[str]]:
+    """Override lists one control step away from ``sets`` on ``spec`` (a number doubled or halved,
+    an option switched to each other option), pipeline knobs first: the changes a user is likely to
+    make next, which the What-if tab predicts ahead so they answer from its cache."""
+    out = []
+    for name in WARMED:
+        c = BY_NAME[name]
+        rest = [s for s in sets if s.partition("=")[0].strip() != c.path]
+        current = c.value(spec)
+        options = [v for v in c.choices() if v != current] if c.choices() else [
+            str(v) for v in (int(current) * 2, int(current) // 2) if v >= 1 and str(v) != current]
+        out += [[*rest, f"{c.path}={v}"] for v in options]
+    return out

@@ -194,6 +194,16 @@ def whatif(view: View) -> dict[str, Any]:
             "capacity": _gib(new["capacity"])}
 
 
+def ahead(view: View) -> list[list[str]]:
+    """The overrides one control step from the view's (:func:`llmp.serve.controls.neighbours`), or
+    none when its spec does not resolve."""
+    try:
+        spec = compute.check(view)
+    except LlmpError:
+        return []
+    return controls.neighbours(spec, view.sets)
+
+
 def _better(key: str, a: float, b: float) -> str:
     if a == b or key in ("gpus", "band_low", "band_high"):
         return ""

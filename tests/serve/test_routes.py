@@ -25,7 +25,9 @@ HX = {"HX-Request": "true"}
 
 @pytest.fixture(scope="module")
 def client(small_spec):
-    return TestClient(create_app([str(small_spec)]))
+    # The test client runs a response's background work before returning: no warm-up here (one
+    # test below turns it on and checks it).
+    return TestClient(create_app([str(small_spec)], ahead=False))
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +93,24 @@ def test_whatif_compares_against_the_spec(client, form, small_spec):
     assert format_bytes(base.memory.total, binary=True) in r.text
     assert format_bytes(new.memory.total, binary=True) in r.text
     assert "--set parallel.tp=4" in r.text
+
+
+def test_whatif_predicts_the_neighbouring_changes_ahead(small_spec, form):
+    from llmp.serve import compute
+    from llmp.serve.controls import neighbours
+
+    warming = TestClient(create_app([str(small_spec)]))
+    compute._prediction.cache_clear()
+    assert warming.post("/whatif", data=form, headers=HX).status_code == 200
+    assert compute.idle(60)
+    spec = llmp.load(small_spec)
+    nearby = neighbours(spec, [])
+    assert ["parallel.tp=4"] in nearby and ["train.recompute=full"] in nearby
+    cached = compute._prediction.cache_info().currsize
+    assert cached >= 2  # the spec's own and the neighbours the rules accept
+    hits = compute._prediction.cache_info().hits
+    warming.post("/whatif", data={**form, "wi_tp": "4"}, headers=HX)
+    assert compute._prediction.cache_info().hits > hits
 
 
 def test_a_control_the_layout_cannot_take_is_shown_at_the_field(client, form):
