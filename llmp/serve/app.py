@@ -140,6 +140,9 @@ def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Starlette:
 
     async def plan(request: Request) -> Response:
         view, _ = await page.view(request)
+        errors = pages.plan_field_errors(view)
+        if errors:
+            return page.render(request, "plan_errors.html", errors=errors)
         return page.render(request, "plan.html", **pages.plan(view))
 
     async def trace(request: Request) -> Response:

@@ -355,6 +355,35 @@ def plan_arguments(view: View) -> dict[str, Any]:
     return args
 
 
+def plan_field_errors(view: View) -> dict[str, str]:
+    """Each plan input the plan's own parsers refuse, with their message (shown at the field)."""
+    from llmp.planning.checkpoint import Mode
+    from llmp.planning.facility import Facility
+    from llmp.planning.inputs import parse_bandwidth, parse_duration, parse_mttf, parse_tokens
+
+    f = view.plan
+    checks: dict[str, Any] = {
+        "tokens": lambda v: parse_tokens(v), "deadline": lambda v: parse_duration(v),
+        "mttf": lambda v: parse_mttf(v, None if f.get("deadline") else 1),
+        "restart": lambda v: parse_duration(v, allow_zero=True), "storage": lambda v: parse_bandwidth(v),
+        "checkpoint": lambda v: Mode(v), "gpus": lambda v: _int(f, "gpus", "GPUs"),
+        "price": lambda v: _float(f, "price", "the price per GPU-hour"),
+        "idle": lambda v: _float(f, "idle", "the idle fraction"),
+        "pue": lambda v: Facility(pue=_float(f, "pue", "the PUE") or 1.0),
+        "node_overhead": lambda v: Facility(node_overhead=_float(f, "node_overhead", "the node overhead") or 0.0),
+        "grid": lambda v: Facility(grid_g_per_kwh=_float(f, "grid", "the grid intensity") or 0.0)}
+    errors = {}
+    for key, check in checks.items():
+        if f.get(key):
+            try:
+                check(f[key])
+            except LlmpError as err:
+                errors[key] = err.render()
+            except ValueError:
+                errors[key] = f"error: {f[key]!r} is not one of the choices"
+    return errors
+
+
 def run_plan(view: View) -> Any:
     args = plan_arguments(view)
     gpus = args.get("gpus")

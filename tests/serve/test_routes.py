@@ -231,3 +231,12 @@ def test_serve_refuses_a_bad_port_and_a_missing_spec(capsys, tmp_path):
     assert "not a TCP port" in capsys.readouterr().err
     assert main(["serve", str(tmp_path / "missing.llmp")]) == 1
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_plan_input_the_plan_refuses_is_shown_at_its_field(client, form):
+    r = client.post("/plan", data={**form, "tokens": "15TB", "restart": "10m", "pue": "0.9"}, headers=HX)
+    assert r.status_code == 200
+    for field, needle in (("tokens", "token count"), ("restart", "duration"), ("pue", "PUE")):
+        slot = r.text.split(f'id="perr-{field}"', 1)[1].split("</small>", 1)[0]
+        assert needle in slot
+    assert r.text.split('id="perr-gpus"', 1)[1].split("</small>", 1)[0].strip(' hx-swap-oob="true">') == ""
