@@ -87,13 +87,15 @@ def field_of(sets: Sequence[str], line: int) -> str | None:
 
 WARMED = ("tp", "pp", "vp", "cp", "ep", "micro_batch", "nodes", "recompute", "zero", "schedule", "precision")
 """Controls whose neighbours the page predicts ahead (:func:`neighbours`): all but dp, which alone
-cannot change on a fixed GPU count, and the node, whose catalog has too many entries to try."""
+cannot change on a fixed GPU count, and the node (see there)."""
 
 
 def neighbours(spec: Spec, sets: Sequence[str]) -> list[list[str]]:
     """Override lists one control step away from ``sets`` on ``spec`` (a number doubled or halved,
     an option switched to each other option), pipeline knobs first: the changes a user is likely to
-    make next, which the What-if tab predicts ahead so they answer from its cache."""
+    make next, which the What-if tab predicts ahead so they answer from its cache. When no control
+    is set yet (the tab just opened), every other catalog node last, once: a device's first
+    prediction loads its residual store, which later ones reuse."""
     out = []
     for name in WARMED:
         c = BY_NAME[name]
@@ -102,4 +104,7 @@ def neighbours(spec: Spec, sets: Sequence[str]) -> list[list[str]]:
         options = [v for v in c.choices() if v != current] if c.choices() else [
             str(v) for v in (int(current) * 2, int(current) // 2) if v >= 1 and str(v) != current]
         out += [[*rest, f"{c.path}={v}"] for v in options]
+    if not any(s.partition("=")[0].strip() in BY_PATH for s in sets):
+        node = BY_NAME["node"]
+        out += [[*sets, f"{node.path}={v}"] for v in node.choices() if v != node.value(spec)]
     return out
