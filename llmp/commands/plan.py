@@ -18,13 +18,10 @@ import json
 
 from llmp import dsl
 from llmp.dsl import add_set_argument
-from llmp.planning import MAX_GPUS, plan
+from llmp.planning import MAX_GPUS, curve_counts, plan
 from llmp.planning.checkpoint import Mode
 from llmp.planning.facility import GRID_G_PER_KWH, NODE_OVERHEAD, PUE
 from llmp.planning.power import PowerModel
-
-PLOT_COUNTS = (0.25, 0.5, 2.0, 4.0)
-"""With --plot and a given count, also evaluate these multiples of it (whole nodes) for the curve."""
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -73,10 +70,7 @@ def _curve(args: argparse.Namespace) -> list[int]:
     """For --plot on a GPU count: whole-node multiples of it (a deadline search plots its scan)."""
     if not args.plot or args.deadline is not None:
         return []
-    spec = dsl.load(args.spec, args.set)
-    per_node = int(spec.cluster.node.gpus_per_node)
-    count = args.gpus if args.gpus is not None else int(spec.world_size)
-    return sorted({max(per_node, int(count * f) // per_node * per_node) for f in PLOT_COUNTS} - {count})
+    return curve_counts(dsl.load(args.spec, args.set), args.gpus)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -47,7 +47,7 @@ from llmp.planning.report import DAY, Estimate, Plan, RunModel
 from llmp.search.space import divisors
 from llmp.units import format_count
 
-__all__ = ["Estimate", "Plan", "considered_counts", "plan"]
+__all__ = ["Estimate", "Plan", "considered_counts", "curve_counts", "plan"]
 
 MAX_GPUS = 131072
 """Default ceiling of the deadline search: 2^17 GPUs, above the largest training clusters
@@ -65,6 +65,18 @@ def considered_counts(gpus_per_node: int, limit: int) -> list[int]:
         k *= 2
     counts += sorted(n * gpus_per_node for n in nodes)
     return [c for c in counts if c <= limit]
+
+
+CURVE_FACTORS = (0.25, 0.5, 2.0, 4.0)
+"""A plan on a given count is drawn against these multiples of it too (``--plot``, the page)."""
+
+
+def curve_counts(spec: Spec, gpus: int | None) -> list[int]:
+    """Whole-node multiples of ``gpus`` (None: the spec's own count) by :data:`CURVE_FACTORS`, to
+    draw a plan's totals against the GPU count; the count itself is left out."""
+    per_node = int(spec.cluster.node.gpus_per_node)
+    count = int(spec.world_size) if gpus is None else gpus
+    return sorted({max(per_node, int(count * f) // per_node * per_node) for f in CURVE_FACTORS} - {count})
 
 
 def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object,

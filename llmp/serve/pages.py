@@ -385,18 +385,13 @@ def plan_field_errors(view: View) -> dict[str, str]:
 
 
 def run_plan(view: View) -> Any:
+    """``llmp plan`` with the tab's inputs; on a GPU count, also evaluated where ``--plot`` would
+    draw it (:func:`llmp.planning.curve_counts`; a deadline plan draws its scan)."""
+    from llmp.planning import curve_counts
+
     args = plan_arguments(view)
-    gpus = args.get("gpus")
-    if gpus is None and "deadline" not in args:
-        with compute.LOCK:
-            spec = compute.check(view)
-        per = int(spec.cluster.node.gpus_per_node)
-        world = int(spec.world_size)
-        args["curve"] = sorted({max(per, int(world * k) // per * per) for k in (0.25, 0.5, 2.0, 4.0)} - {world})
-    elif gpus is not None and "deadline" not in args:
-        spec = compute.check(view)
-        per = int(spec.cluster.node.gpus_per_node)
-        args["curve"] = sorted({max(per, int(gpus * k) // per * per) for k in (0.25, 0.5, 2.0, 4.0)} - {gpus})
+    if "deadline" not in args:
+        args["curve"] = curve_counts(compute.check(view), args.get("gpus"))
     return compute.plan(view, **args)
 
 
