@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -166,12 +167,7 @@ def plan(view: View, **kwargs: Any) -> Any:
 
 
 def message(err: LlmpError, view: View) -> str:
-    """The diagnostic as ``llmp check`` prints it, with the temporary copy's path (if any) shown
-    as the spec's own name."""
-    text = err.render()
-    tmp = os.path.join(tempfile.gettempdir(), "llmp-serve-")
-    if tmp in text:
-        start = text.index(tmp)
-        end = text.find(":", start)
-        text = text[:start] + view.filename + text[end:]
-    return text
+    """The diagnostic as ``llmp check`` prints it, the temporary copy's path (search, plan) shown as
+    the spec's own name."""
+    copy = re.escape(os.path.join(tempfile.gettempdir(), "llmp-serve-")) + r"[^/\s]+/[^:\s)]+"
+    return re.sub(copy, lambda _: view.filename, err.render())
