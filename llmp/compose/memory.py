@@ -178,6 +178,14 @@ def _weight_bytes(spec: Spec, e: int) -> int:
     return 4 if _fsdp(spec) and _master_bytes(spec) else e
 
 
+def checkpoint_bytes_per_param(spec: Spec) -> int:
+    """Bytes per parameter in a checkpoint: the weight as :func:`memory` stores it plus its optimizer
+    state (moments, master copy), each saved once whatever ZeRO or FSDP shards (Megatron's
+    distributed checkpoint and PyTorch DCP save every shard once); for ``llmp plan``'s checkpoints."""
+    e = 4 if spec.train.precision in (Precision.FP32, Precision.TF32) else 2
+    return _weight_bytes(spec, e) + _state_bytes(spec)
+
+
 def _overhead(st: Structure) -> int:
     """The CUDA context and the NCCL buffers of every communicator with more than one member; a MoE
     model's expert mesh has its own (Megatron-Core creates the expert tensor-parallel and expert
