@@ -9,6 +9,7 @@ point; the band's draws run through the same schedule, ``compose.band``) → mem
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import operator
 import os
@@ -30,7 +31,7 @@ from llmp.compose.calibration_file import as_calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
-from llmp.compose.posterior import scaled
+from llmp.compose.posterior import host_scale, scaled
 from llmp.compose.prediction import (
     MemoryReport,
     OpRow,
@@ -43,6 +44,7 @@ from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
 from llmp.stacks import padded_vocab
+from llmp.stacks.host import HOST_SPEED
 from llmp.sym import has_free_symbols
 
 ROOFLINE_ONLY = "roofline only (no residual models)"
@@ -183,12 +185,23 @@ class Priced:
         return list(map(operator.mul, map(float, self.prices.time),
                         np.asarray(self.correction.factor, dtype=float).tolist()))
 
-    def compose(self, times: Sequence[Any]) -> Step:
-        """The step for per-op ``times`` (floats, or arrays of draws)."""
-        return compose(self.graph, times, OverlapRules.of(self.spec), self.spec.parallel.schedule)
+    def compose(self, times: Sequence[Any], host_scale: Any = 1.0) -> Step:
+        """The step for per-op ``times`` (floats, or arrays of draws), the host's costs multiplied by
+        ``host_scale`` (a number, or an array of draws)."""
+        rules = OverlapRules.of(self.spec)
+        if not (isinstance(host_scale, (int, float)) and host_scale == 1.0):
+            rules = dataclasses.replace(rules, host_scale=host_scale)
+        return compose(self.graph, times, rules, self.spec.parallel.schedule)
 
-    def step_time(self, times: Sequence[Any]) -> Any:
-        return self.compose(times).step_time
+    def step_time(self, times: Sequence[Any], host_scale: Any = 1.0) -> Any:
+        return self.compose(times, host_scale).step_time
+
+
+def zero_shot(p: Priced, term: band.CompositionTerm, level: float = band.LEVEL) -> band.Band:
+    """The uncalibrated band of ``p`` with composition term ``term``: its ops' errors, the host
+    thread's speed where a host issues the kernels (``llmp.stacks.host.HOST_SPEED``), the term."""
+    host = HOST_SPEED if OverlapRules.of(p.spec).host is not None else None
+    return band.zero_shot(p.step_time, p.times, p.errors, term, level, host=host)
 
 
 def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Priced:
@@ -255,13 +268,13 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     if calibration is None:
         step = p.compose(times)
         t = float(step.step_time)
-        return _prediction(p, step, t, lambda: band.zero_shot(p.step_time, times, p.errors, band.composition_term(),
-                                                              level), hw, model_id)
+        return _prediction(p, step, t, lambda: zero_shot(p, band.composition_term(), level), hw, model_id)
     cal = as_calibration(calibration)
     assert cal is not None, "a calibration was given"
     cal.check(spec)
     post = cal.basis(model_id).posterior
-    step = p.compose(scaled(graph, times, np.asarray(post.mean[:-1])))
+    theta = np.asarray(post.mean[:-1])
+    step = p.compose(scaled(graph, times, theta), float(host_scale(theta)))
     t = float(step.step_time) + post.overhead_s
     factors = ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
     what = (f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} on {cal.gpu}; "
