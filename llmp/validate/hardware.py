@@ -2,13 +2,16 @@
 
 Rows name their GPU by catalog id (``gpu_id``, resolved through the catalog's aliases) but not
 the server, so the node is looked up among the catalog's nodes built from that GPU: the row's
-``gpus_per_node`` must match, the ``interconnect_inter`` cell (read for its meaning: the network
-technology, a bandwidth and whether it is per GPU, per node or per NIC) narrows the choice, then
-:data:`DEFAULT_NODE` (the vendor reference server) decides. A network the chosen node does not
-have becomes a cluster-level link override: a catalog link of that technology and bandwidth, or
-an inline link with the stated bandwidth. A GPU or a node size the catalog does not have is a
-skip naming what the catalog has. Catalog nodes and links come from :mod:`llmp.dsl.catalog`, so
-what is compared here is exactly what a spec would get.
+``gpus_per_node`` must match, an NVLink domain the ``interconnect_intra`` cell states ("NVL72",
+"NVL36x2", "8-GPU NVLink domain") must match the node's scale-up domain, the
+``interconnect_inter`` cell (read for its meaning: the network technology, a bandwidth and whether
+it is per GPU, per node or per NIC) narrows the choice, then :data:`DEFAULT_NODE` (the vendor
+reference server) decides. A GB200/GB300 row that says 4 GPUs per node thus gets the NVL72
+compute tray, whose 72-GPU NVLink domain spans 18 trays, unless its cells say otherwise. A
+network the chosen node does not have becomes a cluster-level link override: a catalog link of
+that technology and bandwidth, or an inline link with the stated bandwidth. A GPU or a node size
+the catalog does not have is a skip naming what the catalog has. Catalog nodes and links come
+from :mod:`llmp.dsl.catalog`, so what is compared here is exactly what a spec would get.
 """
 
 from __future__ import annotations
@@ -33,15 +36,34 @@ DEFAULT_NODE: dict[str, str] = {
     "v100_sxm3_32gb": "dgx2_v100",
     "b200": "dgx_b200",
     "b300": "dgx_b300",
-    "gb200": "gb200_nvl72",
-    "gb300": "gb300_nvl72",
+    "gb200": "gb200_nvl72_tray",
+    "gb300": "gb300_nvl72_tray",
     "gh200_96gb": "alps_gh200",
     "mi300x": "mi300x_platform",
     "mi325x": "mi325x_platform",
     "mi355x": "mi355x_platform",
     "cpu": "cpu_host",
 }
-"""The server a GPU most often comes in (the vendor's reference DGX/HGX/platform), when a row does not say."""
+"""The server a GPU most often comes in (the vendor's reference DGX/HGX/platform), when a row does not say.
+GB200 and GB300 come in NVL72 racks: the 4-GPU compute tray is the node (what schedulers and
+recipes count), the rack its 72-GPU NVLink domain."""
+
+NOT_FOR_ROWS: dict[str, str] = {
+    "perlmutter_seed": "the seed paper's Perlmutter with the ~1.2 GB/s-per-GPU network its NCCL samples saw; "
+                       "a published run ran on a healthy Perlmutter (perlmutter_gpu_80gb)",
+}
+"""Catalog nodes that describe one measured setup, never chosen for a published row."""
+
+
+def stated_domain(cell: str) -> int | None:
+    """The NVLink domain size an ``interconnect_intra`` cell states, if any: ``NVL72``, ``NVL36x2``
+    (two 36-GPU racks joined into one 72-GPU domain), ``72-GPU NVLink domain``."""
+    text = cell.lower()
+    m = re.search(r"\bnvl\s*(\d+)(?:\s*x\s*(\d+))?\b", text)
+    if m:
+        return int(m.group(1)) * int(m.group(2) or 1)
+    m = re.search(r"(\d+)[- ]gpus?\s+(?:nvlink\s+)?domain", text)
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,7 +147,7 @@ def _matches(node: Node, net: Network) -> bool:
 
 
 def _choose(row: Row, gpu_id: str, num_gpus: int, net: Network, notes: list[str]) -> Node:
-    candidates = catalog.nodes_with(gpu_id)
+    candidates = tuple(n for n in catalog.nodes_with(gpu_id) if n.id not in NOT_FOR_ROWS)
     if not candidates:
         raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has gpu_id {gpu_id!r} (catalog GPUs: "
                            f"{', '.join(g for g in catalog_ids()['gpu'])})")
@@ -136,6 +158,14 @@ def _choose(row: Row, gpu_id: str, num_gpus: int, net: Network, notes: list[str]
             raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has {gpn} x {gpu_id} (nodes with this GPU: "
                                + ", ".join(f"{n.id} ({n.gpus_per_node})" for n in candidates) + ")")
         candidates = sized
+        domain = stated_domain(row.text("interconnect_intra"))
+        if domain is not None:
+            spanning = tuple(n for n in candidates if int(n.domain) == domain)
+            if not spanning:
+                raise Unmodellable(SkipReason.UNKNOWN_GPU, f"interconnect_intra says a {domain}-GPU NVLink domain; no "
+                                   f"catalog node with {gpn} x {gpu_id} has one (" + ", ".join(
+                                       f"{n.id}: {n.domain}" for n in candidates) + ")")
+            candidates = spanning
     else:
         whole = tuple(n for n in candidates if _fits(n, num_gpus))
         if not whole:
