@@ -141,7 +141,10 @@ def machines() -> frozenset[str]:
 
 def _shape(c: Collective) -> tuple[int, int] | None:
     """(members per domain, domains) of a numeric call; None if the numbers are not whole. A send/
-    receive is one pair, inside a domain or across two, whatever the size of its group."""
+    receive is one pair, inside a domain or across two, whatever the size of its group. Host copies
+    (offloading) are no collective of a network: None."""
+    if c.tier not in (Tier.INTRA, Tier.INTER):
+        return None
     if c.kind is CollectiveKind.SEND_RECV:
         return (1, 2) if c.tier is Tier.INTER else (2, 1)
     n, r = float(c.group), float(c.ranks_per_node) if c.tier is Tier.INTER else float(c.group)
@@ -188,7 +191,7 @@ def serve(c: Collective, links: Links) -> Served | None:
 def serve_arrays(c: Collective, t: np.ndarray, links: Links) -> np.ndarray:
     """``t`` (model seconds of a sweep's calls, one per configuration) with every element a series
     covers replaced by the measured time (the same look-up as :func:`serve`, element-wise)."""
-    if links.machine is None or links.machine not in machines():
+    if links.machine is None or links.machine not in machines() or c.tier not in (Tier.INTRA, Tier.INTER):
         return t
     size, n, r = (np.broadcast_to(np.asarray(v, dtype=float), t.shape) for v in (c.bytes, c.group, c.ranks_per_node))
     r = r if c.tier is Tier.INTER else n

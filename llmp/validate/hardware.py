@@ -17,6 +17,7 @@ from :mod:`llmp.dsl.catalog`, so what is compared here is exactly what a spec wo
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from llmp.dsl import catalog

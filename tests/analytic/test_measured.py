@@ -103,3 +103,14 @@ def test_the_seeds_perlmutter_pays_its_slow_network_and_a_healthy_one_does_not()
     seed = predict(llmp.load(SEED_EXAMPLE))
     healthy = predict(llmp.loads(SEED_EXAMPLE.read_text().replace("perlmutter_seed", "perlmutter_gpu_80gb")))
     assert seed.breakdown["tp"] > 5 * healthy.breakdown["tp"]
+
+
+def test_a_sweep_prices_served_collectives_as_one_prediction_does():
+    from llmp.analytic.graph import decompose
+    from llmp.analytic.pricing import price, price_arrays
+
+    spec = llmp.load(SEED_EXAMPLE)
+    graph = decompose(spec)
+    one, many = price(graph, spec), price_arrays(graph, spec, 3)
+    assert any(s is not None and s.seconds is not None for s in one.served)
+    assert np.allclose(many.time, np.asarray(one.time, dtype=float)[:, None], rtol=1e-9)
