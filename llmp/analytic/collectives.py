@@ -30,8 +30,9 @@ Each link's ``latency`` is that excess per step (fitted on the published nccl-te
 NIC), whatever algorithm NCCL picks, so NCCL's choice is made on its own model alone.
 
 Point-to-point and all-to-all are not in NCCL's tuning model (they are grouped sends and
-receives): one Simple ring step of latency per peer and the bytes over the bottleneck link, as
-NCCL's p2p path moves them. A ``host`` link (gloo between CPU processes) runs a plain alpha-beta
+receives): a send/receive is one Simple ring step of latency and its bytes over the link it
+crosses; an all-to-all one launch and a message latency per peer, its bytes over the bottleneck
+link. A ``host`` link (gloo between CPU processes) runs a plain alpha-beta
 ring: ``latency`` per step, the bus bytes over ``bandwidth``.
 """
 
@@ -174,13 +175,19 @@ def _send_recv(size: Any, crossing: bool, links: Links) -> Any:
 
 
 def _all_to_all(n: Any, r: Any, size: Any, crossing: bool, links: Links) -> Any:
-    """Grouped sends and receives to every peer: (n - 1) / n of the buffer leaves each rank, the
-    part for other domains ((n - r) / n) over its NIC rail, the rest over the intra link."""
-    step = _p2p_step(links, crossing)
+    """Grouped sends and receives to every peer: one NCCL launch (its Simple base latency), then the
+    n - 1 transfers posted together, each paying the transport's per-message latency (NCCL's
+    lowest, the LL ring step) and the link's own; (n - 1) / n of the buffer leaves each rank, the
+    part for other domains ((n - r) / n) over its NIC rail, the rest over the intra link. No
+    all-to-all is measured in the data; nothing here is fitted."""
+    ring, ll = nccl.Algorithm.RING, 0
+    base = nccl.BASE_LATENCY[ring][2] * nccl.US
     intra_bw = links.group_bandwidth(r if crossing else n)
     if not crossing:
-        return (n - 1) * step + (n - 1) / n * size / intra_bw
-    return (n - 1) * step + vmax((n - r) / n * size / links.rail_bandwidth, (r - 1) / n * size / intra_bw)
+        per_peer = nccl.HW_LATENCY[links.intra_transport][ring][ll] * nccl.US + links.intra_latency
+        return base + (n - 1) * per_peer + (n - 1) / n * size / intra_bw
+    per_peer = nccl.HW_LATENCY[Transport.NET][ring][ll] * nccl.US + links.inter_latency
+    return base + (n - 1) * per_peer + vmax((n - r) / n * size / links.rail_bandwidth, (r - 1) / n * size / intra_bw)
 
 
 def _host(c: Collective, links: Links) -> Any:
