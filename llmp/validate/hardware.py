@@ -7,7 +7,9 @@ the server, so the node is looked up among the catalog's nodes built from that G
 ``interconnect_inter`` cell (read for its meaning: the network technology, a bandwidth and whether
 it is per GPU, per node or per NIC) narrows the choice, then :data:`DEFAULT_NODE` (the vendor
 reference server) decides. A GB200/GB300 row that says 4 GPUs per node thus gets the NVL72
-compute tray, whose 72-GPU NVLink domain spans 18 trays, unless its cells say otherwise. A
+compute tray, whose 72-GPU NVLink domain spans 18 trays, unless its cells say otherwise; a job of
+128 GPUs or more runs in 16 trays (64 GPUs) of each rack, as NVIDIA's Slurm block scheduling
+recommends (:func:`job_domain`). A
 network the chosen node does not have becomes a cluster-level link override: a catalog link of
 that technology and bandwidth, or an inline link with the stated bandwidth. A GPU or a node size
 the catalog does not have is a skip naming what the catalog has. Catalog nodes and links come
@@ -131,7 +133,36 @@ class ClusterPlan:
     """GPUs per node in use: the node's own count, or fewer when the run used part of one node."""
     inter: str | None = None
     """Cluster-level inter-node link override (a link id or an inline ``link { ... }``)."""
+    nvlink_domain: int | None = None
+    """The scale-up domain as the job got it, when smaller than the hardware's (None: the node's)."""
     assumptions: tuple[str, ...] = ()
+
+
+SEGMENT_NODES = 16
+"""Nodes (trays) of one NVL72 rack a large job gets: NVIDIA recommends Slurm block scheduling with
+``--segment=16`` for jobs of 128 GPUs and more, 16 of a rack's 18 compute trays (the other two left
+to faults and small jobs) ("Unlock Exascale Performance on NVIDIA GB200 NVL72 with Slurm
+Topology-Aware Job Scheduling", developer.nvidia.com technical blog, segment sizing)."""
+SEGMENT_FROM_GPUS = 128
+"""Job size from which that recommendation applies (smaller jobs fit one rack's block)."""
+
+
+def job_domain(node: Node, num_gpus: int, notes: list[str]) -> int | None:
+    """The NVLink domain a row's job ran in when it is smaller than the node's: a job of 128 GPUs
+    or more on multi-node NVLink domains runs in segments of :data:`SEGMENT_NODES` nodes per rack
+    (64 GPUs of an NVL72), when its GPUs divide into them."""
+    gpn, domain = int(node.gpus_per_node), int(node.domain)
+    segment = SEGMENT_NODES * gpn
+    if domain <= gpn or num_gpus <= domain or segment >= domain:
+        return None
+    if num_gpus >= SEGMENT_FROM_GPUS and num_gpus % segment == 0:
+        notes.append(f"nvlink_domain = {segment}: {num_gpus} GPUs run as {num_gpus // segment} segments of "
+                     f"{SEGMENT_NODES} {node.id} nodes, one per {domain}-GPU rack (Slurm block scheduling, "
+                     f"--segment={SEGMENT_NODES}, NVIDIA's recommendation for jobs of {SEGMENT_FROM_GPUS}+ GPUs)")
+        return segment
+    notes.append(f"{num_gpus} GPUs on {domain}-GPU NVLink domains: laid out contiguously, groups may straddle "
+                 "a rack boundary")
+    return None
 
 
 def _fits(node: Node, num_gpus: int) -> bool:
@@ -231,4 +262,6 @@ def plan_cluster(row: Row) -> ClusterPlan:
     if num_gpus % gpn:
         raise Unmodellable(SkipReason.MISSING_LAYOUT,
                            f"num_gpus {num_gpus} is not a whole number of {node.id} nodes ({gpn} GPUs each)")
-    return ClusterPlan(node=node, nodes=num_gpus // gpn, gpus_per_node=gpn, inter=inter, assumptions=tuple(notes))
+    domain = job_domain(node, num_gpus, notes)
+    return ClusterPlan(node=node, nodes=num_gpus // gpn, gpus_per_node=gpn, inter=inter, nvlink_domain=domain,
+                       assumptions=tuple(notes))

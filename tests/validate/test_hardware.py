@@ -43,17 +43,20 @@ def test_gpu_ids_resolve_through_the_catalog_aliases(map_snippet):
     assert any("'gh200' is the catalog's 'gh200_96gb'" in a for a in m.assumptions)
 
 
-@pytest.mark.parametrize("gpus, gpn, node, nodes", [
-    ("8", "4", "gb200_nvl72_tray", 2), ("144", "", "gb200_nvl72_tray", 36), ("128", "", "gb200_nvl72_tray", 32),
-    ("72", "72", "gb200_nvl72", 1),
+@pytest.mark.parametrize("gpus, gpn, node, nodes, domain", [
+    ("8", "4", "gb200_nvl72_tray", 2, 72), ("144", "", "gb200_nvl72_tray", 36, 72),
+    ("128", "", "gb200_nvl72_tray_64gpu_domain", 32, 64), ("512", "4", "gb200_nvl72_tray_64gpu_domain", 128, 64),
+    ("72", "72", "gb200_nvl72", 1, 72),
 ])
-def test_gb200_trays_and_racks(map_snippet, gpus, gpn, node, nodes):
-    # a tray is the node, the NVL72 rack its NVLink domain: every GB200 row runs in a 72-GPU domain
+def test_gb200_trays_and_racks(map_snippet, gpus, gpn, node, nodes, domain):
+    # a tray is the node, the NVL72 rack its NVLink domain; a job of 128+ GPUs gets 16 trays of each
+    # rack (Slurm --segment=16), so its domain is 64 GPUs
     row = _row(P.README2020_8B_1024, gpu_id="gb200", num_gpus=gpus, gpus_per_node=gpn, tp="4",
                dp=str(int(gpus) // 4), global_batch=str(int(gpus) // 4 * 2), dtype="bf16")
     m = _mapped(map_snippet(row))
     assert (m.spec.cluster.node.id, m.spec.cluster.nodes) == (node, nodes)
-    assert m.spec.cluster.node.domain == 72
+    assert m.spec.cluster.node.domain == domain
+    assert (domain == 64) == any("--segment=16" in a for a in m.assumptions)
 
 
 @pytest.mark.parametrize("gpu", ["gb200", "gb300"])
