@@ -26,7 +26,7 @@ from llmp.analytic.kernels import Kernel
 from llmp.analytic.op import Op, OpGraph, Part, Scope
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
-from llmp.compose import band, calibration, reuse
+from llmp.compose import band, calibration, measured, reuse
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
@@ -153,12 +153,13 @@ def choose_residuals(residuals: Residuals | str | os.PathLike[str] | None, spec:
     return residuals, "given"
 
 
-def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction) -> ResidualUse:
+def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction, served: np.ndarray) -> ResidualUse:
     flagged = corr.out_of_domain if corr.out_of_domain is not None else [False] * len(graph.ops)
     path = getattr(residuals, "path", None)
     return ResidualUse(id=residuals.id, path=str(path) if path is not None else "",
                        scope=getattr(residuals, "scope", "custom"),
-                       covered=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if c})),
+                       covered=tuple(sorted({op.family for op, c, m in zip(graph.ops, corr.covered, served)
+                                             if c and not m})),
                        out_of_domain=tuple(sorted({op.name for op, f in zip(graph.ops, flagged) if f})))
 
 
@@ -216,14 +217,15 @@ def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "d
 
     def make() -> tuple[Residuals | None, Prices, Correction, band.OpErrors, float]:
         n = len(graph.ops)
+        prices = price(graph, spec)
         corr = (Correction.identity(n) if residuals is None else
                 residuals.correct([op.work for op in graph.ops], spec).check(n))
+        corr = measured.apply(corr, prices)  # a machine's own measurements are not corrected again
         for a in (corr.factor, corr.low, corr.high, corr.covered, corr.out_of_domain):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False  # shared by every prediction that reuses it
         errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
         errors.sigma.flags.writeable = errors.column.flags.writeable = False
-        prices = price(graph, spec)
         return residuals, prices, corr, errors, gpu_flops(graph, prices.flops)
 
     which = None if transient else _store_identity(residuals)
@@ -327,10 +329,12 @@ def _model_counts(spec: Spec, graph: OpGraph) -> tuple[float, float, float]:
 
 def _provenance(p: Priced, model_id: str, calibrated: str) -> Provenance:
     spec, graph, corr, residuals = p.spec, p.graph, p.correction, p.residuals
+    served = measured.served_mask(p.prices, len(graph.ops))
     return Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
                       uncorrected=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})),
                       residuals_note=p.note,
-                      residual_store=None if residuals is None else _residual_use(residuals, graph, corr),
+                      residual_store=None if residuals is None else _residual_use(residuals, graph, corr, served),
+                      measured=measured.notes(graph, p.prices),
                       calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
                       calibrated_by=calibrated)
 
