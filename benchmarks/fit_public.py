@@ -134,9 +134,39 @@ def load_observations(out: Path, manifests: dict[str, dict]) -> dict[str, list[O
     return dict(per_device)
 
 
-def _errors(model, obs: list[Observation], *, by_pass: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+SMALL = 2**21
+"""The small-work slice: kernels whose largest tensor holds at most this many elements (2 M), where
+issue 21 finds published runs far too fast (micro_batch x seq x hidden / tp below 2 M elements)."""
+
+
+def work_elements(item: Kernel) -> int:
+    """Tokens x width per GPU of a kernel: the elements of its largest tensor (a GEMM's biggest
+    operand or output, attention's Q or O, a norm's or an elementwise kernel's activation)."""
+    d = {n: int(v) for n, v in item.dims}
+    if "m" in d:
+        return d["batch"] * max(d["m"] * d["n"], d["m"] * d["k"], d["k"] * d["n"])
+    if "seq_q" in d:
+        return d["batch"] * d["heads"] * d["seq_q"] * max(d["head_dim"], d["head_dim_v"])
+    if "rows" in d:
+        return d["rows"] * d["cols"]
+    if "tokens" in d:
+        return d["tokens"] * d.get("hidden", d.get("vocab", 1))
+    return d.get("elements", d.get("params", 0))
+
+
+def small(item: Kernel | object) -> bool:
+    """In the small-work slice (``SMALL``); collectives never are."""
+    return isinstance(item, Kernel) and work_elements(item) <= SMALL
+
+
+def _errors(model, obs: list[Observation], *, by_pass: bool = False, only_small: bool = False
+            ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per family (and pass, with ``by_pass``): (|llmp/measured - 1|, |roofline/measured - 1|) on
-    ``obs`` (one device)."""
+    ``obs`` (one device); ``only_small``: the rows of the small-work slice only."""
+    if only_small:
+        obs = [o for o in obs if small(o.item)]
+        if not obs:
+            return {}
     device = obs[0].device
     links = next((o.links for o in obs if o.links is not None), None)
     items = [o.item for o in obs]
@@ -165,11 +195,14 @@ def l0(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
         except Exception as err:  # a device whose groups are all below min_samples
             print(f"  {device}: no model ({err})")
             continue
-        for family, (err, roof) in sorted(_errors(model, test, by_pass=True).items()):
-            name = family.split()[0]
-            rows.append({"device": device, "family": family, "n_test": len(err), "n_train": sum(
-                features.family_of(o.item) == name for o in train), "mape": float(err.mean()),
-                "p90": float(np.quantile(err, 0.9)), "roofline_mape": float(roof.mean())})
+        for only_small in (False, True):
+            for family, (err, roof) in sorted(_errors(model, test, by_pass=True, only_small=only_small).items()):
+                name = family.split()[0]
+                rows.append({"device": device, "family": family, "small": only_small, "n_test": len(err),
+                             "n_train": sum(features.family_of(o.item) == name and (small(o.item) or not only_small)
+                                            for o in train),
+                             "mape": float(err.mean()), "p90": float(np.quantile(err, 0.9)),
+                             "roofline_mape": float(roof.mean())})
     return rows
 
 
@@ -255,10 +288,10 @@ def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], s
     return sizes
 
 
-def _md(rows: list[dict]) -> list[str]:
+def _md(rows: list[dict], *, only_small: bool = False) -> list[str]:
     lines = ["| device | family | train rows | test rows | L0 MAPE | L0 p90 | roofline-only MAPE |",
              "|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in (r for r in rows if r["small"] == only_small):
         lines.append(f"| {r['device']} | {r['family']} | {r['n_train']} | {r['n_test']} | {100 * r['mape']:.1f}% | "
                      f"{100 * r['p90']:.1f}% | {100 * r['roofline_mape']:.1f}% |")
     return lines
@@ -271,6 +304,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-ship", action="store_true", help="score only; leave llmp/hardware/defaults as it is")
     parser.add_argument("--no-record", action="store_true", help="do not append to benchmarks/RESULTS.md")
+    parser.add_argument("--heading", default="Public GPU residual stores, L0 on held-out shapes",
+                        help="the RESULTS.md section's title (the date is appended)")
     args = parser.parse_args()
     t0 = time.monotonic()
     print("import:")
@@ -279,18 +314,22 @@ def main() -> None:
     print("L0 on held-out shapes:")
     rows = l0(per_device, args.seed)
     print("\n".join(_md(rows)))
+    print(f"small-work slice (largest tensor <= {SMALL} elements):")
+    print("\n".join(_md(rows, only_small=True)))
     sizes = {} if args.no_ship else ship(per_device, manifests, args.seed)
     for name, size in sizes.items():
         print(f"shipped {name}: {size / 1e6:.2f} MB")
     (args.out / "l0.json").write_text(json.dumps(rows, indent=1))
     if not args.no_record:
         record("\n".join([
-            f"## Public GPU residual stores, L0 on held-out shapes (issue 10) — {time.strftime('%Y-%m-%d')}", "",
+            f"## {args.heading} — {time.strftime('%Y-%m-%d')}", "",
             f"- command: `python benchmarks/fit_public.py --data {args.data}`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}",
             "- data: the public operator measurements in ../shared/data (training data); split: per device, 20% of "
             "shapes held out by a hash of the sorted kernel dims (passes and sources of one shape stay together)",
             f"- took {time.monotonic() - t0:.0f} s", "", *_md(rows), "",
+            f"Small-work slice of the same held-out rows (largest tensor of the kernel <= {SMALL} elements: "
+            "tokens x width per GPU; train rows: of that slice):", "", *_md(rows, only_small=True), "",
             *(f"- shipped `{n}`: {s / 1e6:.2f} MB" for n, s in sizes.items()), ""]))
 
 
