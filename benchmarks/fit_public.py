@@ -319,6 +319,7 @@ def main() -> None:
     sizes = {} if args.no_ship else ship(per_device, manifests, args.seed)
     for name, size in sizes.items():
         print(f"shipped {name}: {size / 1e6:.2f} MB")
+    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "l0.json").write_text(json.dumps(rows, indent=1))
     if not args.no_record:
         record("\n".join([
