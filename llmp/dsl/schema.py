@@ -35,7 +35,7 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
-from llmp.hardware.spec import Dtype
+from llmp.hardware.spec import Dtype, Microarch
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
 
@@ -142,6 +142,9 @@ GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its d
     _real("scaleup_bandwidth", BANDWIDTH,
           "Scale-up (NVLink/xGMI) bandwidth per device, per direction; 0 if none.",
           default="0 B/s", bound=Bound.NONNEGATIVE),
+    _enum("microarch", Microarch, "Instruction-set target (sm70, sm80, sm86, sm90, sm100, gfx942, gfx950): "
+          "which tiles its GEMM and attention kernels launch, and so how their grids fill the SMs. "
+          "Absent: kernels are priced as if they filled every SM."),
 ], subs={"flops": "flops", "achievable": "achievable", "flash_attention": "flash_attention"})
 
 FLOPS = _section("flops", "Dense peak FLOP/s per dtype (tensor cores where they exist); a "

@@ -30,6 +30,7 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
+from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
 
 GROUP_FIELDS = ("family", "device", "dtype", "pass")
@@ -143,6 +144,7 @@ class ResidualModel:
         self.cv_error_: dict[tuple, dict[str, float]] = {}
         self.conformal_q_: dict[tuple, float] = {}
         self.domain_: dict[tuple, dict[str, tuple[float, float]]] = {}
+        self.shapes_: dict[tuple, Shapes] = {}
         self.skipped_groups_: dict[tuple, int] = {}
         for n, (key, group) in enumerate(sorted(grouped.items())):
             X, y, family = self._matrix(group)
@@ -165,6 +167,7 @@ class ResidualModel:
             names = features.FEATURES[family]
             self.domain_[key] = {f: (float(X[:, names.index(f)].min()), float(X[:, names.index(f)].max()))
                                  for f in DOMAIN_FEATURES if f in names}
+            self.shapes_[key] = Shapes.fitted(family, X, names)
         if not self.models_:
             raise InputError(f"no group has {self.min_samples}+ samples; nothing to fit",
                              hint="sample more (llmp sample --budget N) or lower min_samples")
@@ -241,11 +244,16 @@ class ResidualModel:
         return out
 
     def _in_domain(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
+        """Inside the fitted range of every ``DOMAIN_FEATURES`` column, and near a measured shape of
+        the same kind (``domain.Shapes``)."""
         inside = np.ones(len(X), dtype=bool)
         for f, (lo, hi) in self.domain_[key].items():
             margin = DOMAIN_MARGIN.get(f, 0.02 * max(abs(lo), abs(hi), 1e-9))
             col = X[:, names.index(f)]
             inside &= (col >= lo - margin) & (col <= hi + margin)
+        shapes = self.shapes_.get(key)
+        if shapes is not None and inside.any():
+            inside[inside] = shapes.covers(X[inside], names)
         return inside
 
     def families(self) -> tuple[str, ...]:
