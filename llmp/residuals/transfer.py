@@ -12,15 +12,17 @@ worse than the bare roofline for some families. So this model is built to be *sa
   ridge point, launch cost over the roofline time, bytes over the cache, tile waves over the
   SMs, alignment, pass, dtype, variant) on top of the offsets: how efficiency moves with the
   shape relative to the machine, which carries over between GPUs where absolute sizes do not;
-* a shrinkage ``lam`` toward the roofline (log factor 0).
+* a shrinkage ``lam`` toward the roofline (log factor 0). Half-shrinkage is the safe choice when
+  only one GPU measured a family: in log space, ``0.5 * m`` is closer to the truth ``y`` than the
+  roofline whenever ``0 < m < 4 y`` (or the mirror for negative ``y``), i.e. whenever the other
+  GPU's factor has the right sign and is not four times too extreme.
 
-An operator only one GPU measured is served at the roofline and flagged out of domain: nothing
-shows its factor carries over. Half of the one GPU's factor had been served before, and on the
-seed's measurements of a GPU the project never saw it made embedding and LayerNorm backward worse
-than the roofline (issue 24: 124% against 47% for embedding backward), unflagged. The same holds
-for an operator no GPU measured, and for one that made a held-out GPU worse than the roofline. A
-shape no GPU measured, or a tree feature beyond its fitted range, keeps the operator's offset
-without the tree and is flagged too (``FamilyFit.in_domain``).
+Where the evidence for a transfer is missing, the query is out of domain (``FamilyFit.in_domain``:
+flagged, its band widened by the store): an operator only one GPU measured (issue 24 found
+embedding and LayerNorm backward, measured on the seed's A100 alone, worse than the roofline on a
+GPU the project never saw, unflagged), a shape no GPU measured, a tree feature beyond its fitted
+range (the tree is then left out, not extrapolated). An operator no GPU measured, or one that made
+a held-out GPU worse than the roofline, is served at the roofline and flagged.
 
 Collectives are treated alike, per kind, with the machine (GPU and links) in place of the GPU and
 the tier (intra- or inter-node) in place of the kernel's operator: the alpha-beta time stays the
@@ -62,6 +64,8 @@ _ABSOLUTE = frozenset({"log_flops", "log_bytes", "log_t_roof", "log_m", "log_n",
 
 SHRINK = (0.5, 1.0)
 """Shrinkage levels tried for the offset and offset + tree candidates."""
+SINGLE_GPU_SHRINK = 0.5
+"""A family only one GPU measured: its offsets at half strength (see the module docstring)."""
 TREE_PARAMS: dict[str, object] = {**DEFAULT_XGB, "n_estimators": 80}
 
 
@@ -125,17 +129,19 @@ class FamilyFit:
     logo: dict[str, dict[str, float]]
     """Held-out GPU -> {"mape": chosen candidate, "roofline_mape": bare roofline, "n": rows}."""
     n_samples: int
-    unproven: tuple[str, ...] = ()
-    """Operators served at the roofline, out of domain: measured on one GPU only (nothing shows
-    that its factor carries over to another), or made worse than the roofline on a held-out GPU
-    with ``VETO_MIN_ROWS`` rows of it."""
+    lone: tuple[str, ...] = ()
+    """Operators one GPU measured: served (at the unit's shrinkage), but out of domain, since
+    nothing shows that their factor carries over to another GPU."""
+    vetoed: tuple[str, ...] = ()
+    """Operators that made a held-out GPU with ``VETO_MIN_ROWS`` rows of them worse than the
+    roofline: served at the roofline, out of domain."""
     shapes: Shapes | None = None
     """The shapes any GPU measured (``domain.Shapes``); None: not recorded (no domain check)."""
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     """The fitted range of each tree column: beyond it the tree is not extrapolated."""
 
     def _served(self, ops: Sequence[str]) -> np.ndarray:
-        return np.asarray([op in self.offsets and op not in self.unproven for op in ops], dtype=bool)
+        return np.asarray([op in self.offsets and op not in self.vetoed for op in ops], dtype=bool)
 
     def predict(self, X: np.ndarray, names: tuple[str, ...], ops: Sequence[str],
                 tree: np.ndarray | None = None) -> np.ndarray:
@@ -155,7 +161,7 @@ class FamilyFit:
         """Rows whose operator it serves, near a shape some GPU measured, inside the tree's ranges.
         A unit that serves the roofline is in domain for every operator two or more GPUs measured
         (its band is the roofline's error on them, held out one GPU at a time)."""
-        inside = self._served(ops)
+        inside = self._served(ops) & np.asarray([op not in self.lone for op in ops], dtype=bool)
         if self.candidate.kind == "roofline":
             return inside
         inside &= self._ranged(X, names)
@@ -228,7 +234,7 @@ def _fit_family(unit: str, family: str, rows: _Rows, candidate: Candidate, seed:
 
 def _candidates(n_gpus: int) -> list[Candidate]:
     if n_gpus < 2:
-        return [Candidate(kind="roofline", lam=0.0)]
+        return [Candidate(kind="offsets", lam=SINGLE_GPU_SHRINK)]
     return [Candidate(kind="roofline", lam=0.0),
             *(Candidate(kind=k, lam=lam) for k in ("offsets", "offsets+tree") for lam in SHRINK)]
 
@@ -245,22 +251,22 @@ def _held_out(unit: str, family: str, rows: _Rows, candidate: Candidate,
     return out
 
 
-def _unproven(rows: _Rows, candidate: Candidate,
-              held: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[str, ...]:
-    """Operators whose factor has no evidence of transferring (``FamilyFit.unproven``)."""
-    out = []
-    for op in sorted(set(rows.op.tolist())):
-        if len(set(rows.gpu[rows.op == op].tolist())) < 2:
-            out.append(op)
-            continue
-        if candidate.kind == "roofline":
-            continue
-        for p, y, ops in held.values():
+def _lone(rows: _Rows) -> tuple[str, ...]:
+    """Operators only one GPU measured (``FamilyFit.lone``)."""
+    return tuple(op for op in sorted(set(rows.op.tolist())) if len(set(rows.gpu[rows.op == op].tolist())) < 2)
+
+
+def _vetoed(candidate: Candidate, held: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[str, ...]:
+    """Operators the candidate made worse than the roofline on a held-out GPU (``FamilyFit.vetoed``)."""
+    if candidate.kind == "roofline":
+        return ()
+    out = set()
+    for p, y, ops in held.values():
+        for op in set(ops.tolist()):
             sel = ops == op
             if sel.sum() >= VETO_MIN_ROWS and _ape(p[sel], y[sel]) > _ape(np.zeros(int(sel.sum())), y[sel]):
-                out.append(op)
-                break
-    return tuple(out)
+                out.add(op)
+    return tuple(sorted(out))
 
 
 VETO_MIN_ROWS = 50
@@ -316,12 +322,14 @@ class CrossGpuModel:
                 q = _weighted_quantile(errors, weights, 1 - self.alpha)
                 logo = {g: {"mape": _ape(p, y), "roofline_mape": _ape(np.zeros_like(y), y), "n": float(len(y))}
                         for g, (p, y, _) in held.items()}
-            else:  # one GPU: no transfer evidence, so the band is as wide as its rows' distance from the roofline
-                q = float(np.quantile(np.abs(rows.y), 1 - self.alpha))
+            else:  # one GPU: no transfer evidence, so the band is as wide as that GPU's spread around the offsets
+                pred = fit.predict(rows.X, features.FEATURES[family], rows.op.tolist())
+                q = float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha)) + SINGLE_GPU_SHRINK * float(
+                    np.median(np.abs(list(fit.offsets.values()))))
                 logo = {}
             names = features.FEATURES[family]
             self.families_[unit] = dataclasses.replace(
-                fit, q=float(q), logo=logo, unproven=_unproven(rows, best, held),
+                fit, q=float(q), logo=logo, lone=_lone(rows), vetoed=_vetoed(best, held),
                 shapes=Shapes.fitted(family, rows.X, names),
                 ranges={c: (float(rows.X[:, names.index(c)].min()), float(rows.X[:, names.index(c)].max()))
                         for c in fit.columns})
@@ -426,7 +434,7 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
             (directory / file).write_bytes(fit.forest.raw)
         entries.append({"unit": unit, "family": fit.family,
                         "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
-                        "offsets": dict(sorted(fit.offsets.items())), "unproven": list(fit.unproven),
+                        "offsets": dict(sorted(fit.offsets.items())), "lone": list(fit.lone), "vetoed": list(fit.vetoed),
                         "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
                         "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples,
                         "shapes": fit.shapes.to_manifest() if fit.shapes is not None else None,
@@ -454,7 +462,7 @@ def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alph
             if any(c not in features.FEATURES[family] for c in columns):
                 raise ValueError("tree columns are not features of the family")
             offsets = {str(k): float(v) for k, v in dict(e["offsets"]).items()}
-            unproven = tuple(str(op) for op in e["unproven"])
+            lone, vetoed = (tuple(str(op) for op in e[key]) for key in ("lone", "vetoed"))
             ranges = {str(c): (float(r[0]), float(r[1])) for c, r in dict(e["ranges"]).items()}
             numbers = [*offsets.values(), float(e["q"]), *(x for r in ranges.values() for x in r)]
             if not all(math.isfinite(x) for x in numbers) or float(e["q"]) < 0:
@@ -482,5 +490,5 @@ def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alph
             unit=unit, family=family, candidate=candidate, offsets=offsets, columns=columns, forest=forest,
             q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
             logo={str(g): {k: float(x) for k, x in dict(v).items()} for g, v in dict(e["logo"]).items()},
-            n_samples=int(e["n_samples"]), unproven=unproven, shapes=shapes, ranges=ranges)
+            n_samples=int(e["n_samples"]), lone=lone, vetoed=vetoed, shapes=shapes, ranges=ranges)
     return model

@@ -12,7 +12,7 @@ from residual_helpers import synthetic
 from llmp.errors import NotFittedError
 from llmp.residuals import dataset, features
 from llmp.residuals.model import Observation
-from llmp.residuals.transfer import CrossGpuModel, operator_of
+from llmp.residuals.transfer import SINGLE_GPU_SHRINK, CrossGpuModel, operator_of
 
 GPUS = ("a100_sxm4_80gb", "h100_sxm5_80gb", "b200", "mi300x")
 
@@ -59,17 +59,18 @@ def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
     assert np.all(pred.log_factor == 0) and np.all(pred.has_model)
 
 
-def test_a_family_measured_on_one_gpu_serves_the_roofline_out_of_domain(devices):
-    # Issue 24: half of one GPU's factor made embedding and LayerNorm backward worse than the
-    # roofline on a GPU nobody measured, unflagged. One GPU is no evidence that a factor transfers.
+def test_a_family_measured_on_one_gpu_transfers_at_half_strength_out_of_domain(devices):
+    # Issue 24: one GPU's factor made embedding and LayerNorm backward worse than the roofline on
+    # a GPU nobody measured, unflagged. One GPU is no evidence that a factor transfers: flagged.
     obs = synthetic(devices["a100_sxm4_80gb"], ("softmax",), 30)
     model = CrossGpuModel().fit(obs)
     fit = model.families_["softmax/fp32"]
-    assert fit.logo == {} and operator_of(obs[0].item) in fit.unproven
-    pred = model.predict([o.item for o in obs], devices["h100_sxm5_80gb"])
-    assert np.all(pred.log_factor == 0) and pred.has_model.all() and not pred.in_domain.any()
-    assert fit.q == pytest.approx(np.quantile([abs(math.log(o.seconds / features.roofline_seconds(
-        o.item, o.device)[1])) for o in obs], 0.9))
+    assert fit.candidate.lam == SINGLE_GPU_SHRINK and fit.logo == {}
+    op = operator_of(obs[0].item)
+    assert op in fit.lone
+    pred = model.predict([obs[0].item], devices["h100_sxm5_80gb"])
+    assert pred.log_factor[0] == pytest.approx(SINGLE_GPU_SHRINK * fit.offsets[op])
+    assert pred.has_model[0] and not pred.in_domain[0] and fit.q > 0
 
 
 def test_an_operator_one_gpu_measured_is_flagged_where_others_transfer(devices):
@@ -79,12 +80,20 @@ def test_an_operator_one_gpu_measured_is_flagged_where_others_transfer(devices):
     data = [o for o in data if operator_of(o.item) != lone or o.device.id == "b200"]
     model = CrossGpuModel().fit(data)
     fit = model.families_["norm/fp32"]
-    assert lone in fit.unproven and fit.candidate.kind != "roofline"
+    assert fit.lone == (lone,) and fit.candidate.kind != "roofline"
     items = [o.item for o in data if o.device.id == "b200"]
     pred = model.predict(items, devices["mi300x"])
     is_lone = np.asarray([operator_of(it) == lone for it in items])
-    assert is_lone.any() and np.all(pred.log_factor[is_lone] == 0) and not pred.in_domain[is_lone].any()
-    assert np.any(pred.log_factor[~is_lone] != 0)
+    assert is_lone.any() and not pred.in_domain[is_lone].any() and pred.in_domain[~is_lone].any()
+
+
+def test_an_operator_no_gpu_measured_serves_the_roofline_out_of_domain(devices):
+    data = [o for i, (g, d) in enumerate(devices.items()) for o in synthetic(d, ("norm",), 40, seed=i)]
+    model = CrossGpuModel().fit([o for o in data if o.item.pass_.value == "fwd"])
+    bwd = [o.item for o in data if o.item.pass_.value == "bwd"][:5]
+    assert bwd and all(operator_of(it) not in model.families_["norm/fp32"].offsets for it in bwd)
+    pred = model.predict(bwd, devices["b200"])
+    assert np.all(pred.log_factor == 0) and pred.has_model.all() and not pred.in_domain.any()
 
 
 def test_the_band_comes_from_held_out_gpus_and_covers_them(devices):
