@@ -32,7 +32,8 @@ from llmp.compose.predictor import priced
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.score import read_measurements
 
-DEFAULT = (ROOT / "validation" / "vtrain_ground_truth_dev.csv", ROOT / "validation" / "megatron_lm_functional_tests.csv")
+DEFAULT = (ROOT / "validation" / "vtrain_ground_truth_dev.csv",
+           ROOT / "validation" / "megatron_lm_functional_tests.csv")
 
 
 def coverage(paths: list[Path]) -> tuple[dict, dict]:
@@ -61,7 +62,8 @@ def coverage(paths: list[Path]) -> tuple[dict, dict]:
 
 
 def table(share: dict) -> list[str]:
-    lines = ["| source | GPU | family | kernel time in domain | out of domain | no store |", "|---|---|---|---|---|---|"]
+    lines = ["| source | GPU | family | kernel time in domain | out of domain | no store |",
+             "|---|---|---|---|---|---|"]
     for (source, gpu), fams in sorted(share.items()):
         total = [sum(v[j] for v in fams.values()) for j in range(3)]
         for fam, (a, b, c) in [*sorted(fams.items()), ("**all**", tuple(total))]:

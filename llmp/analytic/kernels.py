@@ -430,9 +430,9 @@ def roofline(k: Kernel, c: KernelCost, *, peak: Any, mem_bandwidth: Any, launch_
 
 
 def _busy(k: Kernel, c: KernelCost, peak: Any, mem_bandwidth: Any, grid: Grid | None) -> Any:
-    arch = grid.microarch if grid is not None else None
-    if arch is None or not c.tensor_core:
+    if grid is None or grid.microarch is None or not c.tensor_core:
         return vmax(c.flops / peak, c.bytes / mem_bandwidth)
+    arch = grid.microarch
     if k.family is Family.GEMM:
         m, n, kk, b = (k.dim(d) for d in DIMS[Family.GEMM])
         return tiles.gemm_seconds(m, n, kk, b, c.bytes, peak=peak, mem_bandwidth=mem_bandwidth, sms=grid.sms,

@@ -394,6 +394,7 @@ def save(model: ResidualModel | CrossGpuModel, directory: str | os.PathLike[str]
                        "conformal_q": model.conformal_q_[key],
                        "domain": {k: list(v) for k, v in model.domain_[key].items()},
                        "shapes": model.shapes_[key].to_manifest(),
+                       "extrapolation": model.extrapolation_[key],
                        "monotone": features.MONOTONE[fam] if model.monotone else {}})
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "llmp": __version__, "xgboost": ",".join(sorted(versions)),
@@ -662,7 +663,7 @@ def load(directory: str | os.PathLike[str]) -> Residuals:
                           alpha=manifest["alpha"], cv_folds=manifest["cv_folds"], min_samples=manifest["min_samples"])
     models, members = {}, {}
     model.n_samples_per_group_, model.cv_error_, model.conformal_q_, model.domain_ = {}, {}, {}, {}
-    model.shapes_ = {}
+    model.shapes_, model.extrapolation_ = {}, {}
     model.skipped_groups_ = {}
     model.feature_names_in_ = {fam: tuple(names) for fam, names in schema.items()}
     groups = c.items(manifest, "groups", "dict")
@@ -682,6 +683,10 @@ def load(directory: str | os.PathLike[str]) -> Residuals:
         model.domain_[key] = {k: (float(v[0]), float(v[1])) for k, v in group["domain"].items()}
         model.shapes_[key] = Shapes.from_manifest(fam, c.get(group, "shapes", "dict", f"groups[{i}]."),
                                                   f"residual store {directory}: groups[{i}].shapes")
+        extrapolation = c.get(group, "extrapolation", "dict", f"groups[{i}].")
+        model.extrapolation_[key] = {k: float(c.value(extrapolation.get(k), "number", f"groups[{i}].extrapolation.{k}"))
+                                     for k in ("cut", *(f"{end}_{what}" for end in ("below", "above")
+                                                        for what in ("mape", "roofline_mape", "n")))}
     model.models_, model.members_ = _Lazy(models), _Lazy(members)
     return Residuals(path=directory, manifest=manifest, model=model, adjustments=_check_adjustments(c, manifest))
 

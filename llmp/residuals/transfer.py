@@ -422,11 +422,11 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) ->
 
 
 # -- persistence (called by ``store.save`` / ``store.load`` for a manifest of kind ``cross_gpu``) --
-def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]]:
+def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, Any]]:
     """Write each unit's tree to ``directory/groups/<family>_<dtype>.ubj``; return the manifest entries."""
     model._check_fitted()
     (directory / "groups").mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries: list[dict[str, Any]] = []
     for unit, fit in sorted(model.families_.items()):
         file = None
         if fit.forest is not None:
@@ -434,7 +434,8 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
             (directory / file).write_bytes(fit.forest.raw)
         entries.append({"unit": unit, "family": fit.family,
                         "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
-                        "offsets": dict(sorted(fit.offsets.items())), "lone": list(fit.lone), "vetoed": list(fit.vetoed),
+                        "offsets": dict(sorted(fit.offsets.items())), "lone": list(fit.lone),
+                        "vetoed": list(fit.vetoed),
                         "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
                         "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples,
                         "shapes": fit.shapes.to_manifest() if fit.shapes is not None else None,

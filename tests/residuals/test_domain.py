@@ -86,3 +86,18 @@ def test_shapes_survive_the_manifest_and_a_tampered_one_is_refused(a100, tmp_pat
     path.write_text(json.dumps(manifest))
     with pytest.raises(ResidualSchemaError, match="whole numbers"):
         store.load(tmp_path / "s")
+
+
+def test_out_of_domain_the_roofline_is_served_where_the_model_failed_to_extrapolate(a100):
+    rng = np.random.default_rng(1)
+    wide = [gemm(int(m), int(n), int(k)) for m, n, k in 2 ** rng.integers(11, 14, (60, 3))]
+    obs = [Observation(item=k, device=a100, seconds=1.2 * features.roofline_seconds(k, a100)[1]) for k in wide]
+    model = ResidualModel(xgb_params=FAST_XGB).fit(obs)
+    key = next(iter(model.models_))
+    narrow = [gemm(64, 64, 64), gemm(2**17, 2**15, 64)]  # far below and above the measured sizes
+    served = model.predict(narrow, a100)
+    assert not served.in_domain.any() and np.all(served.log_factor > 0)  # a constant factor extrapolates
+    failed = dict(model.extrapolation_[key], below_mape=1.0, below_roofline_mape=0.5)
+    model.extrapolation_[key] = failed
+    below_failed = model.predict(narrow, a100)
+    assert below_failed.log_factor[0] == 0 and below_failed.log_factor[1] > 0 and below_failed.q[0] > 0
