@@ -37,8 +37,8 @@ DEFAULT = (ROOT / "validation" / "vtrain_ground_truth_dev.csv",
 
 
 def coverage(paths: list[Path]) -> tuple[dict, dict]:
-    """(source, gpu) -> family -> [in-domain, out-of-domain, uncovered] kernel seconds per step; and
-    (source, gpu) -> out-of-domain op description -> seconds."""
+    """(source, gpu) -> family -> [in-domain, out-of-domain, uncovered] share of a run's kernel time per
+    step, summed over runs; and (source, gpu) -> out-of-domain op description -> summed share."""
     share: dict = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
     worst: dict = defaultdict(lambda: defaultdict(float))
     measurements, _ = read_measurements([str(p) for p in paths])
@@ -49,15 +49,17 @@ def coverage(paths: list[Path]) -> tuple[dict, dict]:
         p = priced(mapped.spec)
         key = (m.rows[0].text("source"), mapped.spec.cluster.gpu.id)
         ood = p.correction.out_of_domain
-        for i, op in enumerate(p.graph.ops):
-            if not isinstance(op.work, Kernel):
-                continue
-            t = float(op.count) * float(p.prices.time[i]) * float(p.correction.factor[i])
+        kernels_ = [i for i, op in enumerate(p.graph.ops) if isinstance(op.work, Kernel)]
+        times = {i: float(p.graph.ops[i].count) * float(p.prices.time[i]) * float(p.correction.factor[i])
+                 for i in kernels_}
+        total = sum(times.values()) or 1.0
+        for i in kernels_:  # each run weighs the same: shares of its own kernel time
+            op = p.graph.ops[i]
             where = 2 if not p.correction.covered[i] else (1 if ood is not None and ood[i] else 0)
-            share[key][op.family][where] += t
+            share[key][op.family][where] += times[i] / total
             if where == 1:
                 dims = ", ".join(f"{n}={int(v)}" for n, v in op.work.dims if n not in ("causal", "flash", "rms"))
-                worst[key][f"{op.family} {op.work.pass_} ({dims})"] += t
+                worst[key][f"{op.family} {op.work.pass_} ({dims})"] += times[i] / total
     return share, worst
 
 
@@ -93,7 +95,7 @@ def main() -> None:
             f"- command: `python benchmarks/shape_coverage.py {' '.join(str(p.relative_to(ROOT)) for p in args.csv)}`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}", f"- took {time.monotonic() - t0:.0f} s",
             "- read: the runs' shapes only (their step times are test data, not read); stores: the shipped defaults; "
-            "shares are of the kernel time per step each run's spec prices", "", *lines, "",
+            "shares are of the kernel time per step each run's spec prices, every run weighted equally", "", *lines, "",
             "Heaviest kernels out of domain per source and GPU:", "", *heavy, ""]))
 
 
