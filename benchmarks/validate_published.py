@@ -27,6 +27,7 @@ from recording import commit, machine, record
 from llmp.analytic import params
 from llmp.commands.validate import _residuals
 from llmp.validate import plot, score
+from llmp.validate.models import GENERIC_MOE
 from llmp.validate.score import Report, Scored
 from llmp.validate.skips import SkipReason
 
@@ -134,6 +135,13 @@ SLICES = (
     ("  ... on H100", lambda r: _share(r, ("attention",)) < 0.1 and r.gpu.startswith("h100")),
     ("fp8 rows", lambda r: r.mapped.spec.train.precision.value == "fp8"),
     ("mixture-of-experts rows", lambda r: r.mapped.spec.model.moe is not None),
+    ("  ... of a known family (its public config)", lambda r: r.mapped.spec.model.moe is not None
+     and not any(a.startswith(GENERIC_MOE) for a in r.mapped.assumptions)),
+    ("  ... generic MoE of the row's shape (no known family: Megatron-Core defaults assumed)",
+     lambda r: any(a.startswith(GENERIC_MOE) for a in r.mapped.assumptions)),
+    ("  ... with ep folded beyond dp (etp x ep > dp x cp)",
+     lambda r: r.mapped.spec.model.moe is not None and r.mapped.spec.parallel.expert_tp * r.mapped.spec.parallel.ep
+     > r.mapped.spec.parallel.dp * r.mapped.spec.parallel.cp),
     ("Blackwell rows (B200, B300, GB200, GB300)", lambda r: r.gpu in BLACKWELL),
     ("Blackwell rows without the CI functional tests", lambda r: r.gpu in BLACKWELL and r.source != CI_SOURCE),
     ("pipeline-parallel rows (pp > 1)", lambda r: r.mapped.spec.parallel.pp > 1),

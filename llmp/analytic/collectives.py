@@ -47,6 +47,7 @@ Perlmutter thus runs at 100 GB/s, not 300.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,11 +72,20 @@ class Links:
     intra_peer_bandwidth: Any = None
     """Per pair of GPUs wired directly (no switch), per direction; None: every pair gets
     ``intra_bandwidth``."""
+    host_bandwidth: Any = 0
+    """One GPU's link to host memory, per direction (offloading; tier ``host``)."""
+    host_memory_bandwidth: Any = 0
+    """One GPU's share of host memory bandwidth (an offloaded optimizer; tier ``host_memory``)."""
+    host_latency: Any = 0
+    """Fixed cost of one host copy or host update call."""
 
     @classmethod
     def of(cls, spec: Spec) -> Links:
-        """The links of ``spec``'s cluster."""
-        return cls.between(spec.cluster.node, spec.cluster.inter)
+        """The links of ``spec``'s cluster, and its GPU's link to host memory (a copy's fixed cost is
+        a launch: ``cudaMemcpyAsync``)."""
+        g = spec.cluster.gpu
+        return dataclasses.replace(cls.between(spec.cluster.node, spec.cluster.inter), host_bandwidth=g.host_bandwidth,
+                                   host_memory_bandwidth=g.host_memory_bandwidth, host_latency=g.launch_overhead)
 
     @classmethod
     def between(cls, node: Node, inter: Link) -> Links:
@@ -136,7 +146,12 @@ def _inter(kind: CollectiveKind, n: Any, size: Any, r: Any, links: Links) -> Any
 
 
 def time(c: Collective, links: Links) -> Any:
-    """Seconds for one call of ``c`` (numbers, arrays or SymPy expressions)."""
+    """Seconds for one call of ``c`` (numbers, arrays or SymPy expressions); a host tier's call is
+    its bytes over the host link (or host memory) plus a fixed cost."""
+    if c.tier is Tier.HOST:
+        return links.host_latency + c.bytes / links.host_bandwidth
+    if c.tier is Tier.HOST_MEMORY:
+        return links.host_latency + c.bytes / links.host_memory_bandwidth
     if c.tier is Tier.INTRA:
         return _intra(c.kind, c.group, c.bytes, links)
     return _inter(c.kind, c.group, c.bytes, c.ranks_per_node, links)

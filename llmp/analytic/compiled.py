@@ -110,7 +110,7 @@ def kernel_evaluator(key: tuple[Any, ...], microarch: Microarch | None = None) -
 
 
 LINK_ARGS = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency",
-             "intra_peer_bandwidth")
+             "intra_peer_bandwidth", "host_bandwidth", "host_memory_bandwidth", "host_latency")
 """The :class:`~llmp.analytic.collectives.Links` fields a compiled collective cost takes, in order."""
 _LINK = collectives.Links(**{n: sp.Symbol(n, positive=True) for n in LINK_ARGS})
 _COLL = sp.symbols("bytes group ranks_per_node", positive=True)

@@ -25,7 +25,7 @@ symbols (closed forms); the shape of the graph is fixed by the spec's :class:`St
 
 from __future__ import annotations
 
-from llmp.analytic import layer, stage
+from llmp.analytic import layer, offload, stage
 from llmp.analytic.op import OpGraph
 from llmp.analytic.structure import (
     Structure,
@@ -46,7 +46,7 @@ def decompose(spec: Spec, structure: Structure | None = None) -> OpGraph:
     ctx = layer.Context.of(spec, st)
     per_chunk = chunk_layers(spec, st)
     per_kind = chunk_kind_layers(spec, st)
-    layers = [op for k in range(len(st.kinds)) for op in layer.layer_ops(ctx, k)]
+    layers = [op for k in range(len(st.kinds)) for op in (*layer.layer_ops(ctx, k), *offload.layer_ops(ctx, k))]
     ops = (*layers, *stage.embedding_ops(ctx), *stage.head_ops(ctx),
            *stage.boundary_ops(ctx), *stage.rank_ops(ctx, per_kind))
     return OpGraph.of(tuple(ops), st, per_chunk, per_kind)

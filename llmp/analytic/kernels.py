@@ -522,6 +522,11 @@ class Tier(StrEnum):
     """All ranks in one node (NVLink/NVSwitch)."""
     INTER = "inter"
     """Ranks span nodes: the node NICs are the bottleneck."""
+    HOST = "host"
+    """Between one GPU and its host's memory (offloading): the GPU's host link (``gpu.host_bandwidth``)."""
+    HOST_MEMORY = "host_memory"
+    """Within host memory: an offloaded optimizer's update, priced on its memory traffic as a GPU
+    optimizer is (``gpu.host_memory_bandwidth``)."""
 
 
 @dataclass(frozen=True, slots=True)

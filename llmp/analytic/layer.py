@@ -565,11 +565,11 @@ def _router(blk: Block, rows: Any) -> None:
         blk.kernel("moe.router.aux_reduce", Family.COPY, elements=scores / 2)
 
 
-def _a2a(blk: Block, name: str, nbytes: Any) -> None:
-    """An all-to-all over the expert-parallel group, forward and its mirror in the backward
-    (blocking: Megatron waits for the tokens before the experts run)."""
-    blk.comm(f"moe.{name}", CollectiveKind.ALL_TO_ALL, nbytes, "ep", Axis.EP)
-    blk.bwd_comm(blk.collective(f"moe.{name}_grad", CollectiveKind.ALL_TO_ALL, nbytes, "ep", Axis.EP,
+def _a2a(blk: Block, name: str, nbytes: Any, group: str = "ep") -> None:
+    """An all-to-all over the expert-parallel group (``etp_ep`` for DeepEP), forward and its mirror in
+    the backward (blocking: Megatron waits for the tokens before the experts run)."""
+    blk.comm(f"moe.{name}", CollectiveKind.ALL_TO_ALL, nbytes, group, Axis.EP)
+    blk.bwd_comm(blk.collective(f"moe.{name}_grad", CollectiveKind.ALL_TO_ALL, nbytes, group, Axis.EP,
                                 part=Part.BACKWARD))
 
 
@@ -602,10 +602,11 @@ def _moe(blk: Block) -> None:
     * ``allgather`` (``MoEAllGatherTokenDispatcher``): all-gather the tokens and the FP32
       probabilities over etp x ep, permute the rows of the local experts; experts; unpermute,
       reduce-scatter over etp x ep.
-    * ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP): one fused dispatch kernel sends each
-      token once per destination rank (:func:`~llmp.analytic.routing.dispatch_copies`), the
-      received tokens are permuted
-      to the local experts; combine is the mirror.
+    * ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP): one fused dispatch kernel over the etp x ep
+      group (Megatron's ``tp_ep_group``: the routing map is replicated over the etp ranks, so a token
+      goes to each of them) sends each token once per destination expert-parallel rank
+      (:func:`~llmp.analytic.routing.dispatch_copies`), the received tokens are permuted to the local
+      experts; combine is the mirror.
 
     The local experts run as one grouped GEMM per matrix (``TEGroupedMLP``; a batch of
     ``experts / ep`` GEMMs of equal rows: the balanced share). Shared experts (``SharedExpertMLP``)
@@ -630,37 +631,38 @@ def _moe(blk: Block) -> None:
             _etp(blk, "dispatch_probs_all_gather", CollectiveKind.ALL_GATHER, rows * etp * p.ep * e.experts * 4,
                  "etp_ep")
         blk.kernel("moe.permute", Family.COPY, elements=routed * h)
+    elif p.dispatcher is Dispatcher.DEEPEP:
+        if ctx.st.active("etp_ep"):  # the probabilities travel in the same kernel
+            _a2a(blk, "ep_dispatch", rows * ctx.st.dispatch_copies * etp * e.load * h * ctx.e, "etp_ep")
+        blk.kernel("moe.permute", Family.COPY, elements=routed * h)
     else:
-        if p.dispatcher is Dispatcher.ALLTOALL:
-            blk.kernel("moe.permute", Family.COPY, elements=rows * e.top_k * h)
+        blk.kernel("moe.permute", Family.COPY, elements=rows * e.top_k * h)
         if ctx.st.active("ep"):
             _a2a(blk, "ep_dispatch", rows * ctx.st.dispatch_copies * e.load * h * ctx.e)
-            if p.dispatcher is Dispatcher.ALLTOALL:  # DeepEP carries them in the same kernel
-                _a2a(blk, "ep_dispatch_probs", rows * e.top_k * e.load * 4)
+            _a2a(blk, "ep_dispatch_probs", rows * e.top_k * e.load * 4)
         if ctx.st.active("etp"):
             _etp(blk, "etp_all_gather", CollectiveKind.ALL_GATHER, routed * h * ctx.e)
             _etp(blk, "etp_probs_all_gather", CollectiveKind.ALL_GATHER, routed * 4)
-        if p.dispatcher is Dispatcher.DEEPEP:
-            blk.kernel("moe.permute", Family.COPY, elements=routed * h)
-        elif spread and ctx.st.local_experts > 1:
+        if spread and ctx.st.local_experts > 1:
             blk.kernel("moe.sort_chunks", Family.COPY, elements=routed * h)
     _mlp(blk, "moe.experts", e.expert_ffn_hidden, rows=routed / local_experts, batch=local_experts, tp=etp)
     if p.dispatcher is Dispatcher.ALLGATHER:
         blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
         if ctx.st.active("etp_ep"):
             _etp(blk, "combine_reduce_scatter", CollectiveKind.REDUCE_SCATTER, gathered, "etp_ep")
+    elif p.dispatcher is Dispatcher.DEEPEP:
+        blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
+        if ctx.st.active("etp_ep"):
+            _a2a(blk, "ep_combine", rows * ctx.st.dispatch_copies * etp * e.load * h * ctx.e, "etp_ep")
     else:
-        if p.dispatcher is Dispatcher.DEEPEP:
-            blk.kernel("moe.unpermute", Family.COPY, elements=routed * h)
-        elif spread and ctx.st.local_experts > 1:
+        if spread and ctx.st.local_experts > 1:
             blk.kernel("moe.unsort_chunks", Family.COPY, elements=routed * h)
         if ctx.st.active("etp"):
             _etp(blk, "etp_reduce_scatter", CollectiveKind.REDUCE_SCATTER, routed * h * ctx.e)
         if ctx.st.active("ep"):
             _a2a(blk, "ep_combine", rows * ctx.st.dispatch_copies * e.load * h * ctx.e)
-        if p.dispatcher is Dispatcher.ALLTOALL:
-            # Read a token's top_k rows, write the token: (top_k + 1) rows moved, half a copy each.
-            blk.kernel("moe.unpermute", Family.COPY, elements=(e.top_k + 1) * rows * h / 2)
+        # Read a token's top_k rows, write the token: (top_k + 1) rows moved, half a copy each.
+        blk.kernel("moe.unpermute", Family.COPY, elements=(e.top_k + 1) * rows * h / 2)
     if ctx.st.shared_experts:
         _mlp(blk, "moe.shared", e.shared_experts * e.expert_ffn_hidden, rows=ctx.tokens,
              bwd_comm=tp_in(blk, "moe.shared", "moe.shared.fc1"))

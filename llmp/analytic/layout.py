@@ -1,11 +1,27 @@
 """Where the ranks of each parallel axis sit: group sizes, members per NVLink domain, link tier.
 
 Placement (the team contract, ``ParallelSpec``): ranks are numbered with tensor parallelism
-innermost, so a TP group is consecutive ranks; then context parallel, then the expert-parallel
-slice of data parallelism, then pipeline, then the rest of data parallelism outermost. Each axis
-is a set of mesh dims ``(stride, size)``; a group's members are the rank offsets
-``sum(j_i * stride_i)``. Megatron-Core's own default order is ``tp-cp-ep-dp-pp`` (pipeline
+innermost, so a TP group is consecutive ranks; then context parallel, then the data-parallel
+replicas the expert groups need (``dp_in``, below), then pipeline, then the rest of data
+parallelism outermost. Each axis is a set of mesh dims; a group's members are the ranks that
+differ only along its dims. Megatron-Core's own default order is ``tp-cp-ep-dp-pp`` (pipeline
 outermost); the order here is one constant, :data:`MESH_ORDER`.
+
+Attention and expert layers have different meshes (MoE parallel folding, Megatron-Core): the
+attention (dense) mesh is ``tp x cp x dp x pp``; the expert mesh is ``etp x ep x edp x pp``, laid
+out over the same ranks with ``edp = tp cp dp / (etp ep)``. Megatron builds the two with two rank
+generators, ``RankGenerator(tp, ep=1, dp, pp, cp, order)`` and ``RankGenerator(tp=etp, ep, dp=edp,
+pp, cp=1, order)``, and asserts that their pipeline groups are the same
+(NVIDIA/Megatron-LM@00caa53:megatron/core/parallel_state.py, ``initialize_model_parallel``;
+``--expert-tensor-parallel-size`` defaults to tp). So inside one pipeline stage the stage's ranks,
+in increasing order, are ``tp x cp x dp`` for attention and ``etp x ep x edp`` for the experts,
+innermost first ("The EPxTP group in MoE is a sub-group of DPxCPxTP in Attention",
+NVIDIA/Megatron-LM@022bcb5:megatron/core/transformer/moe/README.md, "MoE Parallel Folding"). llmp
+builds the expert mesh exactly so, over each stage's ranks. ``dp_in`` is the fewest data-parallel
+replicas whose ranks hold whole ``etp x ep`` groups (``etp ep / gcd(etp ep, tp cp)``, which divides
+dp whenever ``etp ep`` divides ``tp cp dp``), placed inside pipeline so that an expert group spans
+consecutive ranks as it does in Megatron's pipeline-outermost order; with ``ep`` a divisor of dp
+and ``etp = tp`` it is ``ep``, the expert-parallel slice of dp of unfolded MoE.
 
 Consecutive ranks fill a node (``gpus_per_node``), and consecutive nodes an NVLink domain
 (``node.nvlink_domain``: the whole switch fabric, 72 GPUs on a GB200 NVL72 rack of 4-GPU trays;
@@ -24,6 +40,7 @@ domain holds of any crossing group (its NIC rails carry the ring's inter-domain 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -45,12 +62,17 @@ class Axis(StrEnum):
     EP = "ep"
     PP = "pp"
     DP = "dp"
+    OFFLOAD = "offload"
+    """Copies between a GPU and host memory, and a host-side optimizer (offloading)."""
 
 
-MESH_ORDER: tuple[str, ...] = ("etp", "tp_rest", "cp", "ep", "pp", "dp_rest")
-"""Mesh dims, innermost first. ``etp`` and ``tp_rest`` = tp / etp make up tensor parallelism (an
-expert's matrices are split over the ``etp`` innermost TP ranks); ``ep`` is the expert-parallel
-slice of dp; ``dp_rest`` = dp / ep."""
+MESH_ORDER: tuple[str, ...] = ("tp", "cp", "dp_in", "pp", "dp_out")
+"""Dims of the attention (dense) mesh, innermost first: ``dp_in`` x ``dp_out`` = dp, ``dp_in`` the
+replicas that hold whole expert groups (module docstring)."""
+
+EXPERT_ORDER: tuple[str, ...] = ("etp", "ep", "edp")
+"""Dims of the expert mesh inside one pipeline stage, innermost first (Megatron's expert rank
+generator with its default order ``tp-cp-ep-dp-pp``: cp = 1 there, tp = etp, dp = edp)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,60 +87,76 @@ class Group:
 
 
 # The dims each communication group spans. Gradients of dense weights are reduced over every
-# replica of the weight: all of dp (ep slice and the rest) and cp (Megatron's
-# data-parallel-with-context-parallel group). Expert weights are replicated only over cp and
-# dp / ep (their expert-data-parallel group), and over the tp / etp TP ranks that hold the same
-# slice of an expert. ``etp_ep`` is the all-gather dispatcher's group (Megatron ``tp_ep_group``).
-_GROUP_DIMS: dict[str, tuple[str, ...]] = {
-    "tp": ("etp", "tp_rest"), "cp": ("cp",), "ep": ("ep",), "pp": ("pp",),
-    "dp": ("cp", "ep", "dp_rest"), "expert_dp": ("tp_rest", "cp", "dp_rest"),
-    "etp": ("etp",), "etp_ep": ("etp", "ep"),
-}
+# replica of the weight: dp and cp (Megatron's data-parallel-with-context-parallel group). Expert
+# weights are replicated over their expert-data-parallel group (``edp``). ``etp_ep`` is the
+# all-gather and flex dispatchers' group (Megatron ``tp_ep_group``).
+_DENSE_DIMS: dict[str, tuple[str, ...]] = {
+    "tp": ("tp",), "cp": ("cp",), "pp": ("pp",), "dp": ("cp", "dp_in", "dp_out")}
+_EXPERT_DIMS: dict[str, tuple[str, ...]] = {
+    "ep": ("ep",), "expert_dp": ("edp",), "etp": ("etp",), "etp_ep": ("etp", "ep")}
 
-GROUP_NAMES: tuple[str, ...] = tuple(_GROUP_DIMS)
-
-
-def mesh_sizes(spec: Spec) -> dict[str, Any]:
-    """Mesh dim → size (``dp_rest`` = dp / ep)."""
-    p = spec.parallel
-    return {"etp": p.expert_tp, "tp_rest": p.tp / p.expert_tp, "cp": p.cp, "ep": p.ep, "pp": p.pp,
-            "dp_rest": p.dp / p.ep}
+GROUP_NAMES: tuple[str, ...] = (*_DENSE_DIMS, *_EXPERT_DIMS)
 
 
 def group_size(spec: Spec, name: str) -> Any:
-    """Members of group ``name`` (an expression when the degrees are symbols)."""
-    return _size(mesh_sizes(spec), name)
+    """Members of group ``name`` (an expression when the degrees are symbols, arrays over a sweep)."""
+    p = spec.parallel
+    sizes = {"tp": p.tp, "cp": p.cp, "pp": p.pp, "dp": p.dp * p.cp, "ep": p.ep, "etp": p.expert_tp,
+             "etp_ep": p.expert_tp * p.ep, "expert_dp": p.tp * p.cp * p.dp / (p.expert_tp * p.ep)}
+    return sizes[name]
 
 
-def _size(sizes: dict[str, Any], name: str) -> Any:
-    out: Any = 1
-    for dim in _GROUP_DIMS[name]:
-        out = out * sizes[dim]
+def dp_in(tp: int, cp: int, etp: int, ep: int) -> int:
+    """Data-parallel replicas placed inside the pipeline dim: the fewest whose ``tp cp dp_in``
+    ranks hold whole ``etp x ep`` expert groups (module docstring)."""
+    return etp * ep // math.gcd(etp * ep, tp * cp)
+
+
+def members(dense: tuple[int, ...], expert: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Group name → its groups' member ranks (one row per group, members in increasing order) for
+    attention-mesh dim sizes ``dense`` (in :data:`MESH_ORDER`) and expert degrees ``expert`` =
+    (etp, ep)."""
+    ranks = np.arange(int(np.prod(dense))).reshape(dense[::-1])  # axis 0 = outermost dim
+    axis_of = {dim: len(MESH_ORDER) - 1 - i for i, dim in enumerate(MESH_ORDER)}
+    out = {name: _rows(ranks, tuple(axis_of[d] for d in dims)) for name, dims in _DENSE_DIMS.items()}
+    # The expert mesh: each stage's ranks in increasing order, split etp x ep x edp innermost first.
+    etp, ep = expert
+    pp = dense[MESH_ORDER.index("pp")]
+    stages = np.moveaxis(ranks, axis_of["pp"], 0).reshape(pp, -1)
+    experts = stages.reshape(pp, -1, ep, etp)  # axes: pp, then EXPERT_ORDER outermost first
+    expert_axis = {dim: len(EXPERT_ORDER) - i for i, dim in enumerate(EXPERT_ORDER)}
+    out.update({name: _rows(experts, tuple(expert_axis[d] for d in dims)) for name, dims in _EXPERT_DIMS.items()})
     return out
+
+
+def _rows(ranks: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """The groups whose members differ along ``axes`` of the rank array: one row per group."""
+    others = [a for a in range(ranks.ndim) if a not in axes]
+    n = int(np.prod([ranks.shape[a] for a in axes]))
+    return np.transpose(ranks, others + sorted(axes)).reshape(-1, n)
+
+
+def _footprint(groups: np.ndarray, domain: int) -> tuple[int, int, Tier]:
+    """(size, fewest members per domain of a crossing group, tier) of ``groups`` (one row each)."""
+    n = groups.shape[1]
+    domains = groups // domain
+    width = int(domains.max()) + 1
+    row = np.repeat(np.arange(len(domains)), n)
+    keys, counts = np.unique(row * width + domains.ravel(), return_counts=True)
+    groups_of_key = keys // width
+    spans = np.bincount(groups_of_key)
+    if spans.max() == 1:
+        return n, n, Tier.INTRA
+    crossing = spans[groups_of_key] > 1
+    return n, int(counts[crossing].min()), Tier.INTER
 
 
 @functools.cache
-def placement(sizes: tuple[int, ...], domain: int) -> dict[str, tuple[int, int, Tier]]:
-    """Group name → (size, members per domain, tier) for mesh dim ``sizes`` (in
-    :data:`MESH_ORDER`) and ``domain`` GPUs per NVLink domain, counted over every rank."""
-    ranks = np.arange(int(np.prod(sizes))).reshape(sizes[::-1])  # axis 0 = outermost dim
-    axis_of = {dim: len(MESH_ORDER) - 1 - i for i, dim in enumerate(MESH_ORDER)}
-    out = {}
-    for name, dims in _GROUP_DIMS.items():
-        mine = sorted(axis_of[d] for d in dims)  # outer to inner: members in increasing rank order
-        others = [a for a in range(len(sizes)) if a not in mine]
-        n = int(np.prod([sizes[len(MESH_ORDER) - 1 - a] for a in mine]))
-        members = np.transpose(ranks, others + mine).reshape(-1, n) // domain
-        row = np.repeat(np.arange(len(members)), n)
-        keys, counts = np.unique(row * (int(members.max()) + 1) + members.ravel(), return_counts=True)
-        groups_of_key = keys // (int(members.max()) + 1)
-        spans = np.bincount(groups_of_key)
-        if spans.max() == 1:
-            out[name] = (n, n, Tier.INTRA)
-        else:
-            crossing = spans[groups_of_key] > 1
-            out[name] = (n, int(counts[crossing].min()), Tier.INTER)
-    return out
+def placement(dense: tuple[int, ...], expert: tuple[int, int], domain: int) -> dict[str, tuple[int, int, Tier]]:
+    """Group name → (size, members per domain, tier) for attention-mesh dim sizes ``dense`` (in
+    :data:`MESH_ORDER`), expert degrees ``expert`` = (etp, ep) and ``domain`` GPUs per NVLink
+    domain, counted over every rank (:func:`members`)."""
+    return {name: _footprint(rows, domain) for name, rows in members(dense, expert).items()}
 
 
 def _whole(value: Any, what: str) -> int:
@@ -129,9 +167,13 @@ def _whole(value: Any, what: str) -> int:
 
 def groups_of(spec: Spec) -> dict[str, tuple[int, int, Tier]]:
     """:func:`placement` of a spec with numeric degrees."""
-    sizes = mesh_sizes(spec)
-    return placement(tuple(_whole(sizes[d], d) for d in MESH_ORDER),
-                     _whole(spec.cluster.node.domain, "node.nvlink_domain"))
+    p = spec.parallel
+    tp, cp, dp, pp, etp, ep = (_whole(x, name) for x, name in (
+        (p.tp, "tp"), (p.cp, "cp"), (p.dp, "dp"), (p.pp, "pp"), (p.expert_tp, "etp"), (p.ep, "ep")))
+    inner = dp_in(tp, cp, etp, ep)
+    assert dp % inner == 0, f"dp({dp}) % dp_in({inner}): the expert mesh does not tile dp (rules.py checks this)"
+    domain = _whole(spec.cluster.node.domain, "node.nvlink_domain")
+    return placement((tp, cp, inner, pp, dp // inner), (etp, ep), domain)
 
 
 def group(spec: Spec, name: str, st: Structure) -> Group:
@@ -142,6 +184,6 @@ def group(spec: Spec, name: str, st: Structure) -> Group:
 
 def groups(spec: Spec, st: Structure) -> dict[str, Group]:
     """Every group of :data:`GROUP_NAMES` (:func:`group`), from one reading of the mesh."""
-    sizes, footprints, tiers = mesh_sizes(spec), dict(st.footprints), dict(st.tiers)
-    return {name: Group(size=_size(sizes, name), ranks_per_node=footprints[name], tier=tiers[name])
+    footprints, tiers = dict(st.footprints), dict(st.tiers)
+    return {name: Group(size=group_size(spec, name), ranks_per_node=footprints[name], tier=tiers[name])
             for name in GROUP_NAMES}

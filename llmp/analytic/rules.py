@@ -13,7 +13,7 @@ One rulebook, two callers, so a layout means the same everywhere:
 decided by SymPy when it can be (``8*x`` is divisible by 8 for any integer ``x``) and skipped when
 it cannot: a symbolic spec is a family of specs and only the members later evaluated must meet it.
 :func:`runnable` holds what a layout needs to run once the numbers are known (what a schedule
-needs of the microbatches, where expert-parallel ranks are placed); it is checked when the
+needs of the microbatches); it is checked when the
 structure is built, so a spec file that breaks one still loads and a sweep over it skips the point.
 
 Every field a rule reads decides the structure (:data:`~llmp.compose.sweep.STRUCTURAL`), so
@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic import split as splits
 from llmp.analytic.split import SplitError, split
 from llmp.dsl.spec import CpComm, Spec, ZeroStage
 from llmp.dsl.values import compare, divides
@@ -61,7 +62,7 @@ def layout(spec: Spec) -> Iterator[Violation]:
 
 def shape(spec: Spec) -> Iterator[Violation]:
     """The rules of the mesh, the widths, the batch and the pipeline split."""
-    for rule in (_world, _heads, _ulysses, _widths, _pipeline, _batch, _experts):
+    for rule in (_world, _heads, _ulysses, _widths, _pipeline, _batch, _experts, _offload):
         yield from rule(spec)
 
 
@@ -147,7 +148,8 @@ def _pipeline(spec: Spec) -> Iterator[Violation]:
             if not err.symbolic:  # a free symbol leaves the split undecided: checked when evaluated
                 yield Violation(err.message, (err.path,), err.label, err.hint)
     elif p.stage_layers is None and p.first_stage_layers is None and p.last_stage_layers is None \
-            and not (p.account_for_embedding or p.account_for_loss or p.partition):
+            and not (p.account_for_embedding or p.account_for_loss or p.partition or p.pipeline_layout) \
+            and splits.UNEVEN.get(spec.train.stack, (splits.Uneven.REFUSE, ""))[0] is splits.Uneven.REFUSE:
         yield from _divides(p.pp * p.vp, m.layers, f"model.layers({m.layers}) % (pp({p.pp}) * vp({p.vp})){{rem}}: the "
                             "layers do not split equally over the pipeline chunks", ("parallel.pp", "model.layers"))
 
@@ -169,14 +171,18 @@ def _experts(spec: Spec) -> Iterator[Violation]:
         return
     if compare(m.moe.top_k, m.moe.experts) == 1:
         yield Violation(f"model.moe.top_k({m.moe.top_k}) > experts({m.moe.experts})", ("model.moe.top_k",), "bad value")
-    yield from _divides(p.ep, p.dp * p.cp, f"dp({p.dp}) * cp({p.cp}) % ep({p.ep}){{rem}}: experts are sharded over "
-                        "a slice of dp x cp", ("parallel.ep",))
+    # MoE parallel folding (Megatron-Core): the expert mesh etp x ep x edp x pp covers the same ranks
+    # as the attention mesh tp x cp x dp x pp (llmp.analytic.layout), so etp x ep must divide
+    # tp x cp x dp; initialize_model_parallel raises "world_size ... is not divisible by
+    # expert_tensor_model_pipeline_parallel size" otherwise (NVIDIA/Megatron-LM@00caa53:
+    # megatron/core/parallel_state.py).
+    yield from _divides(p.expert_tp * p.ep, p.tp * p.cp * p.dp,
+                        f"tp({p.tp}) * cp({p.cp}) * dp({p.dp}) % (etp({p.expert_tp}) * ep({p.ep})){{rem}}: the expert "
+                        "mesh etp x ep x edp must cover the ranks of a pipeline stage (MoE parallel folding)",
+                        ("parallel.ep", "parallel.etp"),
+                        "choose ep (and etp, default tp) so that etp * ep divides tp * cp * dp")
     yield from _divides(p.ep, m.moe.experts, f"model.moe.experts({m.moe.experts}) % ep({p.ep}){{rem}}: every "
                         "expert-parallel rank needs the same number of experts", ("parallel.ep", "model.moe.experts"))
-    if p.etp is not None:
-        yield from _divides(p.etp, p.tp, f"tp({p.tp}) % etp({p.etp}){{rem}}: llmp splits an expert over a divisor of "
-                            "the tensor-parallel ranks (the rest hold copies)", ("parallel.etp",),
-                            "give etp a divisor of tp, or leave it out (etp = tp)")
     if compare(p.tp, 1) == 1 and not p.sequence_parallel:
         yield Violation(f"tp({p.tp}) > 1 with a moe block needs sequence_parallel = true: Megatron-Core refuses MoE "
                         "with tensor parallelism otherwise (megatron/training/arguments.py, validate_args: \"When "
@@ -187,6 +193,47 @@ def _experts(spec: Spec) -> Iterator[Violation]:
         yield Violation(f"model.moe.first_dense_layers({m.moe.first_dense_layers}) >= layers({m.layers}): no layer "
                         "would be a MoE layer", ("model.moe.first_dense_layers",), "bad value",
                         "remove the moe block for a dense model")
+
+
+def _offload(spec: Spec) -> Iterator[Violation]:
+    """What offloading to host memory needs: a fraction of the optimizer, gradients and parameters
+    only for an optimizer that runs on the host (FSDP's CPUOffload moves the update to the CPU with
+    them; DeepSpeed offloads parameters only with the optimizer), parameters only where they are
+    sharded and gathered per layer, fewer offloaded layers than a chunk holds (Megatron-Core:
+    cpu_offloading_num_layers below num_layers), and the host's link and memory rates to price them."""
+    t, p, m = spec.train, spec.parallel, spec.model
+    f = t.offload_optimizer
+    if compare(f, 1) == 1:
+        yield Violation(f"train.offload_optimizer({f}) > 1: it is the fraction of the optimizer held on the host",
+                        ("train.offload_optimizer",), "bad value", "give a fraction from 0 to 1")
+    for name in ("offload_grads", "offload_params"):
+        if getattr(t, name) and compare(f, 1) != 0:
+            yield Violation(f"train.{name} = true needs train.offload_optimizer = 1 (got {f}): gradients and "
+                            "parameters stay on the host only for an optimizer that runs there (DeepSpeed "
+                            "ZeRO-Offload; FSDP CPUOffload updates on the CPU)",
+                            (f"train.{name}", "train.offload_optimizer"), "contradictory fields",
+                            "set offload_optimizer = 1")
+    if t.offload_params and p.zero not in (ZeroStage.Z3, ZeroStage.FSDP):
+        yield Violation(f"train.offload_params = true with parallel.zero = {p.zero.value}: only sharded parameters "
+                        "gathered layer by layer (ZeRO-3, FSDP) live on the host between uses",
+                        ("train.offload_params", "parallel.zero"), "contradictory fields", "set zero = 3 or fsdp")
+    chunk = m.layers / (p.pp * p.vp)
+    if compare(t.offload_activations, chunk) in (0, 1) and compare(t.offload_activations, 0) == 1:
+        yield Violation(f"train.offload_activations({t.offload_activations}) >= the layers of a pipeline chunk "
+                        f"(model.layers({m.layers}) / (pp({p.pp}) * vp({p.vp})) = {chunk}): Megatron-Core offloads "
+                        "fewer layers than it builds (cpu_offloading_num_layers < num_layers)",
+                        ("train.offload_activations",), "bad value", "offload fewer layers")
+    gpu = spec.cluster.gpu
+    offloads = compare(t.offload_activations, 0) == 1 or compare(f, 0) == 1 or t.offload_params or t.offload_grads
+    if offloads and compare(gpu.host_bandwidth, 0) != 1:
+        yield Violation(f"offloading to host memory with gpu {gpu.id}'s host_bandwidth not given: the copies cross "
+                        "the GPU's host link", ("gpu.host_bandwidth", "train.offload_optimizer"), "missing field",
+                        "give gpu.host_bandwidth (PCIe Gen5 x16: 64 GB/s per direction; NVLink-C2C: 450 GB/s)")
+    if compare(f, 0) == 1 and compare(gpu.host_memory_bandwidth, 0) != 1:
+        yield Violation(f"train.offload_optimizer({f}) with gpu {gpu.id}'s host_memory_bandwidth not given: the "
+                        "host's update streams the offloaded states through host memory",
+                        ("gpu.host_memory_bandwidth", "train.offload_optimizer"), "missing field",
+                        "give gpu.host_memory_bandwidth, the host memory bandwidth per GPU")
 
 
 def stack(spec: Spec) -> Iterator[Violation]:
@@ -211,7 +258,7 @@ def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
     """What a layout with numeric degrees needs to run, beyond :func:`layout`: ``microbatches``
     per pipeline and the interleaved schedule's ``group`` of them."""
     p, m = spec.parallel, spec.model
-    pp, vp, dp, ep = (int(x) for x in (p.pp, p.vp, p.dp, p.ep))
+    pp, vp, dp = (int(x) for x in (p.pp, p.vp, p.dp))
     if vp > 1 and pp == 1:
         yield Violation(f"vp = {vp} (virtual pipeline stages) needs pp > 1", ("parallel.vp",), "bad schedule")
     if microbatches < 1:
@@ -232,6 +279,3 @@ def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
     if m.moe is not None and m.parallel_residual:
         yield Violation("a parallel residual with a MoE MLP: llmp models MoE layers with the sequential residual "
                         "(every MoE model it knows uses one)", ("model.parallel_residual",), "contradictory fields")
-    if dp % ep:
-        yield Violation(f"ep({ep}) does not divide dp({dp}): llmp places the expert-parallel ranks as a slice of "
-                        "data parallelism (mesh order tp, cp, ep, pp, dp)", ("parallel.ep",), "not divisible")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from llmp.analytic import shard
+from llmp.analytic import offload, shard
 from llmp.analytic.algebra import vmax
 from llmp.analytic.kernels import (
     Collective,
@@ -251,7 +251,9 @@ def _update(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: shard.
     (hidden behind the next step's first forward with ``param_gather_overlap``)."""
     p = ctx.spec.parallel
     local = _local(ctx, params)
-    ops = _optimizer_ops(ctx, kind, ranks, local, layers, first, last)
+    share = offload.gpu_share(ctx)  # the rest is updated on the host (offload.rank_ops)
+    ops = _optimizer_ops(ctx, kind, ranks, local * share, layers, first, last) if share else []
+    ops += offload.rank_ops(ctx, kind, ranks, local)
     if p.zero in (ZeroStage.Z1, ZeroStage.Z2):
         overlap = Overlap.NEXT_FORWARD if p.param_gather_overlap else Overlap.NONE
         dense, expert = _gathered_bytes(ctx, params, layers)
@@ -387,6 +389,7 @@ def rank_ops(ctx: Context, chunk_kinds: tuple[tuple[Any, ...], ...]) -> list[Op]
         mine += _update(ctx, kind, ranks, params, layers, first, last)
         if kind in split_kinds:  # middle ranks holding different layers: name each class's ops
             suffix = "@ranks " + ",".join(map(str, ranks))
-            mine = [dataclasses.replace(op, name=op.name + suffix) for op in mine]
+            mine = [dataclasses.replace(op, name=op.name + suffix, partner=op.partner + suffix if op.partner else "")
+                    for op in mine]
         ops += mine
     return ops

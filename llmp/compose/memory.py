@@ -8,7 +8,9 @@ in FP32 where the stack keeps FP32 main grads for the precision
 dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the model itself is
 FP32 or ``master_weights = false`` (with ``master_remainders`` only its low 16 bits, which the BF16
 parameter completes: Apex ``DistributedFusedAdam``'s ``store_param_remainders``). ZeRO-1 shards
-the optimizer states over the data-parallel replicas (dp x cp; dp x cp / ep for expert weights),
+the optimizer states over the data-parallel replicas (dp x cp; for expert weights their own expert
+data-parallel group, edp = tp cp dp / (etp ep) under MoE parallel folding, each expert split ep ways
+and its matrices etp ways: :mod:`llmp.analytic.shard`),
 ZeRO-2 also the gradients, ZeRO-3/FSDP also the weights, which are then gathered one layer at a
 time (the layer in use and the prefetched next one are held whole).
 
@@ -87,24 +89,20 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import shard
-from llmp.analytic.algebra import vmax
-from llmp.analytic.kinds import LayerKind
-from llmp.analytic.layer import Context, grad_bytes, lowp_weights, op_sac_matmuls
+from llmp.analytic import offload, shard
+from llmp.analytic.activations import kept_bytes, weight_grad_bytes
+from llmp.analytic.algebra import vmax, vmin
+from llmp.analytic.layer import Context, grad_bytes, lowp_weights
 from llmp.analytic.op import RankKind, rank_kind_of
 from llmp.analytic.structure import Structure, chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
 from llmp.dsl.spec import (
-    Activation,
     Optimizer,
     Precision,
-    Recompute,
-    Router,
     Spec,
     Stack,
     ZeroStage,
 )
-from llmp.stacks import SelectiveRecompute
 
 GIB = 2**30
 CUDA_CONTEXT_BYTES = 1 * GIB
@@ -128,6 +126,8 @@ class Memory:
     capacity: Any
     rank: Any
     """Pipeline rank of the fullest GPU."""
+    host: Any = 0
+    """Bytes that GPU keeps in host memory instead (offloading; not in :attr:`total`)."""
 
     @property
     def total(self) -> Any:
@@ -136,147 +136,6 @@ class Memory:
     @property
     def oom(self) -> Any:
         return self.total > self.capacity
-
-
-def _inputs(ctx: Context, elements: Any, readers: tuple[bool, ...] = (False,), kept: bool = False) -> Any:
-    """Bytes a layer keeps of a tensor of ``elements`` that ``readers`` linear layers' GEMMs take as
-    input, for their weight gradients: in 16-bit training (or under a stack whose low-precision
-    library saves the BF16 input) the one model-dtype tensor they share; under a TE low-precision
-    recipe each reader's own quantised copy (:meth:`~llmp.analytic.lowp.Recipe.saved_input_bytes`;
-    a reader is True where it is column-parallel under sequence parallelism), plus the model-dtype
-    tensor where another consumer keeps it (``kept``: flash attention its output, the MoE router
-    its input)."""
-    recipe = ctx.recipe
-    if recipe is None or not ctx.profile.lowp_saved_input.value:
-        return ctx.e * elements
-    saved = sum(recipe.saved_input_bytes(gathered) for gathered in readers)
-    return elements * (saved + (ctx.e if kept else 0))
-
-
-def _gemm_inputs(ctx: Context, kind: LayerKind, core_out: bool) -> Any:
-    """Bytes of the inputs of a layer's linear GEMMs as its forward keeps them for the weight
-    gradients (:func:`_inputs`): the two norm outputs (sharded with SP; Megatron-Core's
-    ``TELayerNormColumnParallelLinear`` for QKV and fc1 quantises each once, in the fused norm),
-    the attention output (proj's input; ``core_out``: the attention kernel keeps it too), fc2's
-    input (the activation's output, which no one else keeps), MLA's compressed q and kv after
-    their norms (the up projections' inputs), a MoE layer's permuted expert inputs and its
-    experts' and shared experts' fc2 inputs.
-
-    Megatron-Core's MLA (NVIDIA/Megatron-LM@core_r0.9.0: megatron/core/models/gpt/
-    gpt_layer_specs.py, ``get_gpt_layer_with_transformer_engine_spec``) norms the input with a
-    plain ``TENorm`` and projects it with two ``TELinear`` (``linear_q_down_proj`` or
-    ``linear_q_proj``, and ``linear_kv_down_proj``), each saving a quantised copy; a MoE layer's
-    ``TENorm`` output is the input of the router's BF16 gating GEMM (kept in BF16) and of the shared
-    experts' fc1 (a quantised copy)."""
-    m, p = ctx.spec.model, ctx.spec.parallel
-    tsp, t, h = ctx.sp_tokens, ctx.tokens, m.hidden
-    sp = bool(p.sequence_parallel)
-    if m.mla is None:
-        attention = _inputs(ctx, tsp * h, (sp,))
-    else:
-        a = m.mla
-        attention = (_inputs(ctx, tsp * h, (sp and not ctx.st.q_compressed, False))
-                     + _inputs(ctx, tsp * a.q_lora_rank, (sp,)) + _inputs(ctx, tsp * a.kv_lora_rank, (sp,)))
-    attention = attention + _inputs(ctx, t * ctx.o_width, kept=core_out)
-    if not kind.moe:
-        return attention + _inputs(ctx, tsp * h, (sp,)) + _inputs(ctx, t * m.ffn_hidden / p.tp)
-    mo = m.moe
-    assert mo is not None
-    rows = tsp * mo.top_k * mo.load * p.expert_tp
-    shared = mo.shared_experts * mo.expert_ffn_hidden
-    norm_out = _inputs(ctx, tsp * h, (sp,) if ctx.st.shared_experts else (), kept=mo.router is not Router.BALANCED)
-    return (attention + norm_out + _inputs(ctx, rows * h) + _inputs(ctx, rows * mo.expert_ffn_hidden / p.expert_tp)
-            + _inputs(ctx, t * shared / p.tp))
-
-
-def layer_activation_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
-    """Bytes one layer of ``kind`` (default: the first kind) keeps for the backward of one
-    microbatch (see the module docstring): the inputs of its linear GEMMs as the forward stores them
-    (:func:`_gemm_inputs`) and everything else in the model dtype."""
-    spec = ctx.spec
-    m, p, t = spec.model, spec.parallel, spec.train
-    kind = kind if kind is not None else ctx.st.kinds[0]
-    e, tokens, tsp, h = ctx.e, ctx.tokens, ctx.sp_tokens, m.hidden
-    inner = 3 if m.activation is Activation.SWIGLU else 2
-    # flash attention saves its output for its backward; the unfused core and a recomputed one do not
-    core_out = t.attention.fused and t.recompute is not Recompute.SELECTIVE
-    kept = _gemm_inputs(ctx, kind, core_out)
-    attention = e * (2 * tsp * h + tokens * (ctx.q_width + ctx.kv_width + ctx.v_width))
-    if m.mla is not None:  # the compressed q and kv before their norms, and the shared rope key
-        a = m.mla
-        attention += e * tsp * (a.q_lora_rank + a.kv_lora_rank + 2 * a.qk_rope_head_dim)
-    if not kind.moe:  # fc1's output (the activation's input)
-        mlp = e * tokens * (inner - 1) * m.ffn_hidden / p.tp
-    else:
-        mo = m.moe
-        assert mo is not None
-        rows = tsp * mo.top_k * mo.load * p.expert_tp
-        mlp = e * (inner - 1) * (rows * mo.expert_ffn_hidden / p.expert_tp
-                                 + tokens * mo.shared_experts * mo.expert_ffn_hidden / p.tp)
-    masks = 2 * tsp * h if ctx.st.dropout else 0
-    heads, seq_q = m.heads / p.tp, m.seq_len / p.cp
-    if t.attention.fused:
-        scores = 4 * t.micro_batch * heads * seq_q
-    elif t.recompute is Recompute.NONE:
-        per = e + ((1 + e) if ctx.st.dropout else 0)
-        scores = per * t.micro_batch * heads * seq_q * m.seq_len
-    else:
-        scores = 0
-    return kept + attention + mlp + masks + scores
-
-
-def weight_grad_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
-    """Bytes one layer of ``kind`` (default: the first kind) keeps from a microbatch's B to its W,
-    for schedules that run them apart: the inputs of its weight GEMMs as the forward stored them
-    (:func:`_gemm_inputs`: the two norm outputs, sharded with SP; the attention output; fc2's input)
-    and the gradients of their outputs (QKV, proj, fc1, fc2; the row-parallel outputs' sharded with
-    SP, before the backward re-gathers them). Qi et al. 2024 Table 1: ``32 s b h`` for GPT (14 of
-    inputs, 18 of gradients). MLA adds its compressed q and kv (the up projections' inputs, the down
-    projections' output gradients) and the rope key; a MoE layer the router's output gradient and,
-    on the busiest rank's routed rows, the permuted expert inputs and the experts' MLPs split over
-    etp, as :func:`layer_activation_bytes` counts them."""
-    m, p = ctx.spec.model, ctx.spec.parallel
-    kind = kind if kind is not None else ctx.st.kinds[0]
-    t, tsp, h = ctx.tokens, ctx.sp_tokens, m.hidden
-    up = 2 if m.activation.gated else 1  # fc1 computes gate and up together for a gated MLP
-
-    def mlp(rows: Any, width: Any, out_rows: Any, tp: Any) -> Any:
-        """fc1's and fc2's output gradients of an MLP ``width / tp`` wide."""
-        return rows * up * width / tp + out_rows * h
-
-    grads = t * (ctx.q_width + ctx.kv_width + ctx.v_width) + tsp * h
-    if m.mla is not None:
-        a = m.mla
-        grads += tsp * (a.q_lora_rank + a.kv_lora_rank + 2 * a.qk_rope_head_dim)
-    if not kind.moe:
-        ffn = mlp(t, m.ffn_hidden, tsp, p.tp)
-    else:
-        mo = m.moe
-        assert mo is not None
-        rows = tsp * mo.top_k * mo.load * p.expert_tp
-        router = tsp * mo.experts if mo.router is not Router.BALANCED else 0
-        ffn = router + mlp(rows, mo.expert_ffn_hidden, rows, p.expert_tp)
-        if ctx.st.shared_experts:
-            ffn = ffn + mlp(t, mo.shared_experts * mo.expert_ffn_hidden, tsp, p.tp)
-    return _gemm_inputs(ctx, kind, core_out=False) + ctx.e * (grads + ffn)
-
-
-def op_sac_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
-    """Bytes one dense-MLP layer of ``kind`` (default: the first kind) keeps under op-level
-    selective activation checkpointing (torchtitan's ``selective_ac_option = 'op'``): the layer's
-    input, the outputs of the matmuls the policy saves (:func:`~llmp.analytic.layer.op_sac_matmuls`,
-    the list the recompute is built from: wq, wv, w1, w2 for a SwiGLU Llama), the SDPA output and
-    its log-sum-exp, and with tp the reduce-scatter outputs (pytorch/torchtitan@v0.1.0:torchtitan/
-    parallelisms/parallelize_llama.py, ``_save_list``). With tp the row-parallel outputs (wo, w2)
-    are full-width partial sums. A MoE layer under op-level SAC keeps what the attention-core
-    selective mode keeps (:func:`~llmp.analytic.layer.recomputed_forward`)."""
-    spec = ctx.spec
-    m, p = spec.model, spec.parallel
-    e, h = ctx.e, m.hidden
-    kept = sum(mm.rows * mm.width for mm in op_sac_matmuls(ctx, kind) if mm.saved)
-    scattered = 2 * h / p.tp if p.tp > 1 else 0
-    lse = 4 * spec.train.micro_batch * (m.heads / p.tp) * (m.seq_len / p.cp)
-    return e * (ctx.sp_tokens * h + kept + ctx.tokens * ctx.o_width + ctx.sp_tokens * scattered) + lse
 
 
 def logits_bytes(ctx: Context) -> Any:
@@ -320,21 +179,11 @@ def _weight_bytes(spec: Spec, e: int) -> int:
 
 
 def _overhead(st: Structure) -> int:
-    groups = sum(1 for name in ("tp", "cp", "ep", "pp", "dp") if st.active(name))
-    return CUDA_CONTEXT_BYTES + NCCL_BYTES_PER_GROUP * groups
-
-
-def _kept(ctx: Context, kind: LayerKind) -> tuple[Any, Any]:
-    """(bytes a layer of ``kind`` keeps per microbatch in flight, bytes it holds while its own
-    backward runs) under the spec's recomputation."""
-    spec = ctx.spec
-    per_layer = layer_activation_bytes(ctx, kind)
-    if spec.train.recompute is Recompute.FULL:
-        return ctx.e * ctx.sp_tokens * spec.model.hidden, per_layer
-    if (spec.train.recompute is Recompute.SELECTIVE and not kind.moe
-            and ctx.profile.selective_recompute.value is SelectiveRecompute.OP_SAC):
-        return op_sac_bytes(ctx, kind), per_layer
-    return per_layer, 0
+    """The CUDA context and the NCCL buffers of every communicator with more than one member; a MoE
+    model's expert mesh has its own (Megatron-Core creates the expert tensor-parallel and expert
+    data-parallel groups apart from tp and dp: megatron/core/parallel_state.py)."""
+    names = ("tp", "cp", "ep", "pp", "dp", *(("etp", "expert_dp") if st.local_experts else ()))
+    return CUDA_CONTEXT_BYTES + NCCL_BYTES_PER_GROUP * sum(1 for name in names if st.active(name))
 
 
 def _classes(st: Structure) -> tuple[int, ...]:
@@ -352,12 +201,19 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     dp, edp = ctx.groups["dp"].size, ctx.groups["expert_dp"].size
     e = ctx.e
     per_kind = chunk_kind_layers(spec, st)
-    kept_working = [_kept(ctx, kind) for kind in st.kinds]
+    kept_working = [kept_bytes(ctx, kind) for kind in st.kinds]
     working = vmax(*(w for _, w in kept_working)) if len(kept_working) > 1 else kept_working[0][1]
+    share = offload.activation_fraction(ctx)
+    if share:
+        # Offloaded layers keep nothing on the GPU between their forward and backward; the layer
+        # whose activations are back for its backward holds them meanwhile.
+        reload = vmax(*(k for k, _ in kept_working)) if len(kept_working) > 1 else kept_working[0][0]
+        working = vmax(working, reload)
+        kept_working = [(k * (1 - share), w) for k, w in kept_working]
     chunk_bytes = [sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind]
     mtp = st.mtp_layers
     if st.mtp_kind is not None:
-        mtp_kept, mtp_working = _kept(ctx, st.mtp_kind)
+        mtp_kept, mtp_working = kept_bytes(ctx, st.mtp_kind)
         working = vmax(working, mtp_working)
     held: tuple[Any, ...] | None
     if p.splits_w:
@@ -383,8 +239,12 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
     weight_bytes, grad_per, state_per = _weight_bytes(spec, e), grad_bytes(ctx), _state_bytes(spec)
     overhead = _overhead(st)
 
-    def states(first: bool, last: bool, counts: tuple[Any, ...]) -> tuple[Any, Any, Any]:
-        """(weights, gradients, optimizer states) of a rank holding ``counts`` layers of each kind."""
+    t = spec.train
+
+    def states(first: bool, last: bool, counts: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:
+        """(weights, gradients, optimizer states, what is offloaded of them) of a rank holding
+        ``counts`` layers of each kind on the GPU, and in host memory (:mod:`llmp.analytic.offload`):
+        the optimizer's fraction, the sharded gradients but a bucket, the sharded parameters."""
         params = shard.rank(m, par, pp=st.pp, layers=counts, first=first, last=last, vocab=ctx.vocab,
                             kinds_present=st.kinds, mtp_kind=st.mtp_kind, q_compressed=st.q_compressed)
         gathered = 2 * layer * e if sharded == 3 else 0
@@ -398,12 +258,20 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             root = ((shard.embedding(m, par, ctx.vocab) if first else 0)
                     + (shard.head(m, par, st.pp, ctx.vocab) if last else 0))
             gathered += e * root
-        return (split(params, 3, weight_bytes) + gathered + _lowp_copies(ctx, counts, sharded == 3),
-                split(params, 2, grad_per), split(params, 1, state_per))
+        weights = split(params, 3, weight_bytes)
+        grads, optimizer = split(params, 2, grad_per), split(params, 1, state_per)
+        host = t.offload_optimizer * optimizer
+        optimizer = optimizer - host
+        if t.offload_grads:
+            bucket = vmin(grads, par.dp_bucket_size)
+            host, grads = host + grads - bucket, bucket
+        if t.offload_params and sharded == 3:
+            host, weights = host + weights, 0
+        return weights + gathered + _lowp_copies(ctx, counts, sharded == 3), grads, optimizer, host
 
     # Ranks holding the same layers at the same end of the pipeline hold the same parameters, worked
     # out once: the middle ranks of a deep pipeline differ only in their activations.
-    held_states: dict[tuple[bool, bool, tuple[Any, ...]], tuple[Any, Any, Any]] = {}
+    held_states: dict[tuple[bool, bool, tuple[Any, ...]], tuple[Any, Any, Any, Any]] = {}
     capacity = spec.cluster.gpu.memory
     ranks: list[tuple[Any, ...]] = []  # per rank: the fields of its Memory, in order, and its total
     for r, (first, last, chunks) in enumerate(_ranks(st)):
@@ -411,7 +279,7 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
         if (first, last, counts) not in held_states:
             held_states[first, last, counts] = states(first, last, counts)
-        weights, grads, optimizer = held_states[first, last, counts]
+        weights, grads, optimizer, host = held_states[first, last, counts]
         acts = p.peak_in_flight[r] * chunk_bytes[0] if held is None else held[r]
         logits = logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0
         if last and mtp:
@@ -420,8 +288,10 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
                 acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
             logits = logits * (1 + mtp)
         activations = acts + working
+        if share:  # what the rank's in-flight passes keep on the host instead (share < 1: rules.py)
+            host = host + acts * share / (1 - share)
         # Memory.total, in its order
-        ranks.append((weights, grads, optimizer, activations, logits, r,
+        ranks.append((weights, grads, optimizer, activations, logits, r, host,
                       weights + grads + optimizer + activations + logits + overhead))
     fullest = ranks[0]
     if not any(isinstance(x[-1], np.ndarray) for x in ranks):
@@ -439,9 +309,9 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
 
 
 def _memory(row: tuple[Any, ...], overhead: Any, capacity: Any) -> Memory:
-    weights, grads, optimizer, activations, logits, r, _ = row
+    weights, grads, optimizer, activations, logits, r, host, _ = row
     return Memory(weights=weights, grads=grads, optimizer=optimizer, activations=activations, logits=logits,
-                  overhead=overhead, capacity=capacity, rank=r)
+                  overhead=overhead, capacity=capacity, rank=r, host=host)
 
 
 @functools.lru_cache(maxsize=64)
@@ -476,6 +346,6 @@ def _fuller(a: Memory, b: Memory) -> Memory:
     """The fuller of two ranks' memory (per configuration over a sweep)."""
     pick = b.total > a.total
     if isinstance(pick, np.ndarray):
-        fields = ("weights", "grads", "optimizer", "activations", "logits", "overhead", "capacity", "rank")
+        fields = ("weights", "grads", "optimizer", "activations", "logits", "overhead", "capacity", "rank", "host")
         return Memory(**{f: np.where(pick, getattr(b, f), getattr(a, f)) for f in fields})
     return b if pick else a

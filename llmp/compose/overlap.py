@@ -154,14 +154,14 @@ def _run(static: tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]], 
     acc: dict[str, Any] = {}
     compute: Any = 0
     covering: Any = 0
-    prefetch: list[Any] = []
+    prefetch: dict[str, Any] = {}
     for what, own, category, partner in rows:
         total = totals[own]
         if what == _COMPUTE:
             acc[category] = acc.get(category, 0) + total
             compute += total
         elif what == _PREFETCH:
-            prefetch.append(total)
+            prefetch[category] = prefetch.get(category, 0) + total
         else:
             if what == _HIDES:
                 left = total - (totals[partner] if partner >= 0 else 0)
@@ -175,10 +175,15 @@ def _run(static: tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]], 
     free = compute - covering
     if not prefetch:
         return out, free * repeat
-    gathers = sum(prefetch)
-    exposed = positive_part(gathers - free)
-    out["dp"] = out.get("dp", 0) + gathers + (repeat - 1) * exposed
-    return out, free * repeat - (repeat - 1) * (gathers - exposed)
+    # Each kind of prefetched work (the ZeRO-3/FSDP gathers; offloaded activations' copies, which
+    # TransformerEngine overlaps with the next layer the same way) hides behind the compute the
+    # kinds before it left; the first layer's (or the last one's) is exposed.
+    left, used = free, 0
+    for category, gathers in prefetch.items():
+        exposed = positive_part(gathers - left)
+        out[category] = out.get(category, 0) + gathers + (repeat - 1) * exposed
+        left, used = left - (gathers - exposed), used + (gathers - exposed)
+    return out, free * repeat - (repeat - 1) * used
 
 
 def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> Any:
@@ -304,10 +309,12 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
     update: dict[str, Any] = defaultdict(int)
     bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
     gathers: list[tuple[str, Any]] = []
-    for i, rule, category, count in _tail_rules(graph, rules, rank):
+    for i, rule, category, count, partner in _tail_rules(graph, rules, rank):
         t = times[i]
         if rule == _GATHER:
             gathers.append((category, count * t))
+        elif rule == _UPDATE and partner >= 0:  # runs beside its partner: only its excess shows
+            update[category] += positive_part(count * t - graph.ops[partner].count * times[partner])
         elif rule == _UPDATE:
             update[category] += count * t
         elif rule == _BUCKETED:
@@ -321,14 +328,17 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
 _GATHER, _UPDATE, _BUCKETED, _SYNC = range(4)
 
 
-def _tail_rules(graph: OpGraph, rules: OverlapRules, rank: int) -> tuple[tuple[int, int, str, Any], ...]:
-    """Per once-per-step op of ``rank``: (position, rule, category, count); from the ops alone, so
-    kept in the graph's memo."""
+def _tail_rules(graph: OpGraph, rules: OverlapRules, rank: int) -> tuple[tuple[int, int, str, Any, int], ...]:
+    """Per once-per-step op of ``rank``: (position, rule, category, count, the position of the update
+    op it runs beside with ``Overlap.PARTNER``, else -1); from the ops alone, so kept in the graph's
+    memo."""
     key = ("tail", rank, rules.dp_overlap)
     cached = graph.memo.get(key)
     if cached is None:
         rows = []
-        for i in graph.indices(Scope.RANK, rank):
+        mine = graph.indices(Scope.RANK, rank)
+        by_name = {graph.ops[i].name: i for i in mine}
+        for i in mine:
             op = graph.ops[i]
             if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
                 rule = _GATHER
@@ -338,7 +348,8 @@ def _tail_rules(graph: OpGraph, rules: OverlapRules, rank: int) -> tuple[tuple[i
                 rule = _BUCKETED
             else:
                 rule = _SYNC
-            rows.append((i, rule, op.category, op.count))
+            partner = by_name.get(op.partner, -1) if op.overlap is Overlap.PARTNER and rule == _UPDATE else -1
+            rows.append((i, rule, op.category, op.count, partner))
         cached = graph.memo[key] = tuple(rows)
     return cached  # type: ignore[no-any-return]
 
@@ -367,7 +378,7 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
 
 def categories() -> tuple[str, ...]:
     """Breakdown categories in display order (``bubble`` last)."""
-    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "bubble")
+    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "offload", "bubble")
 
 
 def merge(*parts: Mapping[str, Any], scale: Any = 1) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from llmp.errors import InfeasibleError
 from llmp.units import format_bytes, format_count, format_time
 
 COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")
-COMM = ("tp", "cp", "ep", "pp", "dp")
+COMM = ("tp", "cp", "ep", "pp", "dp", "offload")
 
 MFU_CONVENTION = ("model FLOPs per token = 6 N + 12 L (heads head_dim) s (PaLM, Chowdhery et al. 2022, "
                   "app. B; Megatron's count without recompute), N = parameters in matmuls (layers and the "
@@ -37,10 +37,12 @@ class MemoryReport:
     oom: bool
     rank: int
     """Pipeline rank of the fullest GPU."""
+    host: float = 0.0
+    """Bytes that GPU keeps in host memory instead (offloading; not in ``total``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {f"{k}_bytes": getattr(self, k) for k in ("weights", "grads", "optimizer", "activations", "logits",
-                                                         "overhead", "total", "capacity")} | {
+                                                         "overhead", "total", "capacity", "host")} | {
             "oom": self.oom, "pipeline_rank": self.rank}
 
 
@@ -291,6 +293,8 @@ class Prediction:
         capacity = format_bytes(m.capacity, binary=True)
         lines.append(f"  {'total':<15}{format_bytes(m.total, binary=True):>12}  of {capacity} "
                      f"({m.total / m.capacity:.0%})")
+        if m.host > 0:
+            lines.append(f"  {'host (offload)':<15}{format_bytes(m.host, binary=True):>12}  in host memory, not above")
         p = self.provenance
         lines += ["", f"spec {p.source} (sha256 {p.spec_hash})", f"residuals: {p.residuals}"]
         store = p.residual_store

@@ -294,7 +294,7 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: Callable[[], band.
         memory=MemoryReport(weights=float(mem.weights), grads=float(mem.grads), optimizer=float(mem.optimizer),
                             activations=float(mem.activations), logits=float(mem.logits),
                             overhead=float(mem.overhead), total=float(mem.total), capacity=float(mem.capacity),
-                            oom=bool(mem.oom), rank=int(mem.rank)),
+                            oom=bool(mem.oom), rank=int(mem.rank), host=float(mem.host)),
         derived=derived, step=step,
         report=Report(ops=lambda: _rows(graph, prices, corr, hw),
                       provenance=lambda: _provenance(p, model_id, calibrated), uncertainty=uncertainty))

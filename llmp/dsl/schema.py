@@ -142,6 +142,12 @@ GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its d
     _real("scaleup_bandwidth", BANDWIDTH,
           "Scale-up (NVLink/xGMI) bandwidth per device, per direction; 0 if none.",
           default="0 B/s", bound=Bound.NONNEGATIVE),
+    _real("host_bandwidth", BANDWIDTH,
+          "Link to the host's memory (PCIe, NVLink-C2C) per device, per direction; 0 if not given.",
+          default="0 B/s", bound=Bound.NONNEGATIVE),
+    _real("host_memory_bandwidth", BANDWIDTH,
+          "Host memory bandwidth one device's share of its host gets (a host-side optimizer streams "
+          "through it); 0 if not given.", default="0 B/s", bound=Bound.NONNEGATIVE),
     _enum("microarch", Microarch, "Instruction-set target (sm70, sm80, sm86, sm90, sm100, gfx942, gfx950): "
           "which tiles its GEMM and attention kernels launch, and so how their grids fill the SMs. "
           "Absent: kernels are priced as if they filled every SM."),
@@ -298,6 +304,18 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _bool("grad_clip", "Clip gradients by their global norm every step.", STACK),
     _count("vocab_divisible_by", "Pad the vocab to a multiple of this (times tp where the stack "
            "does).", default=STACK),
+    _count("offload_activations", "Layers per pipeline chunk whose activations go to host memory "
+           "(Megatron --cpu-offloading-num-layers); fewer than the chunk's layers.", default="0",
+           bound=Bound.NONNEGATIVE),
+    _real("offload_optimizer", COUNT, "Fraction (0 to 1) of the optimizer states and master weights "
+          "held and updated in host memory (Megatron --optimizer-offload-fraction; DeepSpeed "
+          "ZeRO-Offload: 1).", default="0", bound=Bound.NONNEGATIVE),
+    _bool("offload_grads", "Reduced gradients held in host memory for the host optimizer "
+          "(DeepSpeed ZeRO-Offload; FSDP CPUOffload).", "false"),
+    _bool("offload_params", "Sharded parameters held in host memory between uses (FSDP "
+          "CPUOffload(offload_params=True), DeepSpeed ZeRO-3 offload_param).", "false"),
+    _bool("offload_overlap", "The host optimizer's copies overlap its update (Megatron "
+          "--overlap-cpu-optimizer-d2h-h2d).", "false"),
 ], subs={"parallel": "parallel"})
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "
@@ -309,8 +327,9 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
     _count("cp", "Context-parallel degree.", default="1"),
     _enum("cp_comm", CpComm, "How context-parallel ranks share K and V (Megatron --cp-comm-type): "
           "p2p (ring), all_gather or a2a (Ulysses).", default=STACK),
-    _count("ep", "Expert-parallel degree (carved out of dp x cp).", default="1"),
-    _count("etp", "Expert tensor-parallel degree, a divisor of tp (Megatron "
+    _count("ep", "Expert-parallel degree of the MoE layers (Megatron --expert-model-parallel-size): "
+           "etp x ep is folded into the tp x cp x dp ranks of a pipeline stage.", default="1"),
+    _count("etp", "Expert tensor-parallel degree: the ranks that split one expert's matrices (Megatron "
            "--expert-tensor-parallel-size); absent: tp."),
     _enum("dispatcher", Dispatcher, "MoE token dispatch: alltoall, allgather or deepep.",
           default="alltoall"),
@@ -340,6 +359,10 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
           "(Megatron --account-for-embedding-in-pipeline-split).", "false"),
     _bool("account_for_loss", "The output layer and loss count as a layer in the pipeline split "
           "(Megatron --account-for-loss-in-pipeline-split).", "false"),
+    FieldDef(name="pipeline_layout", kind=Kind.STRING, doc="Megatron-Core pipeline layout "
+             "(--pipeline-model-parallel-layout): one |-separated stage per model chunk, E embedding, t "
+             "transformer layer, m MTP module, L loss, (..)*n and x*n repeats, e.g. \"Et|(tt|)*30mL\"; \"\" "
+             "for none.", default='""', bound=None),
     FieldDef(name="partition", kind=Kind.STRING, doc="DeepSpeed pipeline partition_method: "
              "\"uniform\", \"parameters\" or \"type:REGEX\"; \"\" for none.", default=STACK,
              bound=None),

@@ -375,8 +375,8 @@ class ModelSpec:
 
 
 def replica_size(tp: Any, pp: Any, cp: Any) -> Any:
-    """Devices one data-parallel replica spans: ``tp * pp * cp`` (``ep`` is carved out of
-    ``dp * cp`` and adds none). Ints, numpy columns of a sweep, or SymPy."""
+    """Devices one data-parallel replica spans: ``tp * pp * cp`` (``ep``, with ``etp``, is folded into
+    the ``tp * cp * dp`` ranks of each pipeline stage and adds none). Ints, numpy columns of a sweep, or SymPy."""
     return tp * pp * cp
 
 
@@ -389,7 +389,9 @@ def world_size(dp: Any, tp: Any, pp: Any, cp: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ParallelSpec:
-    """How the model is split over the devices (Megatron order: tp innermost, then cp, ep, pp, dp)."""
+    """How the model is split over the devices: the attention layers over tp x cp x dp x pp, the
+    expert layers over etp x ep x edp x pp on the same ranks (Megatron-Core's MoE parallel folding;
+    :mod:`llmp.analytic.layout` places both)."""
 
     dp: Count = 1
     tp: Count = 1
@@ -397,10 +399,12 @@ class ParallelSpec:
     cp: Count = 1
     """Context (sequence) parallel degree for attention."""
     ep: Count = 1
-    """Expert parallel degree (carved out of dp x cp)."""
+    """Expert parallel degree (Megatron ``--expert-model-parallel-size``): each MoE layer's experts are
+    split over ep ranks of a pipeline stage; etp x ep divides tp x cp x dp, the rest is the expert
+    data-parallel degree edp = tp cp dp / (etp ep)."""
     etp: Count | None = None
-    """Expert tensor-parallel degree: the tp ranks that split one expert's matrices (Megatron
-    ``--expert-tensor-parallel-size``; a divisor of tp). None: tp."""
+    """Expert tensor-parallel degree: the ranks that split one expert's matrices (Megatron
+    ``--expert-tensor-parallel-size``, which defaults to tp). None: tp."""
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
     """How MoE tokens reach their experts."""
     cp_comm: CpComm = CpComm.P2P
@@ -438,6 +442,9 @@ class ParallelSpec:
     account_for_loss: bool = False
     """The output layer and loss count as one layer (Megatron
     ``--account-for-loss-in-pipeline-split``): the last chunk gets one layer fewer."""
+    pipeline_layout: str = ""
+    """Megatron-Core ``--pipeline-model-parallel-layout``: the layers of every chunk spelt out
+    (``Et|(tt|)*30mL``; :mod:`llmp.analytic.split`); "" = none."""
     partition: str = ""
     """DeepSpeed ``partition_method``: ``uniform``, ``parameters`` or ``type:REGEX``; "" = none."""
     pipe_module: PipeModule = PipeModule.GPT_NEOX
@@ -503,6 +510,26 @@ class TrainSpec:
     """Clip gradients by their global norm every step (a pass over the gradients and an all-reduce)."""
     vocab_divisible_by: Count = 1
     """The embedding's rows are padded to a multiple of this (times tp where the stack does so)."""
+    offload_activations: Count = 0
+    """Transformer layers of each pipeline chunk whose saved activations go to host memory after their
+    forward and come back before their backward (Megatron-Core ``--cpu-offloading
+    --cpu-offloading-num-layers``: TransformerEngine's CPU offload, its copies on a side stream
+    overlapped with the next layer's work); fewer than the chunk's layers."""
+    offload_optimizer: Real = 0.0
+    """Fraction of the optimizer states and master weights held and updated in host memory
+    (Megatron-Core ``--optimizer-cpu-offload --optimizer-offload-fraction``; DeepSpeed ZeRO-Offload
+    ``offload_optimizer``: 1): each step its gradients cross to the host, the host updates them and
+    the new parameters cross back."""
+    offload_grads: bool = False
+    """The reduced gradients are held in host memory for the host optimizer (DeepSpeed ZeRO-Offload's
+    gradient partitions; PyTorch FSDP ``CPUOffload(offload_params=True)``): the GPU keeps one bucket."""
+    offload_params: bool = False
+    """The sharded parameters are held in host memory between uses (PyTorch FSDP
+    ``CPUOffload(offload_params=True)``, DeepSpeed ZeRO-3 ``offload_param``): each layer's shard
+    crosses to the GPU before its gathers, prefetched with them."""
+    offload_overlap: bool = False
+    """The host optimizer's copies overlap its update, parameter group by group (Megatron-Core
+    ``--overlap-cpu-optimizer-d2h-h2d``); otherwise they run one after another."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -139,6 +139,12 @@ class Device:
     """Fixed cost per kernel launch in seconds (host + device side)."""
     scaleup_bandwidth: Real = 0.0
     """Scale-up (NVLink/xGMI) bandwidth per device, per direction, bytes/s; 0 if none."""
+    host_bandwidth: Real = 0.0
+    """The device's link to its host's memory (PCIe, or NVLink-C2C on a superchip), bytes/s per
+    direction: what offloaded tensors cross. 0: not given (offloading cannot be priced)."""
+    host_memory_bandwidth: Real = 0.0
+    """The host memory bandwidth one device's share of its host gets, bytes/s: what an optimizer
+    offloaded to the host streams through. 0: not given."""
     microarch: Microarch | None = None
     """Which tiles its kernels launch (:class:`Microarch`). None (a CPU, or a device whose target is
     not given): kernels are priced as if they filled every SM, the plain roofline."""

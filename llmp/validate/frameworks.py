@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from llmp.analytic.split import OPTIONS
+from llmp.analytic.split import OPTIONS, UNEVEN, Uneven, recipe_split
 from llmp.dsl.spec import Fp8Scaling, Precision, Recompute, Schedule, Stack, ZeroStage, replica_size
 from llmp.stacks import profile
 from llmp.validate import cells
 from llmp.validate.cells import CellError, Framework, Sharding
+from llmp.validate.models import ModelPlan
 from llmp.validate.notes import Notes
 from llmp.validate.rows import Measurement, Row
 from llmp.validate.skips import SkipReason, Unmodellable
@@ -63,11 +64,43 @@ SOURCE_STACKS: tuple[SourceRule, ...] = (
 is read before ``source_ref`` (a reference may name a README of another stack's repository)."""
 
 NOTE_STACKS: tuple[SourceRule, ...] = (
-    SourceRule(pattern=r"--transformer-impl|transformer_engine|megatron[-_ ]core", stack=Stack.MEGATRON_CORE,
-               why="the notes name Megatron-Core flags"),
+    SourceRule(pattern=r"megatron[-_ ]deepspeed", stack=Stack.MEGATRON_DEEPSPEED,
+               why="the notes name Megatron-DeepSpeed"),
+    SourceRule(pattern=r"gpt[-_ ]?neox", stack=Stack.GPT_NEOX, why="the notes name GPT-NeoX"),
     SourceRule(pattern=r"torchtitan", stack=Stack.TORCHTITAN, why="the notes name torchtitan"),
+    SourceRule(pattern=r"nemo[-_ ]?automodel", stack=Stack.NEMO_AUTOMODEL, why="the notes name NeMo AutoModel"),
+    SourceRule(pattern=r"megatron[-_ ]?bridge|\bnemo\b", stack=Stack.NEMO,
+               why="the notes name NeMo / Megatron-Bridge"),
+    SourceRule(pattern=r"llm[-_ ]?foundry|\bcomposer\b", stack=Stack.COMPOSER,
+               why="the notes name llm-foundry / Composer"),
+    SourceRule(pattern=r"--transformer-impl|transformer_engine|megatron[-_ ]core|\bmcore\b", stack=Stack.MEGATRON_CORE,
+               why="the notes name Megatron-Core flags"),
 )
-"""Stacks recognised from notes, for sources no :data:`SOURCE_STACKS` rule knows."""
+"""Stacks recognised from notes, for sources no :data:`SOURCE_STACKS` rule knows. A stack the notes
+say ran the measurement (``measured with``, ``collected using``, ``trained with``, ``codebase``) wins
+over one they only mention; two stacks named alike are not guessed between (the row is generic)."""
+
+RAN_WITH = r"(?:measured|collected|trained|run|ran|benchmarked|obtained)\s+(?:with|using|on|in)\s+(?:the\s+)?$"
+"""Words before a stack's name that say the measurement ran on it."""
+
+
+def note_stack(notes: str) -> tuple[Stack, str] | None:
+    """The stack the notes say ran the measurement (see :data:`NOTE_STACKS`), with the words that say it."""
+    found: dict[Stack, tuple[bool, str]] = {}
+    for rule in NOTE_STACKS:
+        for m in re.finditer(rule.pattern, notes, re.IGNORECASE):
+            cued = bool(re.search(RAN_WITH, notes[max(0, m.start() - 40):m.start()], re.IGNORECASE)) or bool(
+                re.match(r"[^;]{0,12}\b(?:codebase|code base)\b", notes[m.end():], re.IGNORECASE))
+            said = notes[max(0, m.start() - 30):m.end() + 12].strip()
+            if rule.stack not in found or (cued and not found[rule.stack][0]):
+                found[rule.stack] = (cued, f"{rule.why}: ...{said}...")
+    ran = {stack: why for stack, (was, why) in found.items() if was}
+    pick = ran or {stack: why for stack, (_, why) in found.items()}
+    if len(pick) == 1:
+        ((stack, why),) = pick.items()
+        return stack, why
+    return None
+
 
 SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
     "megatron-sc21-table2": (Recompute.FULL, ("the paper's FLOP convention (96·B·s·l·h², Table 2 as Table 1) counts a "
@@ -98,7 +131,7 @@ stack default in the language: Megatron's own default is off)."""
 
 
 SPLIT_FIELDS = ("stage_layers", "first_stage_layers", "last_stage_layers", "account_for_embedding",
-                "account_for_loss", "partition")
+                "account_for_loss", "partition", "pipeline_layout")
 """``parallel`` fields that say how the pipeline stages split the layers (llmp/analytic/split.py)."""
 
 SOURCE_PARTITION: dict[str, tuple[str, str]] = {
@@ -112,32 +145,11 @@ SOURCE_PARTITION: dict[str, tuple[str, str]] = {
 """Sources whose run states DeepSpeed's partition method (the row itself does not)."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RecipeSplit:
-    """How a published recipe splits one model's layers that do not divide its pipeline chunks."""
-
-    stacks: frozenset[Stack]
-    layers: int
-    hidden: int
-    model: str
-    fields: tuple[tuple[str, Any], ...]
-    why: str
-
-
-RECIPE_SPLITS: tuple[RecipeSplit, ...] = (
-    RecipeSplit(
-        stacks=frozenset({Stack.NEMO, Stack.MEGATRON_CORE}), layers=126, hidden=16384, model="Llama 3.1 405B",
-        fields=(("account_for_embedding", True), ("account_for_loss", True)),
-        why=("NVIDIA's Llama 3.1 405B pre-training recipe counts the embedding and the loss as one layer each "
-             "(NVIDIA-NeMo/Megatron-Bridge@3594df9:src/megatron/bridge/recipes/llama/llama31_405b.py, model_config: "
-             "account_for_embedding_in_pipeline_split = account_for_loss_in_pipeline_split = True), so 126 + 2 "
-             "layers split equally and the first and last chunk build one layer fewer; Megatron-Core's other "
-             "option, --decoder-first/last-pipeline-num-layers, needs stage counts divisible by vp, which 126 "
-             "layers on 8 or 16 stages of vp 8 cannot give")),
-)
-"""Published recipes for models whose layers do not divide their pipeline chunks (Megatron-Core refuses
-an unequal split unless told how to make it). The Megatron-LM examples/llama table follows NeMo's
-performance scripts (NVIDIA/Megatron-LM@d98e8a64dd:examples/llama/README.md, "Configuration")."""
+MEGATRON_RECIPES = frozenset({Stack.MEGATRON_CORE, Stack.NEMO})
+"""Stacks whose published runs come from Megatron-Core recipes (NeMo 2, Megatron-Bridge, Megatron-LM's
+examples): Megatron-Core refuses layers that do not divide the chunks, so every such run set a split,
+which a row that does not state one leaves to the model's own recipe layouts
+(:attr:`~llmp.validate.models.ModelPlan.layouts`) or to :func:`llmp.analytic.split.recipe_split`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -262,18 +274,19 @@ def stack_of(m: Measurement, sharding: Sharding | None, notes: Notes) -> tuple[S
                                "models (megatron_deepspeed and gpt_neox run ZeRO-1 at most): generic")
     if rule is not None:
         return rule.stack, f"source {row.text('source')!r}: {rule.why}"
-    for r in NOTE_STACKS:
-        if re.search(r.pattern, m.notes, re.IGNORECASE):
-            return r.stack, r.why
+    noted = note_stack(m.notes)
+    if noted is not None:
+        return noted
     return Stack.GENERIC, f"no stack recognised for source {row.text('source')!r}: generic (fused kernels everywhere)"
 
 
 _SCALING_WORDS: tuple[tuple[str, Fp8Scaling, str], ...] = (
     (r"block[- ]?wise|1x128|128x128", Fp8Scaling.BLOCKWISE, "the row names block scaling"),
-    (r"tensorwise|current scaling|dynamic scaling|torchao|float8 ?nn\.linear|float8linear", Fp8Scaling.CURRENT,
+    (r"tensorwise|fp8[-_ ]cs\b|current scaling|dynamic scaling|torchao|float8 ?nn\.linear|float8linear",
+     Fp8Scaling.CURRENT,
      "the row names per-tensor current scaling (Megatron --fp8-recipe tensorwise = TE Float8CurrentScaling; "
      "torchao Float8Linear's tensorwise recipe scales from each tensor's own amax)"),
-    (r"delayed", Fp8Scaling.DELAYED, "the row names delayed scaling"),
+    (r"delayed|fp8[-_ ]ds\b", Fp8Scaling.DELAYED, "the row names delayed scaling"),
 )
 
 
@@ -295,15 +308,9 @@ def fp8_scaling_of(row: Row, stack: Stack) -> tuple[Fp8Scaling, str]:
 def precision_of(row: Row, stack: Stack, notes: list[str]) -> Precision:
     """The training precision from ``dtype`` (the normalised column) and ``precision`` (free text)."""
     try:
-        from_dtype = cells.compute_dtype(row.text("dtype"))
-        from_text = cells.compute_dtype(row.text("precision"))
+        dtype = cells.training_dtype(row.text("dtype"), row.text("precision"))
     except CellError as err:
-        raise Unmodellable(SkipReason.CELL, f"precision/dtype {row.text('precision')!r}/{row.text('dtype')!r}: "
-                           f"{err}") from None
-    if from_dtype is not None and from_text is not None and from_dtype is not from_text:
-        raise Unmodellable(SkipReason.CELL, f"dtype {row.text('dtype')!r} and precision {row.text('precision')!r} "
-                           f"name different formats ({from_dtype} vs {from_text})")
-    dtype = from_dtype or from_text
+        raise Unmodellable(SkipReason.CELL, f"precision/dtype: {err}") from None
     if dtype is None:
         notes.append("dtype blank: fp16 mixed precision assumed (the 16-bit tensor-core peak; "
                      + ("Megatron-LM before 2021 trained with --fp16 only)" if stack is Stack.MEGATRON_LM else
@@ -312,7 +319,7 @@ def precision_of(row: Row, stack: Stack, notes: list[str]) -> Precision:
     if dtype not in cells.PRECISIONS:
         raise Unmodellable(SkipReason.UNSUPPORTED_DTYPE, f"dtype {dtype}: no such training precision in llmp "
                            f"(supported: {', '.join(d.value for d in cells.PRECISIONS)})")
-    if from_dtype is None:
+    if not row.text("dtype"):
         notes.append(f"dtype blank: {dtype} from the precision column {row.text('precision')!r}")
     return cells.PRECISIONS[dtype]
 
@@ -410,20 +417,14 @@ def _sequence_parallel(row: Row, stack: Stack, tp: int, noted: Notes, notes: lis
     return on
 
 
-def _automodel_split(layers: int, chunks: int) -> list[int]:
-    """NeMo AutoModel's pipeline split: ``layers // chunks`` per stage, the first ``layers % chunks``
-    stages one more (NVIDIA-NeMo/Automodel@00f4041:nemo_automodel/components/distributed/pipelining/
-    functional.py, ``generate_hf_model_fqn_per_model_part``)."""
-    base, extra = divmod(layers, chunks)
-    return [base + (1 if g < extra else 0) for g in range(chunks)]
-
-
-def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[str]) -> dict[str, Any]:
+def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[str],
+           model: ModelPlan | None) -> dict[str, Any]:
     """The ``parallel`` fields that split the layers over the pipeline chunks, beyond what the notes
-    state: the source's own partition method, the stack's own rule (DeepSpeed's partition, NeMo
-    AutoModel's split), or the recipe that ran a model whose layers do not divide the chunks. Layers
-    that do not divide with nothing saying how are refused here, naming the options, rather than
-    guessed."""
+    state: the source's own partition method; nothing where the stack's own code splits any count
+    (DeepSpeed's partition, NeMo AutoModel's and torchtitan's rules: :data:`llmp.analytic.split.UNEVEN`);
+    for a Megatron-Core recipe, the model's recipe layout for this pp x vp, else the recipes'
+    embedding/loss accounting (:func:`llmp.analytic.split.recipe_split`). Layers that do not divide
+    with nothing saying how are refused here, naming the options, rather than guessed."""
     stated = {f: fact for f, fact in noted.section("parallel").items() if f in SPLIT_FIELDS}
     if stated:
         return {}
@@ -431,27 +432,29 @@ def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[s
         method, why = SOURCE_PARTITION[row.text("source")]
         notes.append(f'partition = "{method}" ({why})')
         return {"partition": method}
-    layers = row.integer("layers")
+    layers = row.integer("layers") if model is None else model.layers
     if layers is None or layers % (pp * vp) == 0:
         return {}
-    default = profile(stack).partition
-    if default.value:
+    if profile(stack).partition.value:
         notes.append(f"layers({layers}) over pp({pp}): the stack's DeepSpeed partition splits them "
                      f"({_default(stack, 'partition')})")
         return {}
-    if stack is Stack.NEMO_AUTOMODEL:
-        split = _automodel_split(layers, pp * vp)
-        notes.append(f"stage_layers = {split} per chunk: {layers} layers over pp {pp} x vp {vp} stages as NeMo "
-                     f"AutoModel splits them (the first {layers % (pp * vp)} stages one layer more; "
-                     "NVIDIA-NeMo/Automodel@00f4041:nemo_automodel/components/distributed/pipelining/functional.py, "
-                     "generate_hf_model_fqn_per_model_part)")
-        return {"stage_layers": split}
-    for recipe in RECIPE_SPLITS:
-        if stack in recipe.stacks and (layers, row.integer("hidden")) == (recipe.layers, recipe.hidden):
-            fields = dict(recipe.fields)
-            notes.append(f"{', '.join(f'{f} = {value_text(v)}' for f, v in recipe.fields)}: {recipe.model}'s "
-                         f"{layers} layers do not divide pp({pp}) x vp({vp}); {recipe.why}")
-            return fields
+    rule, source = UNEVEN.get(stack, (Uneven.REFUSE, ""))
+    if rule is not Uneven.REFUSE:
+        notes.append(f"layers({layers}) over pp({pp}) x vp({vp}): stack {stack} splits them itself ({source})")
+        return {}
+    if stack in MEGATRON_RECIPES:
+        mtp = (model.mtp_layers or 0) if model is not None else 0
+        layout = dict(model.layouts).get((pp, vp)) if model is not None else None
+        if layout is not None and model is not None and mtp == 1:
+            notes.append(f'pipeline_layout = "{layout}": {model.name}\'s {layers} layers over pp({pp}) x vp({vp}) as '
+                         f"its recipe lays them out ({model.recipe_source})")
+            return {"pipeline_layout": layout}
+        recipe = recipe_split(layers, pp, vp, mtp)
+        if recipe is not None:
+            notes.append(f"{', '.join(f'{f} = {value_text(v)}' for f, v in recipe.fields)}: {layers} layers do not "
+                         f"divide pp({pp}) x vp({vp}) and the row does not say how; {recipe.why}")
+            return dict(recipe.fields)
     raise Unmodellable(SkipReason.UNSTATED_SPLIT, (
         f"layers({layers}) do not divide pp({pp}) x vp({vp}) = {pp * vp} chunks and the row does not say how "
         f"stack {stack} split them (Megatron-LM refuses an unequal split unless told: "
@@ -460,8 +463,32 @@ def _split(row: Row, stack: Stack, pp: int, vp: int, noted: Notes, notes: list[s
         f"{OPTIONS}"))
 
 
-def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
-    """The train/parallel blocks for ``m``; raises :class:`Unmodellable` when they cannot be built."""
+_BRIDGE_ETP = ("Megatron-Bridge's MoE recipes run the experts unsplit, expert_tensor_parallel_size = 1 "
+               "(NVIDIA-NeMo/Megatron-Bridge@05d003f:src/megatron/bridge/recipes/deepseek/deepseek_v3.py, "
+               "_deepseek_v3_common), against Megatron's default of tp")
+
+
+def _expert_tp(stack: Stack, tp: int, cp: int, dp: int, ep: int, model: ModelPlan | None,
+               notes: list[str]) -> dict[str, Any]:
+    """The expert tensor-parallel degree of a MoE row on a Megatron-Core recipe (the schema has no
+    column for it): the model's recipe value; else Megatron's default (tp) unless that cannot fold
+    into the layout (``tp * ep`` not dividing ``tp * cp * dp``: the run folded ep into tp, so it split
+    experts less), then the recipes' 1. Empty where Megatron's default stands."""
+    if model is None or not model.moe or stack not in MEGATRON_RECIPES or tp == 1:
+        return {}
+    if model.etp is not None:
+        notes.append(f"etp = {model.etp}: {model.name}'s recipe ({model.recipe_source})")
+        return {"etp": model.etp}
+    if (tp * cp * dp) % (tp * ep) and (tp * cp * dp) % ep == 0:
+        notes.append(f"etp = 1: with Megatron's default etp = tp({tp}), etp * ep({ep}) = {tp * ep} does not divide "
+                     f"tp * cp * dp = {tp * cp * dp}, so the run split its experts less; {_BRIDGE_ETP}")
+        return {"etp": 1}
+    return {}
+
+
+def plan_train(m: Measurement, noted: Notes, model: ModelPlan | None = None) -> TrainPlan:
+    """The train/parallel blocks for ``m`` (whose model is ``model``, for its pipeline split); raises
+    :class:`Unmodellable` when they cannot be built."""
     row = m.config
     sharding = sharding_of(row)
     stack, why = stack_of(m, sharding, noted)
@@ -493,7 +520,9 @@ def plan_train(m: Measurement, noted: Notes) -> TrainPlan:
     for f, fact in (*noted.section("train").items(), *noted.section("parallel").items()):
         if f not in ("recompute", "sequence_parallel"):
             notes.append(f"{f} = {value_text(fact.value)} (notes: {fact.text!r})")
-    parallel.update(_split(row, stack, pp, vp, noted, notes))
+    parallel.update(_split(row, stack, pp, vp, noted, notes, model))
+    if "etp" not in parallel:
+        parallel.update(_expert_tp(stack, tp, cp, dp, ep, model, notes))
     if sharding is not None:
         if sharding.degree not in (None, 0, dp, dp * cp) and sharding.stage is not ZeroStage.NONE:
             raise Unmodellable(SkipReason.UNEXPRESSIBLE, f"zero_stage_or_fsdp {row.text('zero_stage_or_fsdp')!r} "

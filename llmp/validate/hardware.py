@@ -14,12 +14,12 @@ what is compared here is exactly what a spec would get.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from llmp.dsl import catalog
 from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Node
+from llmp.validate import cells
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable
 
@@ -85,25 +85,16 @@ class Network:
 
 
 def read_network(cell: str, gpus_per_node: int) -> Network:
-    """The technology and per-node bandwidth an ``interconnect_inter`` cell states."""
-    text = cell.lower()
-    tech = next((t for t in TECHS if re.search(t.pattern, text)), None)
-    bw = re.search(r"(\d+(?:\.\d+)?)\s*([gt])(?:b(?:it)?(?:ps|/s)|bps)", text)
-    count = re.search(r"(\d+)\s*(?:x\s*)?(?:[a-z-]+\s+)?(?:opa|ib|nic|hca|links?|ports?|rails?|adapters?)\b|"
-                      r"\b(\d+)\s*x\b", text)
-    n = int(count.group(1) or count.group(2)) if count else None
-    gbps = float(bw.group(1)) * (1000 if bw.group(2) == "t" else 1) if bw else None
-    if gbps is not None and re.search(r"per[-_ ]gpu|/gpu|each gpu|gpu each", text):
-        return Network(tech=tech, node_gbps=gbps * gpus_per_node, because=f"{gbps:g} Gb/s per GPU x {gpus_per_node}")
-    if gbps is not None and n is not None:
-        return Network(tech=tech, node_gbps=gbps * n, because=f"{n} x {gbps:g} Gb/s")
-    if gbps is not None and re.search(r"node", text):
-        return Network(tech=tech, node_gbps=gbps, because=f"{gbps:g} Gb/s per node")
-    if gbps is None and n is not None and tech is not None and tech.port_gbps is not None:
-        return Network(tech=tech, node_gbps=n * tech.port_gbps,
-                       because=f"{n} {tech.name} ports x {tech.port_gbps:g} Gb/s")
-    why = "bandwidth scope (per GPU, per node, per NIC) not stated" if gbps is not None else "no bandwidth stated"
-    return Network(tech=tech, because=why)
+    """The technology and per-node bandwidth an ``interconnect_inter`` cell states, as
+    :func:`llmp.validate.cells.network` reads it (a cell it refuses keeps the node's own network;
+    the mapping skips such a row before it gets here)."""
+    try:
+        read = cells.network(cell, gpus_per_node)
+    except cells.CellError as err:
+        return Network(because=str(err))
+    name = f"{read.fabric} {read.generation.upper()[:3]}" if read.fabric and read.generation else str(read.fabric)
+    tech = next((t for t in TECHS if t.name == name), None) or next((t for t in TECHS if t.name == read.fabric), None)
+    return Network(tech=tech, node_gbps=read.node_gbps, because=read.because)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

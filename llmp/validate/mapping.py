@@ -21,12 +21,12 @@ from llmp.dsl.spec import Dispatcher, Router, Spec, Stack
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link
-from llmp.validate import metrics, notes
+from llmp.validate import cells, metrics, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
 from llmp.validate.hardware import ClusterPlan, plan_cluster
 from llmp.validate.metrics import Quantity, Reading, StepContext, UnitError
-from llmp.validate.models import MODEL_FIELDS, ModelPlan, plan_model
+from llmp.validate.models import MODEL_FIELDS, ModelPlan, for_stack, plan_model
 from llmp.validate.notes import MemoryKind, MemoryReading, Notes
 from llmp.validate.rows import Measurement, Row
 from llmp.validate.skips import SkipReason, Unmodellable
@@ -98,9 +98,10 @@ def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_
             reading = Reading(name=reading.name, quantity=reading.quantity, value=median, unit=reading.unit)
         return reading, row
     have = ", ".join(f"{r.name} [{r.unit.text}]" for r, _ in read)
+    alone = f" (memory only: {'; '.join(m.joined)})" if m.joined else ""
     raise Unmodellable(SkipReason.NO_TIME_METRIC,
-                       f"reported metrics: {have}; none is a time or throughput, and FLOP-rate metrics are used "
-                       "only with a FLOP formula stated by the source")
+                       f"reported metrics: {have}{alone}; none is a time or throughput, and FLOP-rate metrics are "
+                       "used only with a FLOP formula stated by the source")
 
 
 def _memory(read: tuple[tuple[Reading, Row], ...], noted: Notes) -> tuple[MemoryReading, ...]:
@@ -147,9 +148,6 @@ def _plan_moe_train(m: Measurement, model: ModelPlan, train: TrainPlan) -> Train
                     "gptoss_120b_te_deepep.yaml ep_size 64 on 64)")
     elif m.config.integer("ep") is None:
         said.append("ep blank: 1 (Megatron's default --expert-model-parallel-size)")
-    if train.stack is Stack.NEMO_AUTOMODEL and model.mla:
-        said.append("mtp_layers = 0: NeMo AutoModel's DeepSeek-V3 model builds no multi-token prediction "
-                    "module (NVIDIA-NeMo/Automodel@05e0902:nemo_automodel/components/models/deepseek_v3/model.py)")
     return dataclasses.replace(train, ep=ep, parallel=parallel, assumptions=(*train.assumptions, *said))
 
 
@@ -205,8 +203,8 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
     lines += [f"model {_ident(model.name)} {{", f"  arch = {model.arch}", f"  layers = {model.layers}",
               f"  hidden = {model.hidden}", f"  heads = {model.heads}", f"  kv_heads = {model.kv_heads}",
               f"  ffn_hidden = {model.ffn_hidden}", f"  vocab = {model.vocab}", f"  seq_len = {model.seq_len}"]
-    lines += [_field(f, getattr(model, f)) for f in (*MODEL_FIELDS, "head_dim", "window", "full_attention_every")
-              if getattr(model, f) is not None]
+    lines += [_field(f, getattr(model, f)) for f in (*MODEL_FIELDS, "head_dim", "window", "full_attention_every",
+                                                      "mtp_layers") if getattr(model, f) is not None]
     if model.moe:
         balanced = bool(re.search(r"fake[-_ ]balanced", notes_text, re.IGNORECASE))
         lines.append("  moe { " + "  ".join(f"{k} = {value_text(v)}" for k, v in _moe_fields(model, balanced)) + " }")
@@ -229,6 +227,16 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
     return "\n".join(lines)
 
 
+def _check_network(row: Row) -> None:
+    """A network cell that names two compute fabrics, or contradicts itself, is not guessed: the row is
+    skipped with the cell quoted (a cell that only leaves its scope unstated keeps the node's network)."""
+    cell = row.text("interconnect_inter")
+    try:
+        cells.network(cell, row.integer("gpus_per_node") or 8)
+    except CellError as err:
+        raise Unmodellable(SkipReason.CELL, f"interconnect_inter {err}") from None
+
+
 def _map(m: Measurement) -> Mapped:
     row = m.config
     _check_task(row)
@@ -242,9 +250,11 @@ def _map(m: Measurement) -> Mapped:
     if noted.unexpressible:
         raise Unmodellable(SkipReason.UNEXPRESSIBLE, "; ".join(noted.unexpressible))
     model = plan_model(row, noted)
-    train = plan_train(m, noted)
+    train = plan_train(m, noted, model)
+    model = for_stack(model, train.stack)
     if model.moe:
         train = _plan_moe_train(m, model, train)
+    _check_network(row)
     cluster = plan_cluster(row)
     dtype = Dtype(train.precision.compute_dtype)
     if dtype not in cluster.node.gpu.peak_flops:
@@ -262,7 +272,8 @@ def _map(m: Measurement) -> Mapped:
     said = f"measured step time from {reading.name} = {reading.value:g} {reading.unit.text} ({reading.quantity})"
     if context.flops_per_step is not None:
         said += f" with {metrics.FLOP_CONVENTIONS[row.text('source')].citation}"
-    assumptions = (said, *how, *model.assumptions, *train.assumptions, *cluster.assumptions)
+    denied = tuple(f"notes deny {term!r} ({words!r}): not read as stated" for term, words in noted.denied)
+    assumptions = (said, *m.joined, *how, *model.assumptions, *train.assumptions, *cluster.assumptions, *denied)
     return Mapped(measurement=m, metric_row=metric_row, reading=reading, measured_s=measured, context=context,
                   text=text, spec=spec, memory=_memory(read, noted), assumptions=assumptions)
 

@@ -160,6 +160,14 @@ def read(name: str, value: float, unit_text: str) -> Reading:
     return Reading(name=name, quantity=_BY_DIM[unit.dim], value=value, unit=unit)
 
 
+def is_memory(name: str, unit_text: str) -> bool:
+    """Whether a metric is a memory peak (a unit the grammar does not read is not one)."""
+    try:
+        return read(name, 1.0, unit_text).quantity is Quantity.MEMORY
+    except UnitError:
+        return False
+
+
 PREFERENCE: tuple[Quantity, ...] = (Quantity.STEP_TIME, Quantity.TOKEN_RATE, Quantity.SAMPLE_RATE,
                                     Quantity.FLOP_RATE, Quantity.TRAINING_DAYS)
 """Time-like quantities, most direct first: a step time; throughputs (exact given batch and GPUs);

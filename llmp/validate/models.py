@@ -13,16 +13,18 @@ Mixture-of-experts rows: the schema has ``moe_experts`` and ``moe_topk`` but no 
 shared experts, dense layers, attention variant or windows. :data:`MOE_FAMILIES` holds the public
 configs of the MoE models met in published tables (each cited); a MoE row takes them from its
 family, after checking that the row's own architecture columns agree with that config. A MoE row
-of no known family is skipped, naming what is missing.
+of no known family is predicted as a generic MoE of the shape its columns give, with Megatron-Core's
+defaults for everything they leave out (:func:`_plan_generic_moe`); every such default is written
+on the row, and those rows carry :data:`GENERIC_MOE` so the reports score them as their own slice.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmp.dsl.spec import Activation, Arch, Norm, Position, Router
+from llmp.dsl.spec import Activation, Arch, Norm, Position, Router, Stack
 from llmp.validate.notes import Notes
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable
@@ -117,10 +119,18 @@ class ModelPlan:
     """None: the arch default (hidden / heads)."""
     window: int | None = None
     full_attention_every: int | None = None
+    mtp_layers: int | None = None
+    """Multi-token prediction modules (None: none)."""
     moe: tuple[tuple[str, Any], ...] = ()
     """The ``moe { }`` fields; empty for a dense model."""
     mla: tuple[tuple[str, Any], ...] = ()
     """The ``mla { }`` fields; empty for standard attention."""
+    layouts: tuple[tuple[tuple[int, int], str], ...] = ()
+    """The model's recipe pipeline layouts for Megatron-Core, by (pp, vp) (Megatron-Core layout strings)."""
+    etp: int | None = None
+    """The expert tensor-parallel degree its Megatron-Core recipes run (None: not known)."""
+    recipe_source: str = ""
+    """Where the layouts and the expert tensor-parallel degree come from."""
     assumptions: tuple[str, ...] = field(default=())
 
 
@@ -144,9 +154,27 @@ class MoeFamily:
     mla: tuple[tuple[str, int], ...] = ()
     """The ``mla { }`` fields, for multi-head latent attention."""
     model: tuple[tuple[str, Any], ...] = ()
-    """Further ``model`` fields (bias, window, full_attention_every)."""
+    """Further ``model`` fields (bias, window, full_attention_every, mtp_layers)."""
     unmodelled: tuple[str, ...] = ()
+    layouts: tuple[tuple[tuple[int, int], str], ...] = ()
+    """Pipeline layouts its Megatron-Core recipes run, by (pp, vp)."""
+    etp: int | None = None
+    """The expert tensor-parallel degree its Megatron-Core recipes run."""
+    recipe_source: str = ""
 
+
+_BRIDGE_DSV3 = ("NVIDIA-NeMo/Megatron-Bridge@05d003f:src/megatron/bridge/recipes/deepseek/deepseek_v3.py, "
+                "_deepseek_v3_common: expert_tensor_parallel_size = 1 and layout_map; pp 8 x vp 4 and pp 2 x vp 8 "
+                "from the performance configs, "
+                "NVIDIA-NeMo/Megatron-Bridge@0426418:scripts/performance/configs/deepseek/"
+                "deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1 and _GB300_V1 pp_layout")
+_DSV3_LAYOUTS = (
+    ((4, 1), "Et*16|t*16|t*16|t*13mL"),
+    *(((pp, vp), "Et*8|(t*8|)*6t*5mL") for pp, vp in ((8, 1), (4, 2))),
+    *(((pp, vp), "Et*4|(t*4|)*14tmL") for pp, vp in ((16, 1), (8, 2), (4, 4), (2, 8))),
+    ((8, 4), "Et|(tt|)*30mL"),
+)
+"""DeepSeek-V3's 61 layers and its MTP module over the pipeline, as Megatron-Bridge lays them out."""
 
 _DSV3_MLA = (("q_lora_rank", 1536), ("kv_lora_rank", 512), ("qk_nope_head_dim", 128), ("qk_rope_head_dim", 64),
              ("v_head_dim", 128))
@@ -155,12 +183,13 @@ MOE_FAMILIES: tuple[MoeFamily, ...] = (
     MoeFamily(name="DeepSeek-V3", pattern=r"deepseek[-_ ]?v3",
               citation="deepseek-ai/DeepSeek-V3 config.json (DeepSeek-V3 technical report, arXiv:2412.19437 §4.2): "
                        "MLA, 3 dense layers of 18432, 256 routed experts of 2048 + 1 shared, top-8, sigmoid scores "
-                       "with the expert bias (noaux_tc)",
+                       "with the expert bias (noaux_tc), one multi-token prediction module "
+                       "(num_nextn_predict_layers 1)",
               columns=(("layers", 61), ("hidden", 7168), ("heads", 128), ("moe_experts", 256), ("moe_topk", 8)),
               kv_heads=128, ffn_hidden=18432,
               moe=(("expert_ffn_hidden", 2048), ("shared_experts", 1), ("first_dense_layers", 3),
                    ("router", Router.SIGMOID), ("expert_bias", True)),
-              mla=_DSV3_MLA),
+              mla=_DSV3_MLA, model=(("mtp_layers", 1),), layouts=_DSV3_LAYOUTS, etp=1, recipe_source=_BRIDGE_DSV3),
     MoeFamily(name="Kimi K2", pattern=r"kimi[-_ ]?k2",
               citation="moonshotai/Kimi-K2-Base config.json (DeepSeek-V3 architecture): MLA, 1 dense layer of "
                        "18432, 384 routed experts of 2048 + 1 shared, top-8, sigmoid scores with the expert bias",
@@ -301,10 +330,7 @@ def _plan_moe(row: Row, name: str) -> ModelPlan:
     """A MoE row's model from its family's public config (see the module docstring)."""
     fam = moe_family_of(name)
     if fam is None:
-        known = ", ".join(f.name for f in MOE_FAMILIES)
-        raise Unmodellable(SkipReason.MOE, f"{row.text('moe_experts')} experts, top-{row.text('moe_topk') or '?'}: "
-                           f"no known MoE family for {name!r} (known: {known}); the schema gives no expert width, "
-                           "shared experts or dense layers")
+        return _plan_generic_moe(row, name)
     fixed = dict(fam.columns)
     clash = [f"{c} {row.integer(c)} (config {v})" for c, v in fam.columns
              if row.integer(c) is not None and row.integer(c) != v]
@@ -327,11 +353,74 @@ def _plan_moe(row: Row, name: str) -> ModelPlan:
     if fam.mla:
         said.append("mla: " + ", ".join(f"{k} = {v}" for k, v in fam.mla) + f" ({fam.name} config)")
     extra = dict(fam.model)
+    if extra.get("mtp_layers"):
+        said.append(f"mtp_layers = {extra['mtp_layers']} ({fam.name} config)")
     return ModelPlan(name=name, arch=Arch.LLAMA, layers=fixed["layers"], hidden=fixed["hidden"], heads=fixed["heads"],
                      kv_heads=fam.kv_heads, ffn_hidden=fam.ffn_hidden, vocab=row.integer("vocab") or 0,
                      seq_len=row.integer("seq_len") or 0, head_dim=fam.head_dim, bias=extra.get("bias"),
                      window=extra.get("window"), full_attention_every=extra.get("full_attention_every"),
-                     moe=moe, mla=fam.mla, assumptions=tuple(said))
+                     mtp_layers=extra.get("mtp_layers"), moe=moe, mla=fam.mla, layouts=fam.layouts, etp=fam.etp,
+                     recipe_source=fam.recipe_source, assumptions=tuple(said))
+
+
+GENERIC_MOE = "architecture: generic MoE"
+"""How a generic MoE row's first assumption starts (reports slice on it)."""
+
+_MCORE_CONFIG = "NVIDIA/Megatron-LM@00caa53:megatron/core/transformer/transformer_config.py"
+_MCORE_ARGS = "NVIDIA/Megatron-LM@00caa53:megatron/training/arguments.py"
+
+
+def _plan_generic_moe(row: Row, name: str) -> ModelPlan:
+    """A MoE row of no known family: the shape its columns give, every layer a MoE layer of
+    ``moe_experts`` experts of width ``ffn_hidden``, ``moe_topk`` per token, and Megatron-Core's
+    defaults for what the columns leave out, each written on the row."""
+    missing = [c for c in ("layers", "hidden", "heads", "seq_len", "vocab", "moe_topk") if row.integer(c) is None]
+    if row.integer("ffn_hidden") is None:
+        missing.append("ffn_hidden (the expert width)")
+    if missing:
+        raise Unmodellable(SkipReason.MISSING_ARCHITECTURE, f"{', '.join(missing)} blank: a MoE of no known family "
+                           f"({name!r}) needs its shape from the columns")
+    layers, hidden, heads, seq_len, vocab, experts, top_k, ffn = (row.integer(c) for c in (
+        "layers", "hidden", "heads", "seq_len", "vocab", "moe_experts", "moe_topk", "ffn_hidden"))
+    assert None not in (layers, hidden, heads, seq_len, vocab, experts, top_k, ffn)
+    if top_k > experts:  # type: ignore[operator]
+        raise Unmodellable(SkipReason.MOE, f"moe_topk {top_k} > moe_experts {experts}")
+    said = [f"{GENERIC_MOE} of the row's shape: no known MoE family for {name!r} (known: "
+            f"{', '.join(f.name for f in MOE_FAMILIES)}); arch = llama (RMSNorm, SwiGLU, rotary, no biases: the "
+            "architecture of every MoE family llmp knows)",
+            f"expert width = ffn_hidden {ffn}: Megatron-Core's moe_ffn_hidden_size defaults to ffn_hidden_size "
+            f"({_MCORE_CONFIG}, TransformerConfig.__post_init__); dense layers none, so ffn_hidden is only the "
+            "experts'",
+            f"every layer a MoE layer, no dense first layers (Megatron --moe-layer-freq default 1, {_MCORE_ARGS})",
+            "no shared experts (Megatron --moe-shared-expert-intermediate-size default None)",
+            "router: softmax over the top-k logits, no expert bias, no load-balancing loss (Megatron "
+            "--moe-router-score-function softmax, --moe-aux-loss-coeff 0.0 defaults), dropless (no capacity "
+            "factor), a balanced load (imbalance 1)",
+            "attention: grouped-query as the columns give it (no MLA, no window)"]
+    kv_heads = row.integer("kv_heads")
+    if kv_heads is None:
+        kv_heads = heads
+        said.append("kv_heads blank: multi-head attention assumed (kv_heads = heads, Megatron default)")
+    moe: tuple[tuple[str, Any], ...] = (("experts", experts), ("top_k", top_k), ("expert_ffn_hidden", ffn))
+    return ModelPlan(name=name, arch=Arch.LLAMA, layers=layers, hidden=hidden, heads=heads,  # type: ignore[arg-type]
+                     kv_heads=kv_heads, ffn_hidden=ffn, vocab=vocab, seq_len=seq_len, moe=moe,  # type: ignore[arg-type]
+                     assumptions=tuple(said))
+
+
+MTP_STACKS: dict[Stack, str] = {
+    Stack.NEMO_AUTOMODEL: ("NeMo AutoModel's DeepSeek-V3 model builds no multi-token prediction module "
+                           "(NVIDIA-NeMo/Automodel@05e0902:nemo_automodel/components/models/deepseek_v3/model.py)"),
+}
+"""Stacks that train a model without the multi-token prediction modules its config has, and why."""
+
+
+def for_stack(model: ModelPlan, stack: Stack) -> ModelPlan:
+    """``model`` as ``stack`` builds it: without its multi-token prediction modules where the stack
+    has none (:data:`MTP_STACKS`)."""
+    if not model.mtp_layers or stack not in MTP_STACKS:
+        return model
+    return replace(model, mtp_layers=None,
+                   assumptions=(*model.assumptions, f"mtp_layers = 0: {MTP_STACKS[stack]}"))
 
 
 def _show(value: object) -> str:

@@ -165,7 +165,7 @@ PATTERNS: tuple[Pattern, ...] = (
                                      r"(?<!-)\bno[-_ ]bias(?:es)?\b(?![-_](?:gelu|swiglu|dropout))|\bbias[-_ ]free\b|"
                                      r"\bwithout bias(?:es)?\b",
             sets=_const(model__bias=False)),
-    Pattern(name="vocab padding multiple", regex=r"padded to a multiple of\s*(\d[\d,]*)|"
+    Pattern(name="vocab padding multiple", regex=r"padded (?:by [\w-]+ )?to a multiple of\s*(\d[\d,]*)|"
                                                  r"--make-vocab-size-divisible-by[= ]+(\d+)",
             sets=_vocab_multiple),
     Pattern(name="padded vocab",
@@ -268,6 +268,8 @@ class Notes:
     unmodelled: tuple[str, ...] = ()
     unexpressible: tuple[str, ...] = ()
     memory: tuple[MemoryReading, ...] = ()
+    denied: tuple[tuple[str, str], ...] = ()
+    """Terms the notes deny, with their words (``("SwiGLU", "not SwiGLU")``): read as not stated."""
 
     def get(self, path: str) -> Fact | None:
         return next((f for f in self.facts if f.path == path), None)
@@ -277,8 +279,48 @@ class Notes:
         return {f.path.split(".", 1)[1]: f for f in self.facts if f.path.startswith(section + ".")}
 
 
+NEGATED_TERM = r"[\w.+-]+(?:[ -](?:glu|mlp|norm|fusion|embeddings?))?"
+NEGATIONS: tuple[str, ...] = (
+    rf"\b(?:not|never|instead of|rather than)\s+(?P<term>{NEGATED_TERM})",
+    rf"\((?P<term>{NEGATED_TERM})\s+(?:commented out|disabled|removed|off)\b",
+    rf"\b(?P<term>{NEGATED_TERM})\s+(?:is |was )?(?:commented out|disabled|removed)\b",
+)
+"""A term the notes deny: ``activation gelu (not SwiGLU)``, ``(swiglu commented out in yml)``,
+``SwiGLU disabled``. The term is blanked before the statements are read, so a denied architecture is
+not read as stated; flags that say "no" themselves (``--no-rope-fusion``, ``no biases``) are statements
+of their own in :data:`PATTERNS`, not negations."""
+
+
+def negated(text: str) -> tuple[tuple[str, str], ...]:
+    """``(term, words)`` for every term ``text`` denies (see :data:`NEGATIONS`)."""
+    out = []
+    for regex in NEGATIONS:
+        for m in re.finditer(regex, text, re.IGNORECASE):
+            if _states(m.group("term")):
+                out.append((m.group("term"), m.group(0).strip("() ")))
+    return tuple(dict.fromkeys(out))
+
+
+def _states(term: str) -> bool:
+    """Whether ``term`` is something a :data:`PATTERNS` entry reads (``not stated`` denies nothing)."""
+    return any(re.search(p.regex, term, re.IGNORECASE) for p in PATTERNS)
+
+
+def _blank_negated(text: str) -> str:
+    def blank(m: re.Match[str]) -> str:
+        term = m.group("term")
+        return m.group(0).replace(term, " " * len(term)) if _states(term) else m.group(0)
+
+    for regex in NEGATIONS:
+        text = re.sub(regex, blank, text, flags=re.IGNORECASE)
+    return text
+
+
 def read(text: str) -> Notes:
-    """Every statement of :data:`PATTERNS` in ``text``; raises CellError on a contradiction."""
+    """Every statement of :data:`PATTERNS` in ``text`` (terms the notes deny left out, see
+    :data:`NEGATIONS`); raises CellError on a contradiction."""
+    denied = negated(text)
+    text = _blank_negated(text)
     facts: dict[str, Fact] = {}
     for pattern in PATTERNS:
         for match in re.finditer(pattern.regex, text, re.IGNORECASE):
@@ -293,7 +335,7 @@ def read(text: str) -> Notes:
     unmodelled = tuple(what for regex, what in UNMODELLED if re.search(regex, text, re.IGNORECASE))
     unexpressible = tuple(what for regex, what in UNEXPRESSIBLE if re.search(regex, text, re.IGNORECASE))
     return Notes(facts=tuple(facts.values()), unmodelled=unmodelled, unexpressible=unexpressible,
-                 memory=memory_readings(text))
+                 memory=memory_readings(text), denied=denied)
 
 
 def _refines(path: str, old: Fact, pattern: Pattern) -> bool:

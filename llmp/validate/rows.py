@@ -10,8 +10,10 @@ re-check a cell.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import difflib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +88,8 @@ class Measurement:
     """One measured run: the rows of one file that agree on every configuration column."""
 
     rows: tuple[Row, ...]
+    joined: tuple[str, ...] = ()
+    """How rows of another configuration line joined this one (a memory peak typed on its own row)."""
 
     @property
     def config(self) -> Row:
@@ -255,3 +259,38 @@ def group_measurements(rows: tuple[Row, ...] | list[Row]) -> tuple[Measurement, 
         key = (row.file, tuple(row.values[c] for c in COLUMNS if c not in FREE_COLUMNS))
         groups.setdefault(key, []).append(row)
     return tuple(Measurement(rows=tuple(g)) for g in groups.values())
+
+
+JOIN_IGNORED: frozenset[str] = FREE_COLUMNS | {"source_ref"}
+"""Columns a memory row may differ in from its step row (a source cites the memory column of a table
+apart from its throughput column)."""
+
+
+def join_memory(measurements: tuple[Measurement, ...], is_memory: Callable[[Row], bool]) -> tuple[Measurement, ...]:
+    """Join each measurement that reports only memory peaks to the one step measurement of its file
+    with the same configuration: every column equal except :data:`JOIN_IGNORED` and the cells the
+    memory row leaves blank. A memory row that matches no measurement, or several, stays on its own
+    (and is skipped for want of a time-like metric, naming the rows it could belong to)."""
+    memory_only = [m for m in measurements if all(is_memory(r) for r in m.rows)]
+    steps = [m for m in measurements if not all(is_memory(r) for r in m.rows)]
+    joined: dict[int, list[Measurement]] = {}
+    alone: list[Measurement] = []
+    for mem in memory_only:
+        cfg = mem.config
+        matches = [i for i, m in enumerate(steps) if m.config.file == cfg.file and all(
+            cfg.values[c] in ("", m.config.values[c]) for c in COLUMNS if c not in JOIN_IGNORED)]
+        if len(matches) == 1:
+            joined.setdefault(matches[0], []).append(mem)
+        else:
+            why = (f"its configuration matches {len(matches)} step measurements "
+                   f"({', '.join(steps[i].config.key for i in matches[:4])})" if matches else
+                   "no step measurement of its file has its configuration")
+            alone.append(dataclasses.replace(mem, joined=(why,)))
+    out = []
+    for i, m in enumerate(steps):
+        extra = joined.get(i, [])
+        out.append(dataclasses.replace(m, rows=(*m.rows, *(r for e in extra for r in e.rows)),
+                                       joined=tuple(f"memory row {r.key} joined (same configuration; "
+                                                    "cells it leaves blank and its source_ref aside)"
+                                                    for e in extra for r in e.rows)) if extra else m)
+    return (*out, *alone)

@@ -25,7 +25,7 @@ from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.validate import metrics
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
 from llmp.validate.notes import MemoryKind, MemoryReading
-from llmp.validate.rows import Measurement, drop_copies, group_measurements, read_csvs
+from llmp.validate.rows import Measurement, Row, drop_copies, group_measurements, join_memory, read_csvs
 from llmp.validate.skips import SkipReason
 
 GIB = 2.0**30
@@ -375,13 +375,17 @@ def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sou
     return Report(rows=tuple(scored), skipped=(*skipped, *copies))
 
 
+def _memory_row(row: Row) -> bool:
+    return metrics.is_memory(row.text("metric_name"), row.text("metric_unit"))
+
+
 def read_measurements(paths: Sequence[str], sources: Sequence[str] = ()) -> tuple[tuple[Measurement, ...],
                                                                                  tuple[Skipped, ...]]:
     """The measurements in ``paths`` (only ``sources`` when given), and the rows set aside while
     reading: exact copies of an earlier row, each a :class:`Skipped` naming the row it repeats
     (``llmp validate`` and ``llmp calibrate`` read their rows the same way)."""
     rows, copies = drop_copies(read_csvs(tuple(paths)))
-    measurements = select_sources(group_measurements(rows), sources)
+    measurements = select_sources(join_memory(group_measurements(rows), _memory_row), sources)
     skipped = tuple(Skipped(measurement=Measurement(rows=(copy,)), reason=SkipReason.DUPLICATE,
                             detail=f"every cell equals row {first.key}: the measurement is counted once")
                     for copy, first in copies if not sources or copy.text("source") in sources)

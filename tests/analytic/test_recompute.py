@@ -8,12 +8,13 @@ from analytic.strategies_analytic import gpt, llama, make_spec, with_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmp.analytic.activations import layer_activation_bytes, op_sac_bytes
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, cost
 from llmp.analytic.layer import Context, layer_ops, op_sac_matmuls
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.compose.memory import layer_activation_bytes, memory, op_sac_bytes
+from llmp.compose.memory import memory
 from llmp.compose.step import schedule_plan
 from llmp.dsl.spec import MoeSpec, Recompute, Stack
 from llmp.stacks import PROFILES, SelectiveRecompute

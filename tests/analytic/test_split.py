@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 
 import pytest
 from analytic.strategies_analytic import gpt, llama, make_spec
@@ -15,9 +16,11 @@ from llmp.analytic.split import (
     _bisection,
     _linear_partition,
     _uniform,
+    megatron_layout,
+    recipe_split,
     split,
 )
-from llmp.dsl.spec import PipeModule, Schedule
+from llmp.dsl.spec import PipeModule, Schedule, Stack
 
 
 def _spec(layers: int, pp: int, vp: int = 1, model=None, **parallel):
@@ -163,3 +166,96 @@ def test_layers_that_do_not_divide_name_the_ways_to_split_them():
         split(_spec(44, 8))
     assert "first_stage_layers" in err.value.hint and "partition" in err.value.hint
     assert "account_for_embedding" in err.value.hint and "stage_layers" in err.value.hint
+
+
+# ---- Megatron-Core layout strings and each stack's own rule for layers that do not divide -----------
+
+def _stacked(spec, stack):
+    return dataclasses.replace(spec, train=dataclasses.replace(spec.train, stack=stack))
+
+
+@pytest.mark.parametrize("text, layers, pp, vp, mtp, chunks", [
+    # Megatron-Bridge's DeepSeek-V3 layouts (NVIDIA-NeMo/Megatron-Bridge recipes/deepseek/deepseek_v3.py and the
+    # H100 performance config): 61 layers and one MTP module.
+    ("Et|(tt|)*30mL", 61, 8, 4, 1, (1,) + (2,) * 30 + (0,)),
+    ("Et*4|(t*4|)*14tmL", 61, 8, 2, 1, (4,) * 15 + (1,)),
+    ("Et*8|(t*8|)*6t*5mL", 61, 8, 1, 1, (8,) * 7 + (5,)),
+    ("Et*16|t*16|t*16|t*13mL", 61, 4, 1, 1, (16, 16, 16, 13)),
+    ("Ettt|tt,tt|(t|)*2tL", 10, 5, 1, 0, (3, 4, 1, 1, 1)),  # commas are cosmetic
+])
+def test_megatron_layout_strings_unroll_as_megatron_parses_them(text, layers, pp, vp, mtp, chunks):
+    assert megatron_layout(text, layers, pp, vp, mtp) == chunks
+
+
+@pytest.mark.parametrize("text, mtp, message", [
+    ("Et|tt|tt|tL", 0, "places 6 transformer layers, not model.layers(7)"),
+    ("tE|tt|tt|ttL", 0, "the embedding E must open the first stage"),
+    ("Et|tt|ttL|tt", 0, "the loss L must close the last stage"),
+    ("Et|tt|tt|ttx", 0, "unknown layer character 'x'"),
+    ("Et|tt|tt|tt|L", 0, "has 5 stages; pp(4) * vp(1) = 4"),
+    ("Et|tt|ttm|ttL", 1, "llmp runs the MTP modules on the last stage"),
+    ("Et|tt|tt|ttL", 1, "places 0 MTP modules; model.mtp_layers is 1"),
+])
+def test_a_layout_megatron_or_llmp_cannot_run_is_refused_at_its_field(text, mtp, message):
+    with pytest.raises(SplitError, match=re.escape(message)) as err:
+        megatron_layout(text, 7, 4, 1, mtp)
+    assert err.value.path == "parallel.pipeline_layout"
+
+
+def test_a_layout_is_the_split_and_excludes_the_other_ways():
+    spec = _spec(7, 4, pipeline_layout="Et|tt|tt|ttL")
+    assert split(spec).chunks == (1, 2, 2, 2)
+    with pytest.raises(SplitError, match="pipeline_layout gives the split; drop account_for_loss"):
+        split(_spec(7, 4, pipeline_layout="Et|tt|tt|ttL", account_for_loss=True))
+
+
+@pytest.mark.parametrize("stack, layers, pp, vp, chunks", [
+    # NeMo AutoModel: the first layers % chunks stages one more (generate_hf_model_fqn_per_model_part)
+    (Stack.NEMO_AUTOMODEL, 30, 4, 1, (8, 8, 7, 7)),
+    (Stack.NEMO_AUTOMODEL, 61, 4, 8, (2,) * 29 + (1,) * 3),
+    # torchtitan: the first stage layers // stages, the middle ones one more while the remainder
+    # lasts, the last the rest (generate_split_points)
+    (Stack.TORCHTITAN, 30, 4, 1, (7, 8, 8, 7)),
+    (Stack.TORCHTITAN, 11, 4, 1, (2, 3, 3, 3)),
+    (Stack.TORCHTITAN, 32, 4, 1, (8, 8, 8, 8)),
+])
+def test_stacks_that_split_any_layer_count_do_so_by_their_own_rule(stack, layers, pp, vp, chunks):
+    assert split(_stacked(_spec(layers, pp, vp), stack)).chunks == chunks
+
+
+@pytest.mark.parametrize("stack", [Stack.MEGATRON_CORE, Stack.NEMO, Stack.MEGATRON_LM])
+def test_megatron_stacks_refuse_layers_that_do_not_divide_citing_their_code(stack):
+    with pytest.raises(SplitError, match=f"stack {stack} refuses them too: NVIDIA/Megatron-LM") as err:
+        split(_stacked(_spec(44, 8), stack))
+    assert "pipeline_layout" in err.value.hint
+
+
+@pytest.mark.parametrize("layers, pp, vp, mtp, fields, chunks", [
+    # 126 + 2 on pp 16: the Llama 3.1 405B recipe's accounting, 7 / 8 x 14 / 7
+    (126, 16, 1, 0, (("account_for_embedding", True), ("account_for_loss", True)), (7,) + (8,) * 14 + (7,)),
+    # 44 + 2 do not divide 8: the accounting spread, the spare layers after the first chunk
+    (44, 8, 1, 0, (("pipeline_layout", "Et*4|t*6|t*6|t*6|t*6|t*6|t*6|t*4L"),), (4,) + (6,) * 6 + (4,)),
+    # DeepSeek-V3 on pp 8 x vp 4: the spread accounting (the MTP module one layer) is the very layout
+    # Megatron-Bridge's H100 recipe writes by hand, "Et|(tt|)*30mL"
+    (61, 8, 4, 1, (("pipeline_layout", "Et|" + "tt|" * 30 + "mL"),), (1,) + (2,) * 30 + (0,)),
+])
+def test_what_a_megatron_recipe_does_with_layers_that_do_not_divide(layers, pp, vp, mtp, fields, chunks):
+    recipe = recipe_split(layers, pp, vp, mtp)
+    assert recipe is not None and recipe.fields == fields and "Megatron-Bridge" in recipe.why
+    spec = _spec(layers, pp, vp, **dict(fields))
+    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, mtp_layers=mtp))
+    assert split(spec).chunks == chunks
+
+
+@settings(max_examples=60, deadline=None)
+@given(layers=st.integers(2, 130), pp=st.sampled_from([2, 3, 4, 8, 16]), vp=st.sampled_from([1, 2, 4]),
+       mtp=st.sampled_from([0, 1]))
+def test_every_recipe_split_is_a_split_megatron_accepts(layers, pp, vp, mtp):
+    recipe = recipe_split(layers, pp, vp, mtp)
+    if recipe is None:
+        return
+    spec = _spec(layers, pp, vp, **dict(recipe.fields))
+    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, mtp_layers=mtp))
+    chunks = split(spec).chunks
+    assert sum(chunks) == layers and min(chunks) >= 0
+    assert max(chunks[1:-1], default=chunks[0]) - min(chunks[1:-1], default=chunks[0]) <= 1

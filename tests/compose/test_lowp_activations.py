@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmp
+from llmp.analytic.activations import layer_activation_bytes, weight_grad_bytes
 from llmp.analytic.layer import Context
 from llmp.analytic.structure import structure_of
-from llmp.compose.memory import layer_activation_bytes, weight_grad_bytes
 
 H100 = "examples/llama3_8b_dgx_h100.llmp"          # tp 1, cp 2, no stack line (generic: TE)
 B200 = "examples/llama3_70b_nvfp4_dgx_b200.llmp"   # megatron_core, tp > 1 with sequence parallelism

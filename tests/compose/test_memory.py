@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import shard
+from llmp.analytic.activations import layer_activation_bytes, op_sac_bytes
 from llmp.analytic.layer import Context
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.compose.memory import layer_activation_bytes, op_sac_bytes
 from llmp.dsl.spec import Precision, Recompute, Schedule, Stack, ZeroStage
 from llmp.stacks import padded_vocab
 

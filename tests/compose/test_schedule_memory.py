@@ -8,11 +8,11 @@ from analytic.strategies_analytic import gpt, llama, make_spec, specs, with_para
 from hypothesis import given, settings
 
 from llmp.analytic import shard
+from llmp.analytic.activations import layer_activation_bytes, weight_grad_bytes
 from llmp.analytic.graph import decompose
 from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict as _predict
-from llmp.compose.memory import layer_activation_bytes, weight_grad_bytes
 from llmp.compose.schedule import in_flight, plan
 from llmp.dsl.spec import Recompute, Schedule, ZeroStage
 from llmp.stacks import padded_vocab

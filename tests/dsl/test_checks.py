@@ -103,8 +103,8 @@ VIOLATIONS = [
                  "ep(2) > 1 but the model has no moe block", id="ep-without-moe"),
     pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2 }"),
                   ("    pp = 2", "    pp = 2  ep = 4")], "not divisible",
-                 "dp(2) * cp(1) % ep(4) = 2: experts are sharded over a slice of dp x cp",
-                 id="ep-dp"),
+                 "tp(2) * cp(1) * dp(2) % (etp(2) * ep(4)) = 4: the expert mesh etp x ep x edp must cover "
+                 "the ranks of a pipeline stage (MoE parallel folding)", id="ep-dp"),
     pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 3  top_k = 2 }"),
                   ("    pp = 2", "    pp = 2  ep = 2")], "not divisible",
                  "model.moe.experts(3) % ep(2) = 1: every expert-parallel rank needs the same "
@@ -118,8 +118,8 @@ VIOLATIONS = [
                  id="moe-tp-needs-sp"),
     pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2  expert_ffn_hidden = 1536 }"),
                   ("    pp = 2", "    pp = 2  etp = 3  sequence_parallel = true")], "not divisible",
-                 "tp(2) % etp(3) = 2: llmp splits an expert over a divisor of the tensor-parallel ranks "
-                 "(the rest hold copies)", id="etp"),
+                 "tp(2) * cp(1) * dp(2) % (etp(3) * ep(1)) = 1: the expert mesh etp x ep x edp must cover "
+                 "the ranks of a pipeline stage (MoE parallel folding)", id="etp"),
     pytest.param([("seq_len = 1024", "seq_len = 1024  moe { experts = 8  top_k = 2  imbalance = 0.5 }"),
                   ("    pp = 2", "    pp = 2  sequence_parallel = true")], "bad value",
                  "model.moe.imbalance(0.5) < 1: the busiest rank carries at least a balanced share of the "

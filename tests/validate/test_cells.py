@@ -40,6 +40,7 @@ SHARDING = {
     "ZeRO-3 (DeepSpeed)": (ZeroStage.Z3, None, Framework.DEEPSPEED),
     "none": (ZeroStage.NONE, None, None),
     "none (Megatron DDP)": (ZeroStage.NONE, None, Framework.MEGATRON),
+    "none (PyTorch DDP)": (ZeroStage.NONE, None, None),
     # spellings of other hands (DGX Cloud / Megatron-Bridge / torchtitan tables and the like)
     "DDP (FSDP=0)": (ZeroStage.NONE, 0, Framework.TORCH_FSDP),
     "zero1": (ZeroStage.Z1, None, None),
@@ -73,7 +74,8 @@ PRECISION = {
     "FP16 mixed": Dtype.FP16, "FP8": Dtype.FP8, "FP8 hybrid tensorwise (TE)": Dtype.FP8,
     "amp_bf16 (FSDP mixed_precision=DEFAULT)": Dtype.BF16, "amp_fp8 (FSDP mixed_precision=DEFAULT)": Dtype.FP8,
     "bf16": Dtype.BF16, "bf16 (FSDP mixed_precision=PURE)": Dtype.BF16, "fp16": Dtype.FP16, "fp16 mixed": Dtype.FP16,
-    "fp16 weights, fp32 Adam state": Dtype.FP16, "fp8": Dtype.FP8, "mixed precision (type not stated)": None,
+    "fp16 weights, fp32 Adam state": Dtype.FP16, "fp16 mixed (assumed; not stated)": Dtype.FP16,
+    "fp8": Dtype.FP8, "mixed precision (type not stated)": None,
     # other hands
     "FP8 (delayed scaling)": Dtype.FP8, "bfloat16": Dtype.BF16, "MXFP8": Dtype.MXFP8, "NVFP4": Dtype.NVFP4,
     "mxfp8": Dtype.MXFP8, "fp32": Dtype.FP32, "TF32": Dtype.TF32, "float16 AMP": Dtype.FP16,

@@ -250,10 +250,17 @@ def test_llama3_405b_on_pp8_vp8_runs_the_recipes_split(map_snippet):
     assert split(m.spec).stages(8) == (15,) + (16,) * 6 + (15,)
 
 
+def test_a_megatron_core_recipe_spreads_layers_that_the_accounting_does_not_divide(map_snippet):
+    # 125 layers on pp 8 x vp 8: 127 accounted do not divide 64 chunks; the recipes' accounting,
+    # spread as evenly as the chunks allow (1 + 63 x 2 counted), as a Megatron-Core pipeline layout.
+    m = _mapped(map_snippet(P.edit(P.MISC_LLAMA3_405B, "layers", "125")))
+    assert m.spec.parallel.pipeline_layout == "E|" + "tt|" * 62 + "tL" and _said(m, "pipeline_layout", "accounted")
+    assert split(m.spec).chunks == (0,) + (2,) * 62 + (1,)
+
+
 @pytest.mark.parametrize("snippet", [
     P.edit(P.SC21_530B, "layers", "104"),  # Megatron-LM, 35 stages x 3 chunks
-    P.edit(P.MISC_LLAMA3_405B, "layers", "125"),  # not the model the recipe is for
-], ids=["megatron_lm", "megatron_core"])
+], ids=["megatron_lm"])
 def test_layers_that_do_not_divide_without_a_stated_split_are_skipped_naming_the_options(map_snippet, snippet):
     result = map_snippet(snippet)
     assert isinstance(result, Skipped) and result.reason is SkipReason.UNSTATED_SPLIT
@@ -272,8 +279,8 @@ def test_a_tunable_interleaved_schedule_keeps_its_microbatch_group(map_snippet):
 @pytest.mark.parametrize("snippet, reason, detail", [
     (P.NEMO_LORA, SkipReason.FINE_TUNING, "[LoRA]"),
     (P.AUTOMODEL_NEMOTRON_V3, SkipReason.MISSING_ARCHITECTURE, "layers, hidden, heads blank"),
-    (P.edit(P.AUTOMODEL_DEEPSEEK, "model_name", "Mystery MoE 1T"), SkipReason.MOE,
-     "256 experts, top-8: no known MoE family for 'Mystery MoE 1T'"),
+    (P.edit(P.edit(P.AUTOMODEL_DEEPSEEK, "model_name", "Mystery MoE 1T"), "ffn_hidden", ""),
+     SkipReason.MISSING_ARCHITECTURE, "ffn_hidden (the expert width) blank: a MoE of no known family"),
     (P.edit(P.AUTOMODEL_DEEPSEEK, "layers", "60"), SkipReason.MOE,
      "matches the DeepSeek-V3 family but the row disagrees with its config: layers 60 (config 61)"),
     (P.MISC_LLAMA65B, SkipReason.MISSING_LAYOUT, "tp, pp and dp are all blank"),

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from llmp.analytic import params
+from llmp.analytic.split import Uneven, split, uneven
+from llmp.compose import predict
 from llmp.dsl.spec import Dispatcher, Router, Stack
 from llmp.validate import group_measurements, map_measurement, read_csvs
-from llmp.validate.frameworks import _automodel_split
 from llmp.validate.mapping import Mapped
-from llmp.validate.models import MOE_FAMILIES, moe_family_of
+from llmp.validate.models import GENERIC_MOE, MOE_FAMILIES, moe_family_of
 from tests.validate import published_rows as P
 
 AUTOMODEL = Path(__file__).resolve().parents[2] / "validation" / "nemo_automodel_perf_summary.csv"
@@ -54,7 +55,7 @@ def test_deepseek_v3_takes_its_public_config_and_the_runs_settings(automodel):
     assert model.moe.router is Router.BALANCED and _said(m, "fake balanced gate", "FakeBalancedGate")
     assert p.dispatcher is Dispatcher.DEEPEP and _said(m, "dispatcher = deepep")
     assert (p.ep, p.pp, p.vp) == (64, 4, 8)
-    assert p.stage_layers == tuple([2] * 29 + [1] * 3) and _said(m, "generate_hf_model_fqn_per_model_part")
+    assert split(m.spec).chunks == tuple([2] * 29 + [1] * 3) and _said(m, "generate_hf_model_fqn_per_model_part")
     assert model.mtp_layers == 0 and _said(m, "no multi-token prediction module")
     assert params.count(model) / 1e9 == pytest.approx(671, rel=0.001)
     assert m.spec.train.stack is Stack.NEMO_AUTOMODEL
@@ -109,9 +110,57 @@ def test_every_family_cites_its_config():
     assert all("config" in f.citation for f in MOE_FAMILIES)
 
 
-@pytest.mark.parametrize("layers, chunks, split", [
+@pytest.mark.parametrize("layers, chunks, expected", [
     (61, 32, [2] * 29 + [1] * 3), (48, 4, [12] * 4), (10, 4, [3, 3, 2, 2]),
 ])
-def test_automodel_split_gives_the_first_stages_the_extra_layers(layers, chunks, split):
-    assert _automodel_split(layers, chunks) == split
-    assert sum(split) == layers
+def test_automodel_split_gives_the_first_stages_the_extra_layers(layers, chunks, expected):
+    assert uneven(Uneven.FIRST_MORE, layers, chunks) == tuple(expected)
+    assert sum(expected) == layers
+
+
+def _bridge(snippet: str, **cells: str) -> str:
+    """``snippet`` as a Megatron-Bridge performance row (stack nemo), with ``cells`` changed."""
+    out = P.edit(P.edit(snippet, "source", "megatron-bridge-perf-summary"), "source_ref",
+                 "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md")
+    for column, value in {"zero_stage_or_fsdp": "", "notes": "", **cells}.items():
+        out = P.edit(out, column, value)
+    return out
+
+
+def test_deepseek_v3_on_pp8_vp4_runs_the_recipes_layout_with_ep_folded(map_snippet):
+    # 1024 H100s, tp 2, pp 8 x vp 4, ep 64 > dp: Megatron-Bridge's H100 recipe (layout "Et|(tt|)*30mL").
+    m = map_snippet(_bridge(P.AUTOMODEL_DEEPSEEK, tp="2", pp="8", vp="4", dp="64", ep="64"))
+    assert isinstance(m, Mapped), m
+    p, model = m.spec.parallel, m.spec.model
+    assert m.spec.train.stack is Stack.NEMO and model.mtp_layers == 1
+    assert p.pipeline_layout == "Et|(tt|)*30mL" and _said(m, "Megatron-Bridge", "deepseek_workload_base_configs.py")
+    assert split(m.spec).chunks == (1,) + (2,) * 30 + (0,)
+    assert (p.ep, p.dp, p.tp, p.etp) == (64, 64, 2, 1) and _said(m, "etp = 1", "deepseek_v3.py")
+    assert predict(m.spec, residuals=None).step_time_s > 0
+
+
+def test_an_ep_that_cannot_fold_with_etp_tp_runs_with_unsplit_experts(map_snippet):
+    # tp 2, dp 8, ep 16: etp = tp gives 32 expert ranks for 16; the run split its experts less.
+    row = _bridge(P.AUTOMODEL_DEEPSEEK, model_name="Qwen3 MoE 30B", layers="48", hidden="2048", heads="32",
+                  kv_heads="4", ffn_hidden="6144", moe_experts="128", moe_topk="8", tp="2", pp="1", vp="1", dp="8",
+                  ep="16", num_gpus="16", global_batch="256")
+    m = map_snippet(row)
+    assert isinstance(m, Mapped), m
+    assert (m.spec.parallel.etp, m.spec.parallel.ep) == (1, 16) and _said(m, "etp = 1", "does not divide")
+
+
+def test_a_moe_of_no_known_family_is_a_generic_moe_with_every_assumption_named(map_snippet):
+    row = _bridge(P.AUTOMODEL_DEEPSEEK, model_name="GLM-5.2", layers="48", hidden="4096", heads="32",
+                  kv_heads="8", ffn_hidden="1536", moe_experts="128", moe_topk="8", tp="1", pp="4", vp="1",
+                  dp="32", ep="32", num_gpus="128")
+    m = map_snippet(row)
+    assert isinstance(m, Mapped), m
+    moe = m.spec.model.moe
+    assert (moe.experts, moe.top_k, moe.expert_ffn_hidden, moe.shared_experts, moe.first_dense_layers) == (
+        128, 8, 1536, 0, 0)
+    assert moe.router is Router.SOFTMAX and not moe.expert_bias and m.spec.model.mla is None
+    assert any(a.startswith(GENERIC_MOE) for a in m.assumptions)
+    for named in ("moe_ffn_hidden_size defaults to ffn_hidden_size", "no dense first layers", "no shared experts",
+                  "router: softmax"):
+        assert _said(m, named), named
+    assert predict(m.spec, residuals=None).step_time_s > 0
