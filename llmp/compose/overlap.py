@@ -34,7 +34,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic import kernels
 from llmp.analytic.algebra import positive_part, vmax
+from llmp.analytic.kernels import Family, Kernel
 from llmp.analytic.op import (
     COMPUTE_FAMILIES,
     Op,
@@ -46,6 +48,7 @@ from llmp.analytic.op import (
     Task,
 )
 from llmp.dsl.spec import Spec
+from llmp.stacks.host import HostRules
 
 NON_COMPUTE = ("recompute", "optimizer")
 
@@ -56,10 +59,14 @@ class OverlapRules:
 
     tp_comm_overlap: bool = False
     dp_overlap: bool = True
+    host: HostRules | None = None
+    """The host thread that issues the kernels (:mod:`llmp.stacks.host`); None: the device never
+    waits for it (the CPU device, which is its own host, or a caller pricing the device alone)."""
 
     @classmethod
     def of(cls, spec: Spec) -> OverlapRules:
-        return cls(tp_comm_overlap=spec.parallel.tp_comm_overlap, dp_overlap=spec.parallel.dp_overlap)
+        return cls(tp_comm_overlap=spec.parallel.tp_comm_overlap, dp_overlap=spec.parallel.dp_overlap,
+                   host=HostRules.of(spec))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,11 +119,36 @@ class RankTail:
 # partner may hide (``Overlap.PARTNER``, or ``TP`` with ``tp_comm_overlap``) or not.
 _COMPUTE, _PREFETCH, _HIDES, _EXPOSED = range(4)
 
+Static = tuple[tuple[Any, ...], tuple[tuple[int, int, str, int, float], ...]]
+"""What :func:`_run` reads of a group's ops besides their times (:func:`_static`)."""
 
-def _static(ops: Sequence[Op], rules: OverlapRules) -> tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]]:
+
+def host_seconds(op: Op, host: HostRules | None) -> Any:
+    """Seconds the host thread spends issuing one call of ``op``: each kernel launch costs the
+    dispatch of the pass it runs in and the launch itself (:class:`~llmp.stacks.host.HostRules`);
+    a collective is one launch; a quantization kernel, issued from C++ inside the GEMM's module
+    call, only its launch. Ops of a layer replayed from a CUDA graph cost the host nothing."""
+    if host is None or (host.graphs and op.scope is Scope.LAYER):
+        return 0.0
+    if isinstance(op.work, Kernel):
+        launches = kernels.cost(op.work).launches
+        if op.work.family is Family.QUANTIZE:
+            return launches * host.launch  # type: ignore[no-any-return]
+    else:
+        launches = 1
+    if op.part is Part.FORWARD:
+        rate = host.forward
+    elif op.part is Part.BACKWARD:
+        rate = host.recompute if op.recompute else host.backward
+    else:
+        rate = host.step
+    return launches * (rate + host.launch)  # type: ignore[no-any-return]
+
+
+def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
     """What :func:`_pass` reads of ``ops`` besides their times: each op's count, and per op what
-    it does, the op whose total it takes (the last of its name) its category and its partner's
-    position (the last op of the partner's name; -1: none)."""
+    it does, the op whose total it takes (the last of its name), its category, its partner's
+    position (the last op of the partner's name; -1: none) and its host seconds per call."""
     last = {op.name: j for j, op in enumerate(ops)}
     rows = []
     for op in ops:
@@ -128,7 +160,7 @@ def _static(ops: Sequence[Op], rules: OverlapRules) -> tuple[tuple[Any, ...], tu
             what = _HIDES
         else:
             what = _EXPOSED
-        rows.append((what, last[op.name], op.category, last.get(op.partner, -1)))
+        rows.append((what, last[op.name], op.category, last.get(op.partner, -1), host_seconds(op, rules.host)))
     return tuple(op.count for op in ops), tuple(rows)
 
 
@@ -143,25 +175,57 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
     same GEMM as cover twice made a faster GEMM lengthen the step: a TP collective it hid less of
     became exposed, and so did the prefetch or the gradient buckets.)
     """
-    return _run(_static([op for op, _ in ops], rules), [t for _, t in ops], repeat)
+    run = _run(_static([op for op, _ in ops], rules), [t for _, t in ops], repeat)
+    return run.categories, run.free
 
 
-def _run(static: tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]], times: Sequence[Any],
-         repeat: Any) -> tuple[dict[str, Any], Any]:
-    """:func:`_pass` from the ops' :func:`_static` form and their times."""
+def _max(a: Any, b: Any) -> Any:
+    return (a if a > b else b) if type(a) is float and type(b) is float else vmax(a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A group of ops run ``repeat`` times: device seconds by category, the compute left free to
+    hide other work, and the host thread's share (:func:`_run`)."""
+
+    categories: dict[str, Any]
+    free: Any
+    host: Any
+    """Seconds the host spends issuing the group."""
+    device: Any
+    """Seconds the device is busy with it (compute and the communication it waits for)."""
+    latency: Any
+    """Seconds from the host starting the group on an empty device queue to the device finishing
+    it: ``max_k (host before and at op k + device from op k on)``, between ``max(host, device)``
+    and ``host + device`` (the two streams overlap, and each op needs both in turn)."""
+
+
+def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
+    """:func:`_pass` from the ops' :func:`_static` form and their times, with the host thread.
+
+    The host issues the ops in order and the device runs each once it is issued and the previous
+    one is done, so the device ends at ``max_k (H_k + D_k..)`` (max-plus). For ``repeat`` copies of
+    the group in a row that is the first copy's latency plus ``(repeat - 1) max(H, D)``: the
+    slower of the two streams sets the pace (exact for the max-plus recurrence, whatever the
+    count)."""
     counts, rows = static
     totals = [n * t for n, t in zip(counts, times)]
     acc: dict[str, Any] = {}
     compute: Any = 0
     covering: Any = 0
     prefetch: dict[str, Any] = {}
-    for what, own, category, partner in rows:
+    host: Any = 0.0
+    device: Any = 0
+    lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
+    for (what, own, category, partner, h), n in zip(rows, counts):
         total = totals[own]
         if what == _COMPUTE:
             acc[category] = acc.get(category, 0) + total
             compute += total
+            busy = total
         elif what == _PREFETCH:
             prefetch[category] = prefetch.get(category, 0) + total
+            busy = 0
         else:
             if what == _HIDES:
                 left = total - (totals[partner] if partner >= 0 else 0)
@@ -169,30 +233,51 @@ def _run(static: tuple[tuple[Any, ...], tuple[tuple[int, int, str, int], ...]], 
                 hidden = total - ((0 if 0 > left else left) if type(left) is float else positive_part(left))
             else:
                 hidden = 0
-            acc[category] = acc.get(category, 0) + (total - hidden)
+            busy = total - hidden
+            acc[category] = acc.get(category, 0) + busy
             covering += hidden
-    out = {k: v * repeat for k, v in acc.items()}
+        if h:
+            host = host + n * h
+            ahead = host - device
+            lead = ahead if lead is None else _max(lead, ahead)
+        device = device + busy
     free = compute - covering
-    if not prefetch:
-        return out, free * repeat
-    # Each kind of prefetched work (the ZeRO-3/FSDP gathers; offloaded activations' copies, which
-    # TransformerEngine overlaps with the next layer the same way) hides behind the compute the
-    # kinds before it left; the first layer's (or the last one's) is exposed.
-    left, used = free, 0
-    for category, gathers in prefetch.items():
-        exposed = positive_part(gathers - left)
-        out[category] = out.get(category, 0) + gathers + (repeat - 1) * exposed
-        left, used = left - (gathers - exposed), used + (gathers - exposed)
-    return out, free * repeat - (repeat - 1) * used
+    out = {k: v * repeat for k, v in acc.items()} if repeat != 1 else acc
+    gather: Any = 0  # the first layer's parameter gather, before its compute
+    steady = device  # device seconds of each further copy
+    if prefetch:
+        # Each kind of prefetched work (the ZeRO-3/FSDP gathers; offloaded activations' copies, which
+        # TransformerEngine overlaps with the next layer the same way) hides behind the compute the
+        # kinds before it left; the first layer's (or the last one's) is exposed.
+        left, used, exposed_all = free, 0, 0
+        for category, gathers in prefetch.items():
+            exposed = positive_part(gathers - left)
+            out[category] = out.get(category, 0) + gathers + (repeat - 1) * exposed
+            left, used, exposed_all = left - (gathers - exposed), used + (gathers - exposed), exposed_all + exposed
+            gather = gather + gathers
+        free = free * repeat - (repeat - 1) * used
+        steady = device + exposed_all
+    else:
+        free = free * repeat
+    total = sum(out.values())
+    if lead is None:  # no host work: the device alone
+        return Run(categories=out, free=free, host=0.0, device=total, latency=total)
+    latency = device + _max(lead, gather)
+    if repeat != 1:
+        latency = latency + (repeat - 1) * _max(host, steady)
+    return Run(categories=out, free=free, host=host * repeat, device=total, latency=latency)
 
 
-def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> Any:
+def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> tuple[Any, Any]:
     """Seconds that one layer's ``ops`` (one part, with their times) add to any chunk's pass at
-    least: their compute and the communication no overlap hides, without the ZeRO-3/FSDP prefetch
-    (which only adds). A chunk of ``n`` such layers takes at least ``n`` times this, so a search
-    can bound a layout's step from one priced layer (``llmp.search.bound``)."""
-    cats, _ = _pass([(op, t) for op, t in ops if op.overlap is not Overlap.PREFETCH], rules, 1)
-    return sum(cats.values())
+    least, on each stream: the device's (their compute and the communication no overlap hides,
+    without the ZeRO-3/FSDP prefetch, which only adds) and the host's (issuing them). A pass is
+    paced by the slower stream, so a chunk's pass takes at least the larger of the two sums over
+    its layers, embedding and head, and a search can bound a layout's step from one priced layer
+    (``llmp.search.bound``)."""
+    kept = [(op, t) for op, t in ops if op.overlap is not Overlap.PREFETCH]
+    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1)
+    return run.device, run.host
 
 
 def chunk_work(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, *, first: bool, last: bool,
@@ -208,22 +293,35 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 chunks: Sequence[tuple[bool, bool, Any]], split: bool = False) -> list[ChunkWork]:
     """:func:`chunk_work` of each (first, last, layers) of ``chunks``: a group of ops that several
     chunks run alike (the layers of a kind, the sends between chunks) is added up once for all."""
-    runs: dict[int, tuple[dict[str, Any], Any]] = {}  # by the group's (interned) identity
+    runs: dict[int, Run] = {}  # by the group's (interned) identity
     out = []
     for first, last, layers in chunks:
         passes: dict[Part | Task, PassWork] = {}
         for part, groups in _chunk_groups(graph, rules, first, last, layers, split):
             by_cat: dict[str, Any] = defaultdict(int)
             compute: Any = 0
+            host: Any = 0.0
+            device: Any = 0
+            latency: Any = 0
+            timed = False
             for group in groups:
                 done = runs.get(id(group))
                 if done is None:
                     static, indices, repeat = group
                     done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat)
-                cats, comp = done
-                for k, v in cats.items():
+                for k, v in done.categories.items():
                     by_cat[k] += v
-                compute += comp
+                compute += done.free
+                # max-plus in sequence: this group's device end is the later of the previous
+                # groups' end plus its device time and the host reaching it plus its latency
+                latency = _max(latency + done.device, host + done.latency) if timed else latency + done.latency
+                timed = True
+                host = host + done.host
+                device = device + done.device
+            if rules.host is not None:
+                empty = rules.host.pipeline_sync or (rules.host.batch_sync and part is Part.FORWARD and (first or last))
+                paced = latency if empty else _max(host, device)
+                by_cat["host"] = paced - device
             passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
         out.append(ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
                              w=passes.get(Task.W)))
@@ -238,7 +336,7 @@ def _chunk_groups(graph: OpGraph, rules: OverlapRules, first: bool, last: bool, 
     """Per pass of a chunk, the groups of ops it runs: their :func:`_static` form, positions and
     repeat (the layers of a kind, or 1). From the graph's structure alone, so kept in its memo; a
     group is the same object in every chunk that runs it (:func:`chunk_works` adds it up once)."""
-    key = ("chunk", first, last, layers, split, rules.tp_comm_overlap)
+    key = ("chunk", first, last, layers, split, rules.tp_comm_overlap, rules.host)
     cached = graph.memo.get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
@@ -246,13 +344,15 @@ def _chunk_groups(graph: OpGraph, rules: OverlapRules, first: bool, last: bool, 
     out = []
     for part in (Part.FORWARD, Part.BACKWARD, *((Task.B, Task.W) if split else ())):
         # A chunk may hold no layers (Megatron's embedding-only first chunk), or none of a kind:
-        # then those layer ops do not run, not even a ZeRO-3 prefetch.
+        # then those layer ops do not run, not even a ZeRO-3 prefetch. In the order they run:
+        # the embedding, the layers and the head going forward, the reverse going back, then
+        # the send to the neighbouring chunk.
+        layer_groups = [(graph.layer_indices(part, k), n) for k, n in enumerate(counts) if n != 0]
+        ends = {Scope.FIRST: first, Scope.LAST: last}
+        before, after = (Scope.FIRST, Scope.LAST) if part is Part.FORWARD else (Scope.LAST, Scope.FIRST)
         groups: list[tuple[tuple[int, ...], Any]] = [
-            (graph.layer_indices(part, k), n) for k, n in enumerate(counts) if n != 0]
-        if first:
-            groups.append((graph.indices(Scope.FIRST, part), 1))
-        if last:
-            groups.append((graph.indices(Scope.LAST, part), 1))
+            *([(graph.indices(before, part), 1)] if ends[before] else []), *layer_groups,
+            *([(graph.indices(after, part), 1)] if ends[after] else [])]
         if (part is Part.FORWARD and not last) or (part in (Part.BACKWARD, Task.B) and not first):
             groups.append((graph.indices(Scope.BOUNDARY, part), 1))
         out.append((part, tuple(_group(graph, rules, indices, repeat) for indices, repeat in groups)))
@@ -262,7 +362,7 @@ def _chunk_groups(graph: OpGraph, rules: OverlapRules, first: bool, last: bool, 
 
 def _group(graph: OpGraph, rules: OverlapRules, indices: tuple[int, ...], repeat: Any) -> Group:
     """The (:func:`_static` form, positions, repeat) of ops at ``indices``, one object per graph."""
-    key = ("group", indices, repeat, type(repeat), rules.tp_comm_overlap)
+    key = ("group", indices, repeat, type(repeat), rules.tp_comm_overlap, rules.host)
     cached = graph.memo.get(key)
     if cached is None:
         cached = graph.memo[key] = (_static([graph.ops[i] for i in indices], rules), indices, repeat)
@@ -301,6 +401,9 @@ class TailTerms:
     """Optimizer and parameter gathers after the sync, by category."""
     next_forward: tuple[tuple[str, Any], ...]
     """Parameter gathers hidden behind the next step's first forward: (category, seconds)."""
+    update_host: Any = 0
+    """Seconds the device waits for the host to issue the update: it starts after the step's
+    synchronisation (the gradient-norm or found-inf ``.item()``), on an empty queue."""
 
 
 def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int) -> TailTerms:
@@ -309,7 +412,10 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
     update: dict[str, Any] = defaultdict(int)
     bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
     gathers: list[tuple[str, Any]] = []
-    for i, rule, category, count, partner in _tail_rules(graph, rules, rank):
+    host: Any = 0.0
+    device: Any = 0
+    lead: Any = None  # the update's max-plus lead of the host over the device (see _run)
+    for i, rule, category, count, h, partner in _tail_rules(graph, rules, rank):
         t = times[i]
         if rule == _GATHER:
             gathers.append((category, count * t))
@@ -317,22 +423,29 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
             update[category] += positive_part(count * t - graph.ops[partner].count * times[partner])
         elif rule == _UPDATE:
             update[category] += count * t
+            if h:
+                host = host + count * h
+                lead = host - device if lead is None else _max(lead, host - device)
+            device = device + count * t
         elif rule == _BUCKETED:
             bucketed.append((count, t))
         else:
             sync[category] += count * t
-    return TailTerms(sync=dict(sync), bucketed=tuple(bucketed), update=dict(update), next_forward=tuple(gathers))
+    waits = 0 if lead is None else positive_part(lead)
+    return TailTerms(sync=dict(sync), bucketed=tuple(bucketed), update=dict(update), next_forward=tuple(gathers),
+                     update_host=waits)
 
 
 # How a once-per-step op reaches the step (:func:`tail_terms`).
 _GATHER, _UPDATE, _BUCKETED, _SYNC = range(4)
 
 
-def _tail_rules(graph: OpGraph, rules: OverlapRules, rank: int) -> tuple[tuple[int, int, str, Any, int], ...]:
-    """Per once-per-step op of ``rank``: (position, rule, category, count, the position of the update
-    op it runs beside with ``Overlap.PARTNER``, else -1); from the ops alone, so kept in the graph's
-    memo."""
-    key = ("tail", rank, rules.dp_overlap)
+def _tail_rules(graph: OpGraph, rules: OverlapRules,
+                rank: int) -> tuple[tuple[int, int, str, Any, Any, int], ...]:
+    """Per once-per-step op of ``rank``: (position, rule, category, count, host seconds per call,
+    the position of the update op it runs beside with ``Overlap.PARTNER``, else -1); from the ops
+    alone, so kept in the graph's memo."""
+    key = ("tail", rank, rules.dp_overlap, rules.host)
     cached = graph.memo.get(key)
     if cached is None:
         rows = []
@@ -349,7 +462,7 @@ def _tail_rules(graph: OpGraph, rules: OverlapRules, rank: int) -> tuple[tuple[i
             else:
                 rule = _SYNC
             partner = by_name.get(op.partner, -1) if op.overlap is Overlap.PARTNER and rule == _UPDATE else -1
-            rows.append((i, rule, op.category, op.count, partner))
+            rows.append((i, rule, op.category, op.count, host_seconds(op, rules.host), partner))
         cached = graph.memo[key] = tuple(rows)
     return cached  # type: ignore[no-any-return]
 
@@ -370,6 +483,8 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
     update: dict[str, Any] = defaultdict(int, terms.update)
     for category, t in terms.next_forward:
         update[category] += positive_part(t - forward)
+    if rules.host is not None:
+        update["host"] += terms.update_host
     if terms.bucketed:
         last, total, buckets = bucket_spans(terms.bucketed)
         sync["dp"] += vmax(last, total - window * (1 - 1 / buckets))
@@ -378,7 +493,7 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
 
 def categories() -> tuple[str, ...]:
     """Breakdown categories in display order (``bubble`` last)."""
-    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "offload", "bubble")
+    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "offload", "host", "bubble")
 
 
 def merge(*parts: Mapping[str, Any], scale: Any = 1) -> dict[str, Any]:

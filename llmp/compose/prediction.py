@@ -6,13 +6,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic.op import COMPUTE_FAMILIES
 from llmp.compose.band import Band
 from llmp.compose.overlap import categories
 from llmp.compose.step import Step
 from llmp.errors import InfeasibleError
 from llmp.units import format_bytes, format_count, format_time
 
-COMPUTE = ("gemm", "attention", "norm", "elementwise", "softmax", "cross_entropy", "embedding", "copy")
+COMPUTE = COMPUTE_FAMILIES
+"""Every kernel family but the optimizer's: the categories ``compute_s`` adds up."""
 COMM = ("tp", "cp", "ep", "pp", "dp", "offload")
 
 MFU_CONVENTION = ("model FLOPs per token = 6 N + 12 L (heads head_dim) s (PaLM, Chowdhery et al. 2022, "
@@ -229,6 +231,11 @@ class Prediction:
         return self.breakdown.get("bubble", 0.0)
 
     @property
+    def host_s(self) -> float:
+        """Seconds the device waits for the host thread to issue its kernels (``host``)."""
+        return self.breakdown.get("host", 0.0)
+
+    @property
     def recompute_s(self) -> float:
         return self.breakdown.get("recompute", 0.0)
 
@@ -258,7 +265,7 @@ class Prediction:
             "breakdown": dict(self.breakdown),
             "summary": {"compute_s": self.compute_s, "recompute_s": self.recompute_s,
                         "exposed_comm_s": self.exposed_comm_s, "bubble_s": self.bubble_s,
-                        "optimizer_s": self.optimizer_s},
+                        "optimizer_s": self.optimizer_s, "host_s": self.host_s},
             "memory": self.memory.to_dict(), "band": list(self.band), "band_level": self.uncertainty.level,
             "band_detail": self.uncertainty.to_dict(), "derived": dict(self.derived),
             "provenance": self.provenance.to_dict(), "ops": [row.to_dict() for row in self.ops],

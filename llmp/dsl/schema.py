@@ -316,6 +316,7 @@ TRAIN = _section("train", "One optimizer step of training.", [
           "CPUOffload(offload_params=True), DeepSpeed ZeRO-3 offload_param).", "false"),
     _bool("offload_overlap", "The host optimizer's copies overlap its update (Megatron "
           "--overlap-cpu-optimizer-d2h-h2d).", "false"),
+    _bool("cuda_graphs", "Replay the layers as CUDA graphs: no host dispatch or launch per kernel.", STACK),
 ], subs={"parallel": "parallel"})
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "

@@ -530,6 +530,9 @@ class TrainSpec:
     offload_overlap: bool = False
     """The host optimizer's copies overlap its update, parameter group by group (Megatron-Core
     ``--overlap-cpu-optimizer-d2h-h2d``); otherwise they run one after another."""
+    cuda_graphs: bool = False
+    """The layers' forward and backward are captured once and replayed as CUDA graphs: one launch
+    per captured region instead of Python, dispatch and a launch per kernel on the host."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -96,16 +96,25 @@ class KeyCompute:
     """Per layer kind: the compute-stream seconds of one layer's forward floor (what can hide a
     ZeRO-3 prefetch at most, with the gradient accumulation)."""
     bwd_compute: tuple[float, ...]
+    fwd_host: tuple[float, ...]
+    """Per layer kind: the host's seconds to issue one layer's forward floor ops."""
+    bwd_host: tuple[float, ...]
+    first_host: tuple[float, float]
+    last_host: tuple[float, float]
 
     @property
     def total(self) -> float:
-        """Through the whole model: every layer, the embedding and the head, forward and backward."""
-        return sum(self.first) + sum(self.last) + sum(n * (f + b) for n, f, b in zip(self.layers, self.fwd, self.bwd))
+        """Through the whole model: every layer, the embedding and the head, forward and backward,
+        on the slower of the device and the host (each pass is paced by its slower stream)."""
+        device = sum(self.first) + sum(self.last) + sum(n * (f + b) for n, f, b in zip(self.layers, self.fwd, self.bwd))
+        host = (sum(self.first_host) + sum(self.last_host)
+                + sum(n * (f + b) for n, f, b in zip(self.layers, self.fwd_host, self.bwd_host)))
+        return max(device, host)
 
     @property
     def layer(self) -> float:
-        """Through one layer of the cheapest kind, forward and backward."""
-        return min(f + b for f, b in zip(self.fwd, self.bwd))
+        """Through one layer of the cheapest kind, forward and backward, each pass on its slower stream."""
+        return min(max(f, fh) + max(b, bh) for f, b, fh, bh in zip(self.fwd, self.bwd, self.fwd_host, self.bwd_host))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -156,9 +165,16 @@ def _compute(rep: Spec, scale: Any) -> KeyCompute:
         times = scale(graph, times)
     rules = OverlapRules.of(rep)
 
-    def floor(scope: Scope, part: Part, kind: int | None = None) -> float:
+    def floors(scope: Scope, part: Part, kind: int | None = None) -> tuple[float, float]:
         indices = graph.indices(scope, part) if kind is None else graph.layer_indices(part, kind)
-        return float(layer_floor(_floor_ops(graph, indices, times), rules))
+        device, host = layer_floor(_floor_ops(graph, indices, times), rules)
+        return float(device), float(host)
+
+    def floor(scope: Scope, part: Part, kind: int | None = None) -> float:
+        return floors(scope, part, kind)[0]
+
+    def host(scope: Scope, part: Part, kind: int | None = None) -> float:
+        return floors(scope, part, kind)[1]
 
     def compute(part: Part, kind: int) -> float:
         return float(sum(op.count * t for op, t in _floor_ops(graph, graph.layer_indices(part, kind), times)
@@ -171,7 +187,11 @@ def _compute(rep: Spec, scale: Any) -> KeyCompute:
                       last=(floor(Scope.LAST, Part.FORWARD), floor(Scope.LAST, Part.BACKWARD)),
                       layers=tuple(int(n) for n in graph.chunk_kinds[0]),
                       fwd_compute=tuple(compute(Part.FORWARD, k) for k in kinds),
-                      bwd_compute=tuple(compute(Part.BACKWARD, k) for k in kinds))
+                      bwd_compute=tuple(compute(Part.BACKWARD, k) for k in kinds),
+                      fwd_host=tuple(host(Scope.LAYER, Part.FORWARD, k) for k in kinds),
+                      bwd_host=tuple(host(Scope.LAYER, Part.BACKWARD, k) for k in kinds),
+                      first_host=(host(Scope.FIRST, Part.FORWARD), host(Scope.FIRST, Part.BACKWARD)),
+                      last_host=(host(Scope.LAST, Part.FORWARD), host(Scope.LAST, Part.BACKWARD)))
 
 
 def _calibration(calibration: Any) -> tuple[Any, float]:
@@ -295,7 +315,8 @@ class Tails:
         self.done: set[int] = set()
         self.floors = {f: np.array([getattr(c, f) for c in found.computes], float).reshape(len(found.computes), -1)
                        if found.computes else np.zeros((0, 0))
-                       for f in ("fwd", "bwd", "first", "last", "fwd_compute", "bwd_compute")}
+                       for f in ("fwd", "bwd", "first", "last", "fwd_compute", "bwd_compute", "fwd_host", "bwd_host",
+                                 "first_host", "last_host")}
 
     def refine(self, bound: np.ndarray, rows: Sequence[int] | np.ndarray) -> np.ndarray:
         """Raise ``bound`` (per configuration, seconds) over the classes of ``rows`` not yet seen;
@@ -386,7 +407,10 @@ class Tails:
             p = (f[floor][k] + c.extra[j]) @ n.T + (n > 0) @ c.prefetch[j] + exposed @ repeat.T
             p[:, 0] += f["first"][k][:, j] + c.ends[0, j]
             p[:, -1] += f["last"][k][:, j] + c.ends[1, j]
-            passes.append(p)  # (rows, chunks)
+            host = f[f"{floor}_host"][k] @ n.T
+            host[:, 0] += f["first_host"][k][:, j]
+            host[:, -1] += f["last_host"][k][:, j]
+            passes.append(np.maximum(p, host))  # (rows, chunks): each pass on its slower stream
         fwd, bwd = passes
         busy_f, busy_b = fwd @ c.held, bwd @ c.held  # (rows, ranks)
         synced = m * (busy_f + busy_b) + c.sync + np.maximum(c.last, c.spans - busy_b * c.share)

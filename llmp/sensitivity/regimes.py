@@ -7,7 +7,7 @@
 * Communication per axis (:func:`comm_regimes`): issued collective time against the exposed time
   in the prediction's breakdown.
 * The step (:func:`step_regime`): which component dominates (compute, exposed communication,
-  bubble, ...).
+  bubble, the device waiting for the host thread, ...).
 * Kinks (:func:`kinks`): along a field, the nearest values where a ``Max``/``Min`` of the composed
   step time switches branch: an op's roofline side, a collective becoming hidden or exposed, a
   different pipeline stage setting the pace. Roofline kinks are named after their op.
@@ -102,7 +102,7 @@ def step_regime(prediction: Prediction) -> StepRegime:
     t = prediction.step_time_s
     parts = {"compute": prediction.compute_s, "recompute": prediction.recompute_s,
              "communication": prediction.exposed_comm_s, "bubble": prediction.bubble_s,
-             "optimizer": prediction.optimizer_s}
+             "optimizer": prediction.optimizer_s, "host": prediction.host_s}
     shares = {k: max(v, 0.0) / t for k, v in parts.items()}
     return StepRegime(dominant=max(shares, key=lambda k: shares[k]), shares=shares)
 

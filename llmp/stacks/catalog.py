@@ -13,7 +13,7 @@ from types import MappingProxyType
 from llmp.dsl.spec import Attention as A
 from llmp.dsl.spec import CpComm, OptimizerKernel, PipeModule, Stack, ZeroStage
 from llmp.dsl.spec import Precision as P
-from llmp.stacks.profile import ClipScale, Item, LossSync, Profile, Unscale, ZeroGrad
+from llmp.stacks.profile import ClipScale, HostStyle, Item, LossSync, Profile, Unscale, ZeroGrad
 from llmp.stacks.profile import SelectiveRecompute as SR
 
 _EQUAL = "equal split; layers that do not divide need stage_layers or first/last_stage_layers"
@@ -71,6 +71,7 @@ GENERIC = Profile(
     optimizer_kernel=Item(OptimizerKernel.FUSED, "llmp default"),
     grad_clip=Item(False, "llmp default", "no per-step clipping work"),
     vocab_divisible_by=Item(1, "llmp default", "the vocab as given"),
+    cuda_graphs=_no("eager launches", "llmp default"),
     zero=Item(ZeroStage.NONE, "llmp default"),
     cp_comm=Item(CpComm.P2P, "llmp default", "ring attention"),
     tp_comm_overlap=Item(False, "llmp default"),
@@ -93,6 +94,9 @@ GENERIC = Profile(
     fp32_grads=Item((P.BF16, P.FP8, P.MXFP8, P.NVFP4), "llmp default", "FP32 main grads when the parameters are BF16 "
                                                                        "(FP8 GEMMs run over BF16 parameters)"),
     selective_recompute=Item(SR.CORE_ATTENTION, "llmp default (Korthikanti et al. 2022, §5)"),
+    host_style=Item(HostStyle.TORCH, "llmp default", "a plain eager PyTorch block"),
+    pipeline_host_sync=_no("the host runs ahead across pipeline tasks", "llmp default"),
+    batch_host_sync=_no("no wait per microbatch", "llmp default"),
     lowp_saved_input=Item(True, "llmp default", "TransformerEngine's modules, the low-precision library of the "
                           "Megatron-family stacks"),
 )
@@ -120,6 +124,7 @@ MEGATRON_LM = Profile(
     grad_clip=Item(True, f"{_MLM_ARGS} (--clip-grad, default 1.0); megatron/optimizer/clip_grads.py "
                          "(clip_grad_norm_fp32)"),
     vocab_divisible_by=Item(128, f"{_MLM_ARGS} (--make-vocab-size-divisible-by, default 128)"),
+    cuda_graphs=_no("no CUDA graphs before Megatron-Core", _MLM_ARGS),
     zero=Item(ZeroStage.NONE, f"{_MLM_ARGS} (--use-distributed-optimizer arrived in v3.0, off by default)"),
     cp_comm=Item(CpComm.P2P, _MLM_ARGS, "no context parallelism before Megatron-Core"),
     tp_comm_overlap=_no("no userbuffers before Megatron-Core + TransformerEngine", _MLM_ARGS),
@@ -156,6 +161,18 @@ MEGATRON_LM = Profile(
                              "(--recompute-granularity selective); megatron/model/transformer.py (ParallelAttention: "
                              "_checkpointed_attention_forward over the core attention)",
                              "selective recompute arrived in v3.0 (2022) with sequence parallelism"),
+    host_style=Item(HostStyle.MEGATRON, "NVIDIA/Megatron-LM@v2.6:megatron/model/transformer.py "
+                    "(ParallelTransformerLayer, ParallelAttention, ParallelMLP); "
+                    "megatron/mpu/layers.py (ColumnParallelLinear, RowParallelLinear); "
+                    "megatron/mpu/mappings.py; megatron/model/fused_layer_norm.py; "
+                    "megatron/model/fused_softmax.py; megatron/model/fused_bias_gelu.py"),
+    pipeline_host_sync=Item(True, "NVIDIA/Megatron-LM@v2.6:megatron/p2p_communication.py (_communicate: "
+                            "torch.cuda.synchronize() after batch_isend_irecv, 'to protect against race "
+                            "condition')"),
+    batch_host_sync=Item(True, "NVIDIA/Megatron-LM@v2.6:megatron/mpu/data.py (broadcast_data: torch.cat(...).cuda() "
+                         "from pageable memory, ordered after a stream sync: "
+                         "docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html); pretrain_gpt.py "
+                         "(get_batch)"),
     lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _MLM_ARGS),
 )
 
@@ -178,6 +195,8 @@ MEGATRON_CORE = Profile(
                           "(TE/Apex FusedAdam)"),
     grad_clip=Item(True, f"{_MC_ARGS} (--clip-grad, default 1.0); {_MC_CLIP}"),
     vocab_divisible_by=Item(128, f"{_MC_ARGS} (--make-vocab-size-divisible-by, default 128)"),
+    cuda_graphs=_no("opt-in: --enable-cuda-graph (TransformerConfig.enable_cuda_graph = False)",
+                    f"{_MC_CONFIG} (enable_cuda_graph)"),
     zero=Item(ZeroStage.Z1, f"{_MC_ARGS} (--use-distributed-optimizer, set by the examples/gpt3 and llama scripts)"),
     cp_comm=Item(CpComm.P2P, f"{_MC_ARGS} (--cp-comm-type, default p2p)", "ring attention in TransformerEngine"),
     tp_comm_overlap=_no("opt-in: --tp-comm-overlap needs userbuffers bootstrapping", f"{_MC_ARGS} (--tp-comm-overlap)"),
@@ -213,6 +232,16 @@ MEGATRON_CORE = Profile(
                              "attention); megatron/core/transformer/attention.py "
                              "(Attention._checkpointed_attention_forward)",
                              "later releases add --recompute-modules, whose default is still core_attn"),
+    host_style=Item(HostStyle.MEGATRON, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_layer.py "
+                    "(TransformerLayer), megatron/core/tensor_parallel/layers.py, "
+                    "megatron/core/fusions/", "the TransformerEngine modules' own Python (FP8 metadata, workspace "
+                    "checks) is not in the replica, which cannot run TransformerEngine on "
+                    "a CPU: a lower bound of the host path"),
+    pipeline_host_sync=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/pipeline_parallel/p2p_communication.py "
+                            "(_communicate: torch.cuda.synchronize() when batch_p2p_sync); "
+                            "megatron/core/model_parallel_config.py (batch_p2p_sync = True)"),
+    batch_host_sync=_no("pinned batches copied with cuda(non_blocking=True)", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/"
+                        "training/utils.py (get_batch_on_this_tp_rank); training.py (pin_memory=True)"),
     lowp_saved_input=Item(True, _TE_SAVE, "Megatron-Core builds its linear layers from TE "
                           "(TELayerNormColumnParallelLinear, TERowParallelLinear, TEGroupedLinear) and passes no "
                           "save_original_input"),
@@ -233,6 +262,8 @@ NEMO = Profile(
                                                  "(distributed_fused_adam_with_cosine_annealing)"),
     grad_clip=Item(True, f"{_NEMO}/recipes/optim/adam.py (clip_grad = 1.0)"),
     vocab_divisible_by=Item(128, f"{_NEMO}/gpt/model/base.py (GPTConfig.make_vocab_size_divisible_by = 128)"),
+    cuda_graphs=_no("the performance recipes leave enable_cuda_graph off unless a recipe sets it",
+                    f"{_NEMO}/gpt/model/base.py (GPTConfig, TransformerConfig.enable_cuda_graph = False)"),
     zero=Item(ZeroStage.Z1, f"{_NEMO}/recipes/optim/adam.py (use_distributed_optimizer = True)"),
     cp_comm=Item(CpComm.P2P, f"{_NEMO} (cp_comm_type passed to Megatron-Core, default p2p)",
                  "ring attention in TransformerEngine"),
@@ -268,6 +299,13 @@ NEMO = Profile(
                     "+training.model.optim.grad_sync_dtype=bf16), which the validation rows set per model"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MC_CONFIG} (recompute_granularity 'selective', as NeMo passes it "
                              "through MegatronStrategy)"),
+    host_style=Item(HostStyle.MEGATRON, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_layer.py "
+                    "(NeMo 2 trains Megatron-Core models)", "TransformerEngine's own Python is not in the replica: "
+                    "a lower bound"),
+    pipeline_host_sync=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/model_parallel_config.py "
+                            "(batch_p2p_sync = True, which NeMo passes through)"),
+    batch_host_sync=_no("Megatron-Core's pinned, non-blocking batch copies",
+                        "NVIDIA/NeMo@v2.0.0:nemo/collections/llm/gpt/model/base.py (gpt_data_step: non_blocking=True)"),
     lowp_saved_input=Item(True, _TE_SAVE, "NeMo trains Megatron-Core models with TE layers"),
 )
 
@@ -290,6 +328,7 @@ MEGATRON_DEEPSPEED = Profile(
                           "microsoft/DeepSpeed@v0.9.5:deepspeed/ops/adam/fused_adam.py"),
     grad_clip=Item(True, f"{_DS_CONFIG} (gradient_clipping); {_DS_ZERO} (get_grad_norm_direct)"),
     vocab_divisible_by=Item(128, f"{_MDS}/arguments.py (--make-vocab-size-divisible-by, default 128)"),
+    cuda_graphs=_no("no CUDA graphs", _MDS),
     zero=Item(ZeroStage.NONE, f"{_DS_CONFIG} (zero_optimization.stage default 0)",
               "BLOOM-176B ran DeepSpeed's bf16 optimizer, which shards like ZeRO-1: set zero = 1 there"),
     cp_comm=Item(CpComm.P2P, _MDS, "no context parallelism in these runs (DeepSpeed-Ulysses: cp_comm = a2a)"),
@@ -319,6 +358,15 @@ MEGATRON_DEEPSPEED = Profile(
                     "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_MDS}/arguments.py (--recompute-granularity selective); "
                              f"{_MDS}/model/transformer.py (ParallelAttention: checkpointed core attention)"),
+    host_style=Item(HostStyle.MEGATRON, f"{_MDS}/model/transformer.py (ParallelTransformerLayer); "
+                    f"{_MDS}/mpu/layers.py; {_MDS}/model/fused_softmax.py; "
+                    f"{_MDS}/model/fused_bias_gelu.py"),
+    pipeline_host_sync=_no("DeepSpeed's pipeline engine sends with dist.send/recv and never synchronises the device",
+                           "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/pipe/p2p.py (send, recv)"),
+    batch_host_sync=Item(True, f"{_MDS}/core/tensor_parallel/data.py (broadcast_data: torch.cat(...).cuda() from "
+                         "pageable memory, ordered after a stream sync: "
+                         "docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html); pretrain_gpt.py "
+                         "(get_batch_pipe)"),
     lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _MDS),
 )
 
@@ -347,6 +395,7 @@ GPT_NEOX = Profile(
                           "adam -> apex/DeepSpeed FusedAdam)"),
     grad_clip=Item(True, f"{_NEOX} (clip_grad = 1.0); {_NEOX_20B} (gradient_clipping: 1.0)"),
     vocab_divisible_by=Item(128, f"{_NEOX} (make_vocab_size_divisible_by = 128)"),
+    cuda_graphs=_no("no CUDA graphs", _NEOX),
     zero=Item(ZeroStage.Z1, f"{_NEOX_20B} (zero_optimization.stage: 1, as in the repository's configs)"),
     cp_comm=Item(CpComm.P2P, _NEOX, "no context parallelism"),
     tp_comm_overlap=_no("no userbuffers", _NEOX),
@@ -381,6 +430,14 @@ GPT_NEOX = Profile(
                                                 "only)",
                              "GPT-NeoX has no selective mode of its own: a spec asking for one gets llmp's "
                              "core-attention meaning"),
+    host_style=Item(HostStyle.MEGATRON, f"{_NEOX_TF} (ParallelTransformerLayer, ParallelSelfAttention, "
+                    "ParallelMLP); EleutherAI/gpt-neox:megatron/mpu/layers.py"),
+    pipeline_host_sync=_no("DeepSpeed's pipeline engine sends with dist.send/recv and never synchronises the device",
+                           "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/pipe/p2p.py (send, recv)"),
+    batch_host_sync=Item(True, "EleutherAI/gpt-neox:megatron/mpu/data.py (broadcast_data: torch.cat(...).cuda() "
+                         "from pageable memory, ordered after a stream sync: "
+                         "docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html); "
+                         "megatron/training.py (get_batch_pipe)"),
     lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _NEOX),
 )
 
@@ -405,6 +462,7 @@ COMPOSER = Profile(
                    f"clipping_type norm, threshold 1.0); {_COMPOSER}:composer/algorithms/gradient_clipping"),
     vocab_divisible_by=Item(1, f"{_FOUNDRY}:llmfoundry/models/mpt/configuration_mpt.py (vocab_size 50368, given "
                             "already padded)"),
+    cuda_graphs=_no("no CUDA graphs", _COMPOSER),
     zero=Item(ZeroStage.FSDP, f"{_FOUNDRY}:scripts/train/yamls/pretrain/mpt-7b.yaml (fsdp_config.sharding_strategy: "
               "FULL_SHARD)"),
     cp_comm=Item(CpComm.P2P, _FOUNDRY, "no context parallelism"),
@@ -438,6 +496,10 @@ COMPOSER = Profile(
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py "
                              "(activation_checkpointing_fn: whole MPTBlocks only)",
                              "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
+    host_style=Item(HostStyle.TORCH, f"{_FOUNDRY}:llmfoundry/models/mpt/modeling_mpt.py (MPTBlock: torch modules)"),
+    pipeline_host_sync=_no("no pipeline parallelism", _FOUNDRY),
+    batch_host_sync=_no("pinned batches moved with non_blocking=True", f"{_COMPOSER}:composer/devices/device_gpu.py "
+                        "(DeviceGPU.tensor_to_device)"),
     lowp_saved_input=Item(True, f"{_COMPOSER}:composer/core/precision.py (amp_fp8 runs TE's fp8_autocast); "
                           f"{_FOUNDRY}:llmfoundry/models/layers/fc.py (fc_type 'te': te.Linear); {_TE_SAVE}"),
 )
@@ -463,6 +525,7 @@ TORCHTITAN = Profile(
     grad_clip=Item(True, f"{_TITAN} (training.max_norm = 1.0); {_TORCH_CLIP}"),
     vocab_divisible_by=Item(1, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/__init__.py (vocab from the "
                                "tokenizer)"),
+    cuda_graphs=_no("no CUDA graphs in training", _TITAN),
     zero=Item(ZeroStage.FSDP, f"{_TITAN} (training.data_parallel_shard_degree = -1: FSDP2 over every GPU)"),
     cp_comm=Item(CpComm.ALL_GATHER, f"{_TITAN} (experimental.context_parallel_rotate_method = 'allgather')",
                  "K/V shards all-gathered after the first sub-SDPA; modelled exposed"),
@@ -496,6 +559,12 @@ TORCHTITAN = Profile(
                              "_custom_policy: 'Saves output of all compute ops, except every second mm'); "
                              "pytorch/pytorch@v2.5.0:torch/utils/checkpoint.py (non-reentrant checkpoint, early_stop "
                              "= True)"),
+    host_style=Item(HostStyle.TORCH, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (TransformerBlock)"),
+    pipeline_host_sync=_no("torch.distributed.pipelining sends asynchronously and waits on the stream",
+                           "pytorch/pytorch@v2.5.0:torch/distributed/pipelining/schedules.py (_batch_p2p: "
+                           "dist.batch_isend_irecv, work.wait())"),
+    batch_host_sync=_no("one batch per step, copied once: no wait per microbatch",
+                        "pytorch/torchtitan@v0.1.0:torchtitan/train.py (input_ids.to(device_type))"),
     lowp_saved_input=_no("torchao Float8Linear saves the BF16 input", _TORCHAO_SAVE),
 )
 
@@ -514,6 +583,7 @@ NEMO_AUTOMODEL = Profile(
                           "default on CUDA when fused is not requested)"),
     grad_clip=Item(True, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/recipes/llm/train_ft.py (max_grad_norm)"),
     vocab_divisible_by=Item(1, "the Hugging Face config's vocab_size"),
+    cuda_graphs=_no("no CUDA graphs", _AUTOMODEL),
     zero=Item(ZeroStage.FSDP, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/fsdp2.py"),
     cp_comm=Item(CpComm.P2P, f"llmp default ({_AUTOMODEL}: context parallelism not read)"),
     tp_comm_overlap=_no("no userbuffers", _AUTOMODEL),
@@ -541,6 +611,9 @@ NEMO_AUTOMODEL = Profile(
     selective_recompute=Item(SR.CORE_ATTENTION, "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/components/distributed/"
                              "fsdp2.py (activation_checkpointing: whole decoder layers only)",
                              "no selective mode of its own: a spec asking for one gets llmp's core-attention meaning"),
+    host_style=Item(HostStyle.TORCH, f"{_AUTOMODEL} (Hugging Face modules)"),
+    pipeline_host_sync=_no("no pipeline parallelism in the runs modelled", _AUTOMODEL),
+    batch_host_sync=_no("no wait per microbatch", _AUTOMODEL),
     lowp_saved_input=_no("torchao Float8Linear saves the BF16 input",
                          "NVIDIA-NeMo/Automodel@102dece:nemo_automodel/components/quantization/fp8.py "
                          f"(apply_fp8_to_model: torchao convert_to_float8_training); {_TORCHAO_SAVE}"),

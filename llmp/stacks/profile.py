@@ -86,6 +86,18 @@ class SelectiveRecompute(StrEnum):
     output the backward needs (the layer's closing residual add is not)."""
 
 
+class HostStyle(StrEnum):
+    """Which torch replica of the layer's host path (:mod:`llmp.measure.host`) a stack's code
+    matches: its dispatch cost per kernel is that replica's, measured."""
+
+    MEGATRON = "megatron"
+    """Megatron's layer: tensor-parallel region functions, custom autograd functions for the
+    GEMM, the fused LayerNorm and softmax, TorchScript fusions, an RNG-tracker fork around the
+    attention dropout."""
+    TORCH = "torch"
+    """A plain eager block of ``nn.Module`` layers and ``torch.nn.functional`` calls."""
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One fact about a stack and where its code or documentation says so."""
@@ -116,6 +128,7 @@ class Profile:
     optimizer_kernel: Item
     grad_clip: Item
     vocab_divisible_by: Item
+    cuda_graphs: Item
     # parallel fields
     zero: Item
     cp_comm: Item
@@ -151,6 +164,17 @@ class Profile:
     """The training precisions under which the stack accumulates and reduces gradients in FP32 (with
     master weights); under the others they are in the model's 16-bit dtype. ``train.fp32_grads`` overrides."""
 
+    host_style: Item
+    """Whose layer code the host runs per kernel (:class:`HostStyle`): sets the measured dispatch
+    cost of each launch (:mod:`llmp.stacks.host`)."""
+    pipeline_host_sync: Item
+    """The host waits for the device after every pipeline send/receive, so each pipeline task
+    starts on an empty queue (host and device of one task overlap only within it)."""
+    batch_host_sync: Item
+    """Loading each microbatch waits for the device (a copy from pageable host memory, which the
+    CUDA runtime orders after all queued work): the forwards of the chunks that read the batch
+    (the first, for tokens; the last, for labels) start on an empty queue."""
+
     lowp_saved_input: Item
     """A low-precision GEMM keeps its input quantised for the weight gradient (TransformerEngine's
     modules: :meth:`~llmp.analytic.lowp.Recipe.saved_input_bytes`), not in BF16 (torchao's
@@ -176,7 +200,8 @@ class Profile:
 
 DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
     "train": ("attention", "fused_norm", "fused_bias_act", "fused_bias_dropout_add", "fused_rope",
-              "fused_cross_entropy", "grad_accum_fusion", "optimizer_kernel", "grad_clip", "vocab_divisible_by"),
+              "fused_cross_entropy", "grad_accum_fusion", "optimizer_kernel", "grad_clip", "vocab_divisible_by",
+              "cuda_graphs"),
     "parallel": ("zero", "cp_comm", "tp_comm_overlap", "dp_overlap", "dp_bucket_size", "param_gather_overlap",
                  "fsdp_prefetch", "partition", "pipe_module"),
 }

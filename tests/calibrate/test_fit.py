@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from analytic.strategies_analytic import llama, make_spec
+from analytic.strategies_analytic import llama, make_spec, with_train
 
 from llmp.analytic.kernels import Collective, Family, Tier
 from llmp.calibrate import fit as fitting
@@ -19,12 +19,15 @@ TERM = CompositionTerm(below=0.05, above=0.5, within=0.1, source="test")
 
 
 def _configs():
-    """Eight configurations of one small model family on one 8-GPU node, of different lengths."""
+    """Eight configurations of one small model family on one 8-GPU node, of different lengths, with
+    their layers replayed as CUDA graphs (the device, not the host thread, paces them)."""
     out = []
     for layers, hidden, tp, mb in [(2, 1024, 1, 1), (4, 1024, 2, 2), (2, 2048, 2, 1), (8, 1024, 1, 2),
                                    (4, 2048, 4, 1), (6, 1024, 2, 4), (8, 2048, 8, 1), (4, 1536, 1, 4)]:
         model = llama(layers=layers, hidden=hidden, heads=16, kv_heads=8, ffn=4 * hidden, vocab=32000, seq_len=1024)
-        out.append(priced(make_spec(model, tp=tp, micro_batch=mb, global_batch=32), None))
+        # CUDA graphs keep the host thread from pacing models this small: these factors are the device's.
+        spec = with_train(make_spec(model, tp=tp, micro_batch=mb, global_batch=32), cuda_graphs=True)
+        out.append(priced(spec, None))
     return out
 
 

@@ -33,7 +33,8 @@ def test_breakdown_sums_to_step_time_and_every_term_is_non_negative(spec):
     p = predict(spec)
     assert sum(p.breakdown.values()) == pytest.approx(p.step_time_s, rel=1e-9)
     assert all(v >= 0 for v in p.breakdown.values()), p.breakdown
-    assert p.compute_s + p.recompute_s + p.exposed_comm_s + p.bubble_s + p.optimizer_s == pytest.approx(p.step_time_s)
+    assert (p.compute_s + p.recompute_s + p.exposed_comm_s + p.bubble_s + p.optimizer_s + p.host_s
+            == pytest.approx(p.step_time_s))
     # no store serves any family: the band is as wide as the roofline's measured errors, and says so
     assert 0 < p.band[0] < p.band[1]
     assert set(p.uncertainty.uncovered) == {op.family for op in p.ops}

@@ -1,0 +1,111 @@
+"""The host thread of each rank: how long it takes to issue each op, and where it waits.
+
+A GPU runs only what its host thread has issued (the CUDA stream is a queue the CPU fills), so
+every op costs host time as well as device time:
+
+* **dispatch**: Python, the stack's wrappers (modules, custom autograd functions, TorchScript
+  fusions, checkpointing bookkeeping) and PyTorch's dispatcher, per kernel. Measured on this
+  machine by timing torch replicas of each stack's layer code path on CPU tensors
+  (:mod:`llmp.measure.host`, ``python benchmarks/host_costs.py``), and kept in
+  ``host_costs.json`` as seconds per kernel launch of each pass (the replica's time over the
+  launches llmp's graph counts for the same layer): the forward and its backward, and under full
+  recompute the checkpointed forward and the backward that recomputes it.
+* **launch**: the CUDA driver and runtime per kernel launch, the device's ``launch_overhead``
+  (each catalog GPU cites its figure).
+
+Quantization kernels of the low-precision GEMMs are launched from C++ inside the module call that
+dispatches the GEMM (TransformerEngine's ``tex`` extension, torchao's fused casts): they cost the
+host their launches only.
+
+A stack that captures its layers in CUDA graphs (``train.cuda_graphs``) replays each captured
+region with one launch: its ops cost the host nothing per kernel.
+
+Where the host waits for the device is the stack's (:attr:`~llmp.stacks.profile.Profile.pipeline_host_sync`):
+Megatron synchronises the device after every pipeline send/receive, so each pipeline task then
+starts with an empty queue; stacks that do not let the host run ahead across tasks.
+
+The CPU device (``gpu = cpu``) is its own host: its ``launch_overhead`` already is the dispatch
+cost of an eager op, and nothing more is added.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from llmp.dsl.spec import Recompute, Spec
+from llmp.stacks.catalog import PROFILES
+
+PASSES = ("fwd", "bwd", "full_fwd", "full_bwd")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measured:
+    """``host_costs.json``: dispatch seconds per kernel launch, per replica style and pass."""
+
+    per_launch: dict[str, dict[str, float]]
+    machine: dict[str, str]
+    """What the replicas ran on (CPU, Python, torch)."""
+    date: str
+    command: str
+
+
+@functools.cache
+def measured() -> Measured:
+    """The shipped measurement (read once)."""
+    text = resources.files("llmp.stacks").joinpath("host_costs.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    per_launch = {style: {p: float(v["per_launch_s"][p]) for p in PASSES} for style, v in data["styles"].items()}
+    return Measured(per_launch=per_launch, machine=dict(data["machine"]), date=data["date"],
+                    command=data["command"])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostRules:
+    """What the composition needs of a spec's host thread: seconds per kernel launch of each kind
+    of op (dispatch plus the launch itself), and whether pipeline tasks start on an empty queue."""
+
+    forward: float
+    """Dispatch per launch of a forward op: recording autograd, or the checkpointed forward of a
+    fully recomputed layer."""
+    recompute: float
+    """Dispatch per launch of a recomputed forward op (recording autograd, in the backward task)."""
+    backward: float
+    """Dispatch per launch of a backward op run by the autograd engine."""
+    step: float
+    """Dispatch per launch of once-per-step work (optimizer, clipping, unscaling): eager calls
+    without autograd."""
+    launch: Any
+    """The CUDA driver and runtime per kernel launch (the device's ``launch_overhead``: a number,
+    or a symbol where sensitivity leaves it free)."""
+    pipeline_sync: bool
+    """The host waits for the device at each pipeline send/receive (pp > 1 only)."""
+    batch_sync: bool
+    """Loading a microbatch waits for the device: the forwards that read it start on an empty queue."""
+    graphs: bool
+    """Layers are replayed from CUDA graphs: their ops cost no host time per kernel."""
+    style: str
+    """The replica style whose measurement applies (:mod:`llmp.measure.host`)."""
+
+    @classmethod
+    def of(cls, spec: Spec) -> HostRules | None:
+        """The host rules of ``spec``; None when the device is the host itself (``gpu = cpu``)."""
+        gpu = spec.cluster.gpu
+        chain = (gpu.id, *(gpu.derivation.chain if gpu.derivation is not None else ()))
+        if "cpu" in chain:
+            return None
+        p = PROFILES[spec.train.stack]
+        style = str(p.host_style.value)
+        costs = measured().per_launch[style]
+        if spec.train.recompute is Recompute.FULL:
+            forward, recompute, backward = costs["full_fwd"], costs["full_bwd"], costs["full_bwd"]
+        else:
+            forward, recompute, backward = costs["fwd"], costs["fwd"], costs["bwd"]
+        return cls(forward=forward, recompute=recompute, backward=backward, step=costs["fwd"],
+                   launch=gpu.launch_overhead,
+                   pipeline_sync=bool(p.pipeline_host_sync.value) and int(spec.parallel.pp) > 1,
+                   batch_sync=bool(p.batch_host_sync.value),
+                   graphs=bool(spec.train.cuda_graphs), style=style)
