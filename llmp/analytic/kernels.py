@@ -443,6 +443,19 @@ def _busy(k: Kernel, c: KernelCost, peak: Any, mem_bandwidth: Any, grid: Grid | 
     return vmax(c.flops / peak, c.bytes / mem_bandwidth)
 
 
+def memory_bound(k: Kernel, c: KernelCost, *, peak: float, mem_bandwidth: float, grid: Grid | None = None) -> bool:
+    """Whether the configuration :func:`roofline` prices a kernel at is limited by its memory
+    traffic rather than its compute (numbers only): what a prediction's op table calls its bound."""
+    if grid is not None and grid.microarch is not None and c.tensor_core and k.family is Family.GEMM:
+        m, n, kk, b = (k.dim(d) for d in DIMS[Family.GEMM])
+        options = tiles.gemm_options(m, n, kk, b, c.bytes, peak=peak, mem_bandwidth=mem_bandwidth, sms=grid.sms,
+                                     tiles=tiles.GEMM[grid.microarch])
+        compute, memory = min(options, key=lambda o: max(o))
+        return bool(memory >= compute)
+    busy = float(_busy(k, c, peak, mem_bandwidth, grid))
+    return bool(float(c.bytes) / mem_bandwidth >= busy * (1 - 1e-12))
+
+
 def _attention_shape(k: Kernel) -> dict[str, Any]:
     """The dims a fused attention kernel's grid depends on (``tiles.attention_factor``)."""
     return {"batch": k.dim("batch"), "heads": k.dim("heads"), "seq_q": k.dim("seq_q"), "seq_kv": k.dim("seq_kv"),

@@ -104,13 +104,11 @@ def _efficiency(tile: tuple[int, int], main: tuple[int, int]) -> float:
     return min(1.0, ((main[0] + main[1]) / (main[0] * main[1])) / per)
 
 
-def gemm_seconds(m: Any, n: Any, k: Any, batch: Any, nbytes: Any, *, peak: Any, mem_bandwidth: Any, sms: Any,
-                 tiles: GemmTiles) -> Any:
-    """Compute-or-memory seconds of a GEMM (``batch`` products of ``m x k`` by ``k x n``) whose grid
-    of tiles runs in waves over ``sms`` SMs: the fastest configuration of ``tiles``.
-
-    ``nbytes`` is the kernel's compulsory traffic (``kernels.cost``); a split adds its partials.
-    """
+def gemm_options(m: Any, n: Any, k: Any, batch: Any, nbytes: Any, *, peak: Any, mem_bandwidth: Any, sms: Any,
+                 tiles: GemmTiles) -> list[tuple[Any, Any]]:
+    """(compute seconds, memory seconds) of each configuration of ``tiles`` for a GEMM of ``batch``
+    products of ``m x k`` by ``k x n`` whose grid runs in waves over ``sms`` SMs. ``nbytes`` is the
+    kernel's compulsory traffic (``kernels.cost``); a split adds its partials."""
     tm, tn = tiles.main
     grid = vceil(m / tm) * vceil(n / tn) * batch
     options = []
@@ -118,12 +116,19 @@ def gemm_seconds(m: Any, n: Any, k: Any, batch: Any, nbytes: Any, *, peak: Any, 
         waves = vceil(grid * s / sms)
         flops = 2 * tm * tn * (vceil(k / s) if s > 1 else k) * sms * waves
         traffic = nbytes + (2 * 4 * s * m * n * batch if s > 1 else 0)  # FP32 partials written, read back
-        options.append(vmax(flops / peak, traffic / mem_bandwidth))
+        options.append((flops / peak, traffic / mem_bandwidth))
     sm, sn = tiles.small
     waves = vceil(vceil(m / sm) * vceil(n / sn) * batch / sms)
     flops = 2 * sm * sn * k * sms * waves / _efficiency(tiles.small, tiles.main)
-    options.append(vmax(flops / peak, nbytes / mem_bandwidth))
-    return vmin(*options)
+    options.append((flops / peak, nbytes / mem_bandwidth))
+    return options
+
+
+def gemm_seconds(m: Any, n: Any, k: Any, batch: Any, nbytes: Any, *, peak: Any, mem_bandwidth: Any, sms: Any,
+                 tiles: GemmTiles) -> Any:
+    """Compute-or-memory seconds of a GEMM: the fastest of its configurations (``gemm_options``)."""
+    return vmin(*(vmax(c, mem) for c, mem in gemm_options(m, n, k, batch, nbytes, peak=peak,
+                                                          mem_bandwidth=mem_bandwidth, sms=sms, tiles=tiles)))
 
 
 def gemm_grid(m: Any, n: Any, batch: Any, sms: Any, tiles: GemmTiles) -> tuple[Any, Any]:
