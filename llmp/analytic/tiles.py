@@ -2,7 +2,9 @@
 
 A GEMM does not run at ``flops / peak``. Its library cuts the ``m x n`` output into tiles of
 ``tm x tn`` (one CTA each, ``ceil(m / tm) * ceil(n / tn)`` per batch entry), and the GPU runs
-them in *waves* of one CTA per SM: the last wave, partly empty, costs as long as a full one, and
+them in *waves* of one CTA per SM (a CTA alone on an SM has its tensor cores at the SM's full rate;
+where a library keeps two CTAs resident per SM they share that rate, which takes the same time, so
+waves are counted per SM): the last wave, partly empty, costs as long as a full one, and
 the padding of the edge tiles is computed like real work (NVIDIA Deep Learning Performance
 Documentation, "Matrix Multiplication Background User's Guide", sections "Tile Quantization" and
 "Wave Quantization", docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication).
@@ -27,12 +29,13 @@ its bytes over the memory bandwidth (the roofline of :func:`llmp.analytic.kernel
 configuration costs at least the unquantized roofline and is non-decreasing in every dim; where the
 grid fills whole waves of whole tiles the main tile's equals it exactly.
 
-The main tile is 128 x 128 on every architecture here: it is the default CTA tile of each
-generation's GEMM library (cited per entry of ``GEMM``), and on the public operator measurements
-(``../shared/data``, training data: cuBLAS through PyTorch on A100, H100, A40; XLA on H100 and
-B200; aiter on MI300X) the larger tiles those libraries also have overstated the quantization of
-every source, which their heuristics avoid by picking smaller tiles or splitting K. Split counts
-are powers of two up to 8; more changed no source's fit.
+The main tile is 128 x 128 on every architecture here: every generation's library has it (cited
+per entry of ``GEMM``; it is the level-0 tile of CUTLASS's sm90 and sm100 generators), and on the
+public operator measurements (``../shared/data``, training data: cuBLAS through PyTorch on A100,
+H100, A40; XLA on H100 and B200; aiter on MI300X and MI355X) the larger main tiles the libraries
+also have overstated the quantization of the cuBLAS sources, which their heuristics avoid by
+picking smaller tiles or splitting K (``benchmarks/tile_choice.py``). Split counts are powers of
+two up to 8; up to 16 changed no source's fit.
 
 FlashAttention runs one CTA per ``block_m`` query rows of one (batch, head) in the forward, one
 per ``block_n`` keys in the backward (FlashAttention-2, Dao 2023, §3.2; the launch grids of
