@@ -13,9 +13,9 @@ has 30-100 samples. Optional bootstrap members estimate where the model is unsur
 pick samples actively on a new device, ``adapt.py``).
 
 Domain: a group knows the feature ranges and the shapes it was fitted on (``domain.Shapes``); a
-query beyond them is flagged out of domain (its band widens in the store) and gets the group's
-model only where that model was seen to extrapolate better than the roofline (``extrapolates``),
-else the bare, tile-quantized roofline.
+query beyond them is flagged out of domain (its band widens in the store). Beyond the sizes it
+measured, it gets the group's model only where that model was seen to extrapolate better than the
+roofline (``extrapolates``), else the bare, tile-quantized roofline.
 
 Fitted groups are kept as :class:`~llmp.residuals.forest.Forest` (the trees as numpy arrays):
 xgboost fits them, but predicting never imports it, so a loaded store and a freshly fitted
@@ -280,7 +280,10 @@ class ResidualModel:
             idx = np.asarray(rows)
             X = block.X[idx]
             inside = self._in_domain(key, block.names, X)
-            served = inside | self.extrapolates(key, block.names, X)
+            # Beyond the sizes it measured, the model only where it extrapolated well; between them
+            # (a gap in its shapes) and out of domain by the device's numbers alone (a store adapted
+            # to a new device), it keeps its answer, flagged.
+            served = self._within_sizes(key, block.names, X) | self.extrapolates(key, block.names, X)
             out.log_factor[idx] = np.where(served, self.models_[key].predict(X), 0.0)
             out.q[idx] = self.conformal_q_[key]
             out.has_model[idx] = True
@@ -289,6 +292,12 @@ class ResidualModel:
             if members:
                 out.spread[idx] = np.std([m.predict(X) for m in members], axis=0)
         return out
+
+    def _within_sizes(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
+        """Bytes moved within the fitted range (with ``DOMAIN_MARGIN``): not an extrapolation in size."""
+        lo, hi = self.domain_[key].get("log_bytes", (-math.inf, math.inf))
+        col = X[:, names.index("log_bytes")]
+        return (col >= lo - DOMAIN_MARGIN["log_bytes"]) & (col <= hi + DOMAIN_MARGIN["log_bytes"])
 
     def _in_domain(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
         """Inside the fitted range of every ``DOMAIN_FEATURES`` column, and near a measured shape of
