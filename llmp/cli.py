@@ -22,6 +22,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("sensitivity", "sensitivity", "symbolic derivatives and elasticities of step time"),
     ("search", "search", "sweep and rank configurations"),
     ("plan", "plan", "how long and how much a whole training run costs, or how many GPUs meet a deadline"),
+    ("serve", "serve", "the library behind a local web page: editor, prediction, what-if, search, plan, export"),
     ("validate", "validate", "score predictions against measured runs (CSV)"),
     ("calibrate", "calibrate", "fit a stack's factors on a few of your own measured steps"),
     ("sample", "sample", "micro-benchmark operators on this machine's device"),

@@ -45,6 +45,8 @@ def _gemm_inputs(ctx: Context, kind: LayerKind, core_out: bool) -> Any:
     m, p = ctx.spec.model, ctx.spec.parallel
     tsp, t, h = ctx.sp_tokens, ctx.tokens, m.hidden
     sp = bool(p.sequence_parallel)
+    if ctx.tuning.frozen and m.mla is None and not kind.moe:
+        return _lora_inputs(ctx, core_out)
     if m.mla is None:
         attention = _inputs(ctx, tsp * h, (sp,))
     else:
@@ -61,6 +63,24 @@ def _gemm_inputs(ctx: Context, kind: LayerKind, core_out: bool) -> Any:
     norm_out = _inputs(ctx, tsp * h, (sp,) if ctx.st.shared_experts else (), kept=mo.router is not Router.BALANCED)
     return (attention + norm_out + _inputs(ctx, rows * h) + _inputs(ctx, rows * mo.expert_ffn_hidden / p.expert_tp)
             + _inputs(ctx, t * shared / p.tp))
+
+
+def _lora_inputs(ctx: Context, core_out: bool) -> Any:
+    """:func:`_gemm_inputs` of a LoRA layer (standard attention, dense MLP): a frozen linear layer
+    keeps no input, since it computes no weight gradient (TransformerEngine's ``_Linear`` saves its
+    input only ``if weight.requires_grad``, autograd's ``mm`` only the operands the wanted gradients
+    read); an adapted one keeps its input in the model dtype for its adapter's ``A`` (adapters run
+    outside the low-precision recipe) and each adapter its ``m x rank`` output ``x A`` for ``B``.
+    MLA and MoE layers keep what pre-training keeps (an overestimate under LoRA)."""
+    m, p = ctx.spec.model, ctx.spec.parallel
+    tsp, t, h, e = ctx.sp_tokens, ctx.tokens, m.hidden, ctx.e
+    adapted = ctx.tuning.adapted
+    shard = {"qkv": 1, "proj": p.tp, "fc1": 1, "fc2": p.tp}  # the row-parallel adapters' A output is split
+    inputs = {"qkv": tsp * h, "proj": t * ctx.o_width, "fc1": tsp * h, "fc2": t * m.ffn_hidden / p.tp}
+    kept = sum(e * (inputs[g] + t * ctx.tuning.rank / shard[g]) for g in inputs if g in adapted)
+    if core_out and "proj" not in adapted:  # the fused attention kernel keeps its output anyway
+        kept = kept + e * inputs["proj"]
+    return kept
 
 
 def layer_activation_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:

@@ -10,6 +10,7 @@ only when a formula meets one of its expressions (:mod:`llmp.sym`); its function
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from typing import Any
@@ -88,6 +89,20 @@ def vselect(x: Any, steps: tuple[tuple[Any, Any], ...], otherwise: Any) -> Any:
     if _is_array(x):
         return np.select([x <= b for b, _ in steps], [v for _, v in steps], otherwise)
     return next((v for b, v in steps if x <= b), otherwise)
+
+
+def vstep(x: Any, breaks: tuple[float, ...], values: tuple[Any, ...]) -> Any:
+    """A piecewise-constant look-up: ``values[i]`` where ``i`` is how many ``breaks`` (ascending)
+    are <= ``x`` (so ``len(values) == len(breaks) + 1``). Floats bisect, arrays index elementwise,
+    expressions become a :class:`~llmp.analytic.sympy_functions.StepTable` (derivative 0)."""
+    assert len(values) == len(breaks) + 1, "one value more than breaks"
+    if is_symbolic(x):
+        from llmp.analytic.sympy_functions import StepTable
+
+        return StepTable.of(tuple(breaks), tuple(values))(x)
+    if _is_array(x):
+        return np.asarray(values, dtype=float)[np.searchsorted(np.asarray(breaks, dtype=float), x, side="right")]
+    return values[bisect.bisect_right(breaks, x)]
 
 
 def positive_part(x: Any) -> Any:

@@ -15,7 +15,6 @@ of a kind in one call.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -110,20 +109,21 @@ def kernel_evaluator(key: tuple[Any, ...], microarch: Microarch | None = None) -
 
 
 LINK_ARGS = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency",
-             "intra_peer_bandwidth", "host_bandwidth", "host_memory_bandwidth", "host_latency")
+             "intra_peer_bandwidth", "host_bandwidth", "host_memory_bandwidth", "host_latency", "nvls_efficiency")
 """The :class:`~llmp.analytic.collectives.Links` fields a compiled collective cost takes, in order."""
-_LINK = collectives.Links(**{n: sp.Symbol(n, positive=True) for n in LINK_ARGS})
 _COLL = sp.symbols("bytes group ranks_per_node", positive=True)
 
 
 @functools.cache
-def collective_evaluator(kind: CollectiveKind, tier: Tier, mesh: bool = False) -> CompiledCost:
+def collective_evaluator(kind: CollectiveKind, tier: Tier, links_kind: tuple[Any, ...]) -> CompiledCost:
     """Seconds of one collective kind on one tier as a function of (bytes, group, ranks_per_node,
-    then the ``LINK_ARGS``); ``mesh``: the node has no switch, so ``intra_peer_bandwidth`` limits
-    a group (without it that argument is unused)."""
+    then the ``LINK_ARGS``), for links of ``links_kind`` (:attr:`~llmp.analytic.collectives.Links.kind`:
+    NCCL's table row, the transports, NVLS and CollNet, and whether the node is a mesh, in which case
+    ``intra_peer_bandwidth`` limits a group; otherwise that argument is unused)."""
     size, n, r = _COLL
-    links = _LINK if mesh else dataclasses.replace(_LINK, intra_peer_bandwidth=None)
+    arch, intra, inter, nvls, collnet, mesh = links_kind
+    symbols = {name: sp.Symbol(name, positive=True) for name in LINK_ARGS}
+    links = collectives.Links(**{**symbols, "intra_peer_bandwidth": symbols["intra_peer_bandwidth"] if mesh else None},
+                              arch=arch, intra_transport=intra, inter_transport=inter, nvls=nvls, collnet=collnet)
     t = collectives.time(Collective(kind=kind, bytes=size, group=n, ranks_per_node=r, tier=tier), links)
-    args = (size, n, r, *(getattr(_LINK, name) for name in LINK_ARGS))
-    return compile((t,), args)
-
+    return compile((t,), (size, n, r, *symbols.values()))

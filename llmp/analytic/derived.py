@@ -40,6 +40,9 @@ def derived(spec: Spec) -> dict[str, Any]:
     out.update(_layers(spec))
     if m.moe is not None:
         out["active_params"] = sp.expand(params.active(m, vocab))
+    ft = spec.train.finetune
+    if ft is not None and ft.lora:  # LoRA trains its adapters alone
+        out["trainable_params"] = sp.expand(params.trainable_params(m, ft, vocab))
     dtype = spec.train.precision.compute_dtype
     peak = cl.gpu.peak_flops.get(dtype)
     if peak is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import kinds, layout, lowp, shard
+from llmp.analytic import finetune, kinds, layout, lowp, shard
 from llmp.analytic.kernels import (
     AttentionKernel,
     Collective,
@@ -111,6 +111,8 @@ class Context:
     """Rows of the embedding and head: the vocab padded as the stack pads it."""
     profile: Profile
     """The stack's profile (facts with no spec field)."""
+    tuning: finetune.Tuning
+    """What fine-tuning changes: frozen base weights, LoRA adapters, packed samples."""
 
     @classmethod
     def of(cls, spec: Spec, st: Structure) -> Context:
@@ -132,7 +134,7 @@ class Context:
                    wide=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
                    attn=Dtype.BF16 if prec.low_precision else prec.compute_dtype,
                    recipe=lowp.Recipe.of(spec), groups=groups,
-                   vocab=padded_vocab(spec), profile=profile(spec.train.stack))
+                   vocab=padded_vocab(spec), profile=profile(spec.train.stack), tuning=finetune.Tuning.of(spec))
 
     def collective(self, kind: CollectiveKind, nbytes: Any, group: str) -> Collective:
         g = self.groups[group]
@@ -155,7 +157,9 @@ class Block:
              dtype: Dtype | None = None, bwd_comm: tuple[Op, ...] = ()) -> None:
         """Y[m,n] = X[m,k] W[k,n]; backward dgrad (m,k,n) then ``bwd_comm``, then wgrad (k,n,m).
         The dgrad is task B's, the wgrad task W's (phase ``bwd_w``), or B's when the second
-        operand is an activation (``weights = false``: its "weight gradient" is an input gradient)."""
+        operand is an activation (``weights = false``: its "weight gradient" is an input gradient).
+        A frozen weight (LoRA's base) has no wgrad; an adapted layer GEMM gets its adapter
+        (:meth:`adapter`)."""
         dt = dtype or self.ctx.gemm
         recipe = self.ctx.recipe if dt.low_precision and weights else None
         quantize_grad = []
@@ -170,21 +174,52 @@ class Block:
                              for step, kern in recipe.operand(batch * m * n, Pass.BWD)]
         fwd = Kernel.make(Family.GEMM, dt, m=m, n=n, k=k, batch=batch)
         self.fwd.append(self._op(name, fwd, Phase.FWD, Part.FORWARD))
+        frozen = weights and self.ctx.tuning.frozen and finetune.ADAPTER not in name  # LoRA's adapters train
         self._bwd.append([
             *quantize_grad,
             self._op(f"{name}.dgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=m, n=k, k=n, batch=batch),
                      Phase.BWD_ACT, Part.BACKWARD),
             *bwd_comm,
-            self._op(f"{name}.wgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=k, n=n, k=m, batch=batch),
-                     Phase.BWD_W if weights else Phase.BWD_ACT, Part.BACKWARD)])
+            *([] if frozen else [
+                self._op(f"{name}.wgrad", Kernel.make(Family.GEMM, dt, Pass.BWD, m=k, n=n, k=m, batch=batch),
+                         Phase.BWD_W if weights else Phase.BWD_ACT, Part.BACKWARD)])])
+        if weights and self.scope is Scope.LAYER and self.ctx.tuning.adapts(name):
+            self.adapter(name, m, n, k, batch, len(self._bwd) - 1)
+
+    def adapter(self, name: str, m: Any, n: Any, k: Any, batch: Any, base: int) -> None:
+        """LoRA's adapter beside the frozen GEMM ``name`` (``m x n x k``, ``batch`` experts), in
+        the activation dtype (:mod:`llmp.analytic.finetune`): ``x A``, the all-gather (beside a
+        column-parallel GEMM) or all-reduce (row-parallel) of its ``m x rank`` output over the
+        layer's tensor-parallel group, ``(x A) B``, the add onto the frozen output; backward, in
+        reverse, each GEMM's input and weight gradients, the collective's mirror, and after the
+        frozen GEMM's backward (``base``: its place in the backward list) the add of the two ``dx``."""
+        ctx = self.ctx
+        shape = finetune.adapter_shape(ctx.tuning, ctx.spec.parallel, name)
+        group = "etp" if ".experts." in name else "tp"
+        self.gemm(f"{name}.lora_a", m, shape.a_out, k, batch=batch, dtype=ctx.wide)
+        if ctx.st.active(group) and (shape.gather or shape.reduce):
+            rows = batch * m * ctx.tuning.rank * ctx.e
+            kind = CollectiveKind.ALL_GATHER if shape.gather else CollectiveKind.ALL_REDUCE
+            back = CollectiveKind.REDUCE_SCATTER if shape.gather else CollectiveKind.ALL_REDUCE
+            axis = Axis.EP if group == "etp" else Axis.TP
+            self.comm(f"{name}.lora_a.tp_{kind.value}", kind, rows, group, axis)
+            self.bwd_comm(self.collective(f"{name}.lora_a.tp_grad_{back.value}", back, rows, group, axis,
+                                          part=Part.BACKWARD))
+        self.gemm(f"{name}.lora_b", m, n, shape.b_in, batch=batch, dtype=ctx.wide)
+        self.kernel(f"{name}.lora_add", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=batch * m * n,
+                    backward=False)
+        add = Kernel.make(Family.ELEMENTWISE, ctx.act, Pass.BWD, Elementwise.ADD, elements=batch * m * k)
+        self._bwd.insert(base, [self._op(f"{name}.lora_grad_add", add, Phase.BWD_ACT, Part.BACKWARD)])
 
     def kernel(self, name: str, family: Family, *, dtype: Dtype | None = None, variant: str = "",
-               bwd_phase: Phase = Phase.BWD_ACT, **dims: Any) -> None:
-        """A non-GEMM kernel and its backward (the same kernel with ``pass_ = bwd``)."""
+               bwd_phase: Phase = Phase.BWD_ACT, backward: bool = True, **dims: Any) -> None:
+        """A non-GEMM kernel and its backward (the same kernel with ``pass_ = bwd``); ``backward =
+        false``: none (an add, whose gradient passes through; a frozen embedding)."""
         dt = dtype or self.ctx.act
         self.fwd.append(self._op(name, Kernel.make(family, dt, Pass.FWD, variant, **dims), Phase.FWD, Part.FORWARD))
-        self._bwd.append([self._op(f"{name}.bwd", Kernel.make(family, dt, Pass.BWD, variant, **dims),
-                                   bwd_phase, Part.BACKWARD)])
+        if backward:
+            self._bwd.append([self._op(f"{name}.bwd", Kernel.make(family, dt, Pass.BWD, variant, **dims),
+                                       bwd_phase, Part.BACKWARD)])
 
     def collective(self, name: str, kind: CollectiveKind, nbytes: Any, group: str, axis: Axis, *,
                    part: Part = Part.FORWARD, overlap: Overlap = Overlap.NONE, partner: str = "",
@@ -384,10 +419,12 @@ def _core(blk: Block, kind: LayerKind) -> str:
     heads, seq_q = _core_shape(ctx)
     batch = t.micro_batch
     if t.attention.fused:
+        # packed samples attend within themselves (llmp.analytic.finetune.packed_attention)
+        batch, seq_q, seq_kv, window = finetune.packed_attention(t.finetune, batch, m.seq_len, seq_q, m.window,
+                                                                 kind.windowed)
         blk.kernel("attn.core", Family.ATTENTION, variant=_FUSED_KERNEL[t.attention], dtype=ctx.attn, batch=batch,
-                   heads=heads, kv_heads=ctx.kv_width / ctx.head_dim_qk, seq_q=seq_q, seq_kv=m.seq_len,
-                   head_dim=ctx.head_dim_qk, head_dim_v=ctx.head_dim_v,
-                   window=m.window if kind.windowed else m.seq_len, causal=True, flash=True)
+                   heads=heads, kv_heads=ctx.kv_width / ctx.head_dim_qk, seq_q=seq_q, seq_kv=seq_kv,
+                   head_dim=ctx.head_dim_qk, head_dim_v=ctx.head_dim_v, window=window, causal=True, flash=True)
         return "attn.core"
     bh = batch * heads
     scores = bh * seq_q * m.seq_len
@@ -681,23 +718,31 @@ def _recomputed(ops: list[Op]) -> list[Op]:
     return out
 
 
-def zero3(blk: Block, params: Any | shard.LocalParams, name: str) -> tuple[list[Op], list[Op]]:
+def _local(params: Any | shard.LocalParams) -> shard.LocalParams:
+    return params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
+
+
+def zero3(blk: Block, params: Any | shard.LocalParams, name: str,
+          grads: Any | shard.LocalParams | None = None) -> tuple[list[Op], list[Op]]:
     """ZeRO-3/FSDP: gather a block's parameters before its forward and again before its
     backward, and reduce-scatter its gradients after the backward (Rajbhandari et al. 2020,
     §5.3). Routed-expert weights are sharded over their own expert-data-parallel group (their
-    replicas: dp x cp / ep), the rest over dp x cp. Places the forward gathers first in the block;
-    returns the backward gathers and the reduce-scatters."""
+    replicas: dp x cp / ep), the rest over dp x cp. ``grads``: the parameters that have gradients
+    (default all; LoRA: the adapters alone, the frozen weights are gathered but reduce nothing).
+    Places the forward gathers first in the block; returns the backward gathers and the
+    reduce-scatters."""
     ctx = blk.ctx
     if ctx.spec.parallel.zero not in (ZeroStage.Z3, ZeroStage.FSDP):
         return [], []
-    local = params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
+    local = _local(params)
+    trained = local if grads is None else _local(grads)
     overlap = Overlap.PREFETCH if blk.scope is Scope.LAYER else Overlap.NONE
     gathers: list[Op] = []
     scatters: list[Op] = []
-    parts = [("", local.dense, "dp")]
+    parts = [("", local.dense, trained.dense, "dp")]
     if not (isinstance(local.expert, int) and local.expert == 0):
-        parts.append(("expert_", local.expert, "expert_dp"))
-    for label, n, group in reversed(parts):
+        parts.append(("expert_", local.expert, trained.expert, "expert_dp"))
+    for label, n, g, group in reversed(parts):
         if not ctx.st.active(group):
             continue
         full = n * ctx.e
@@ -705,9 +750,10 @@ def zero3(blk: Block, params: Any | shard.LocalParams, name: str) -> tuple[list[
                                          Axis.DP, overlap=overlap))
         gathers.insert(0, blk.collective(f"{name}.{label}zero_grad_all_gather", CollectiveKind.ALL_GATHER, full,
                                          group, Axis.DP, part=Part.BACKWARD, overlap=overlap))
-        scatters.insert(0, blk.collective(f"{name}.{label}zero_grad_reduce_scatter", CollectiveKind.REDUCE_SCATTER,
-                                          n * grad_bytes(ctx), group, Axis.DP, part=Part.BACKWARD, overlap=overlap,
-                                          weight_grads=True))
+        if not (isinstance(g, int | float) and g == 0):
+            scatters.insert(0, blk.collective(f"{name}.{label}zero_grad_reduce_scatter",
+                                              CollectiveKind.REDUCE_SCATTER, g * grad_bytes(ctx), group, Axis.DP,
+                                              part=Part.BACKWARD, overlap=overlap, weight_grads=True))
     return gathers, scatters
 
 
@@ -781,8 +827,9 @@ def transformer_layer(ctx: Context, kind: LayerKind, blk: Block) -> list[Op]:
     """
     core = _layer_body(ctx, kind, blk)
     local = shard.layer(ctx.spec.model, ctx.spec.parallel, kind, ctx.st.q_compressed)
-    grad_accumulate(blk, local)
-    gathers, scatters = zero3(blk, local, "layer" if blk.scope is Scope.LAYER else "block")
+    trained = _adapters(blk.fwd) if ctx.tuning.frozen else local
+    grad_accumulate(blk, trained)
+    gathers, scatters = zero3(blk, local, "layer" if blk.scope is Scope.LAYER else "block", grads=trained)
     ops = blk.ops()
     fwd = [op for op in ops if op.part is Part.FORWARD]
     bwd = [op for op in ops if op.part is Part.BACKWARD]
@@ -845,7 +892,8 @@ def _modules(ctx: Context, op: Op) -> tuple[tuple[str, Any], ...]:
 def _is_mm(op: Op, core: list[str]) -> bool:
     """A linear layer's product (``aten.mm``): a GEMM outside the attention core (whose products
     are batched ``bmm``) and not an expert's grouped GEMM."""
-    if not isinstance(op.work, Kernel) or op.work.family is not Family.GEMM or op.name in core:
+    if (not isinstance(op.work, Kernel) or op.work.family is not Family.GEMM or op.name in core
+            or finetune.ADAPTER in op.name):  # a LoRA adapter's GEMM is not a module of torchtitan's list
         return False
     try:
         return float(op.work.dim("batch")) == 1
@@ -948,6 +996,56 @@ def lowp_weights(ctx: Context, kind: LayerKind) -> LowpWeights:
     return LowpWeights(dense=dense, expert=expert, modules=len(casts))
 
 
+def _adapters(fwd: list[Op]) -> shard.LocalParams:
+    """The LoRA adapter weights among a block's forward ops (``x A`` and ``(x A) B``, each ``m x n x
+    k`` GEMM holding a ``k x n`` weight per expert), on this GPU: routed experts' apart."""
+    dense: Any = 0
+    expert: Any = 0
+    for op in fwd:
+        if isinstance(op.work, Kernel) and op.name.rsplit(".", 1)[-1] in ("lora_a", "lora_b"):
+            n = op.work.dim("batch") * op.work.dim("k") * op.work.dim("n")
+            if ".moe.experts." in op.name:
+                expert = expert + n
+            else:
+                dense = dense + n
+    return shard.LocalParams(dense=dense, expert=expert)
+
+
+def adapter_weights(ctx: Context, kind: LayerKind) -> shard.LocalParams:
+    """The LoRA adapter weights one layer of ``kind`` holds on one GPU (zero without LoRA): read off
+    the layer's own adapter GEMMs, so the optimizer, the gradient sync and memory count exactly the
+    adapters the graph runs."""
+    if not ctx.tuning.adapted:
+        return shard.LocalParams(dense=0, expert=0)
+    blk = Block(ctx, Scope.LAYER, "layer")
+    _layer_body(ctx, kind, blk)
+    return _adapters(blk.fwd)
+
+
+def adapter_tensors(ctx: Context, kind: LayerKind) -> int:
+    """LoRA weight tensors (each adapter's A and B) in one layer of ``kind``: what a per-tensor
+    optimizer loops over."""
+    if not ctx.tuning.adapted:
+        return 0
+    blk = Block(ctx, Scope.LAYER, "layer")
+    _layer_body(ctx, kind, blk)
+    return sum(1 for op in blk.fwd if op.name.rsplit(".", 1)[-1] in ("lora_a", "lora_b"))
+
+
+def trainable(ctx: Context, params: shard.LocalParams, layers: tuple[Any, ...]) -> shard.LocalParams:
+    """The parameters with gradients, optimizer states and an update on a rank holding ``params``
+    and ``layers`` of each kind: all of them, or with LoRA's frozen base only the layers'
+    adapters (:mod:`llmp.analytic.finetune`)."""
+    if not ctx.tuning.frozen:
+        return params
+    dense: Any = 0
+    expert: Any = 0
+    for kind, n in zip(ctx.st.kinds, layers):
+        w = adapter_weights(ctx, kind)
+        dense, expert = dense + n * w.dense, expert + n * w.expert
+    return shard.LocalParams(dense=dense, expert=expert)
+
+
 GRAD_ACCUMULATE = "grad_accumulate"
 """The name (in each block) of the kernel that adds a microbatch's weight gradients into the
 gradient buffer: its size depends on how ZeRO shards that buffer over the replicas."""
@@ -960,9 +1058,9 @@ def grad_accumulate(blk: Block, params: Any | shard.LocalParams) -> None:
     gradients of the block (its shard under ZeRO-2/3 and FSDP). Counted every microbatch (the
     first one's is an assignment in autograd: one add too many per step)."""
     ctx = blk.ctx
-    if ctx.spec.train.grad_accum_fusion:
+    local = _local(params)
+    if ctx.spec.train.grad_accum_fusion or (isinstance(local.total, int | float) and local.total == 0):
         return
-    local = params if isinstance(params, shard.LocalParams) else shard.LocalParams(dense=params, expert=0)
     zero = ctx.spec.parallel.zero
     sharded = zero in (ZeroStage.Z2, ZeroStage.Z3, ZeroStage.FSDP)
     elements = (local.dense / (ctx.groups["dp"].size if sharded else 1)

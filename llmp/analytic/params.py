@@ -13,7 +13,7 @@ from typing import Any
 from llmp.analytic import kinds
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.shard import mlp_matrices, norms_per_layer
-from llmp.dsl.spec import ModelSpec, Norm, Position, Router
+from llmp.dsl.spec import FinetuneSpec, ModelSpec, Norm, Position, Router
 
 
 def _norm(m: ModelSpec) -> int:
@@ -144,3 +144,50 @@ def tensors(m: ModelSpec, kind: LayerKind | None = None, q_compressed: bool | No
     norms = norms_per_layer(m) * _norm(m)
     outside = (1 + (0 if m.tied_embeddings else 1) + (1 if m.position is Position.LEARNED else 0) + _norm(m))
     return matrices + biases + norms, outside
+
+
+def _adapter(ft: FinetuneSpec, field: str, k: Any, n: Any) -> Any:
+    """A LoRA adapter beside a ``k x n`` weight: A (k x rank) and B (rank x n), if ``field`` adapts it."""
+    return ft.lora_rank * (k + n) if getattr(ft, field) else 0
+
+
+def lora_params(m: ModelSpec, ft: FinetuneSpec, kind: LayerKind | None = None) -> Any:
+    """LoRA adapter parameters of one transformer layer of ``kind`` (default: the model's only kind),
+    or 0 when ``ft`` trains every weight: ``rank (in + out)`` beside each adapted weight (fused QKV;
+    MLA's five projections; the gate and up matrices fused as fc1; each routed and shared expert).
+    The graph's adapters (:func:`llmp.analytic.layer.adapter_weights`) hold these, split by tp."""
+    if not ft.lora:
+        return 0
+    kind = kind if kind is not None else _only(m)
+    h, a = m.hidden, m.mla
+    if a is None:
+        qkv = _adapter(ft, "lora_qkv", h, (m.heads + 2 * m.kv_heads) * m.head_dim)
+        out = m.heads * m.head_dim
+    else:
+        qk = m.heads * a.qk_head_dim
+        query = (_adapter(ft, "lora_qkv", h, qk) if a.q_lora_rank == 0
+                 else _adapter(ft, "lora_qkv", h, a.q_lora_rank) + _adapter(ft, "lora_qkv", a.q_lora_rank, qk))
+        qkv = (query + _adapter(ft, "lora_qkv", h, a.kv_lora_rank + a.qk_rope_head_dim)
+               + _adapter(ft, "lora_qkv", a.kv_lora_rank, m.heads * (a.qk_nope_head_dim + a.v_head_dim)))
+        out = m.heads * a.v_head_dim
+    up = mlp_matrices(m) - 1  # fc1 computes gate and up together for a gated MLP
+
+    def mlp(width: Any) -> Any:
+        return _adapter(ft, "lora_fc1", h, up * width) + _adapter(ft, "lora_fc2", width, h)
+
+    if not kind.moe:
+        ffn = mlp(m.ffn_hidden)
+    else:
+        e = m.moe
+        assert e is not None
+        shared = isinstance(e.shared_experts, int) and e.shared_experts == 0
+        ffn = e.experts * mlp(e.expert_ffn_hidden) + (0 if shared else mlp(e.shared_experts * e.expert_ffn_hidden))
+    return qkv + _adapter(ft, "lora_proj", out, h) + ffn
+
+
+def trainable_params(m: ModelSpec, ft: FinetuneSpec | None, vocab: Any = None) -> Any:
+    """Parameters a step trains: the whole model (:func:`count`), or with LoRA its adapters alone
+    (:func:`lora_params` over the layers; the multi-token prediction modules get none)."""
+    if ft is None or not ft.lora:
+        return count(m, vocab)
+    return sum(n * lora_params(m, ft, k) for k, n in _layers_by_kind(m))

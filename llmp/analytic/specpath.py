@@ -62,7 +62,8 @@ _LAST = Recent(1)
 
 
 def paths(spec: Spec) -> tuple[str, ...]:
-    """Numeric field paths present in ``spec`` (MoE and MLA fields only for such models, declared dtypes,
+    """Numeric field paths present in ``spec`` (MoE and MLA fields only for such models, fine-tuning fields
+    for a fine-tuning step, declared dtypes,
     optional fields only when set)."""
     return _LAST.of(spec, lambda: _paths(spec))
 
@@ -71,7 +72,8 @@ def _paths(spec: Spec) -> tuple[str, ...]:
     out = []
     for path in _numeric_paths():
         if (path.startswith("model.moe.") and spec.model.moe is None) or (
-                path.startswith("model.mla.") and spec.model.mla is None):
+                path.startswith("model.mla.") and spec.model.mla is None) or (
+                path.startswith("train.finetune.") and spec.train.finetune is None):
             continue
         if path.startswith("gpu.flops.") and Dtype(path.rsplit(".", 1)[1]) not in spec.cluster.gpu.peak_flops:
             continue

@@ -42,11 +42,13 @@ from llmp.analytic.kernels import (
 from llmp.analytic.layer import (
     Block,
     Context,
+    adapter_tensors,
     grad_accumulate,
     grad_bytes,
     lowp_weights,
     norm,
     tp_in,
+    trainable,
     transformer_layer,
     zero3,
 )
@@ -63,19 +65,21 @@ def embedding_ops(ctx: Context) -> list[Op]:
     """The first chunk's embedding, per microbatch (scope ``first``)."""
     m, p = ctx.spec.model, ctx.spec.parallel
     blk = Block(ctx, Scope.FIRST, "embedding")
-    blk.kernel("lookup", Family.EMBEDDING, bwd_phase=Phase.BWD_W, tokens=ctx.tokens, hidden=m.hidden,
-               vocab=ctx.vocab / p.tp)
+    trained = not ctx.tuning.frozen  # a frozen embedding (LoRA) has no backward at all
+    blk.kernel("lookup", Family.EMBEDDING, bwd_phase=Phase.BWD_W, backward=trained, tokens=ctx.tokens,
+               hidden=m.hidden, vocab=ctx.vocab / p.tp)
     if m.position is Position.LEARNED:
-        blk.kernel("positions", Family.EMBEDDING, bwd_phase=Phase.BWD_W, tokens=ctx.tokens, hidden=m.hidden,
-                   vocab=m.seq_len)
+        blk.kernel("positions", Family.EMBEDDING, bwd_phase=Phase.BWD_W, backward=trained, tokens=ctx.tokens,
+                   hidden=m.hidden, vocab=m.seq_len)
         blk.kernel("add_positions", Family.ELEMENTWISE, variant=Elementwise.ADD, elements=ctx.tokens * m.hidden)
     if ctx.st.active("tp"):
         kind = CollectiveKind.REDUCE_SCATTER if p.sequence_parallel else CollectiveKind.ALL_REDUCE
         blk.comm("tp_combine", kind, ctx.tokens * m.hidden * ctx.e, "tp", Axis.TP)
     if ctx.st.dropout:
         blk.kernel("dropout", Family.ELEMENTWISE, variant=Elementwise.DROPOUT, elements=ctx.sp_tokens * m.hidden)
-    grad_accumulate(blk, shard.embedding(m, p, ctx.vocab))
-    gathers, scatters = zero3(blk, shard.embedding(m, p, ctx.vocab), "embedding")
+    grads = shard.embedding(m, p, ctx.vocab) if trained else 0
+    grad_accumulate(blk, grads)
+    gathers, scatters = zero3(blk, shard.embedding(m, p, ctx.vocab), "embedding", grads=grads)
     ops = blk.ops()
     return [*ops[:len(blk.fwd)], *gathers, *ops[len(blk.fwd):], *scatters]
 
@@ -94,8 +98,9 @@ def head_ops(ctx: Context) -> list[Op]:
     if ctx.profile.loss_sync.value is LossSync.PER_MICROBATCH and ctx.st.active("dp"):
         # Megatron-LM's loss_func averages the loss over dp after every microbatch (blocking).
         blk.comm("loss_all_reduce", CollectiveKind.ALL_REDUCE, 4, "dp", Axis.DP)
-    grad_accumulate(blk, shard.head(m, p, ctx.st.pp, ctx.vocab))
-    gathers, scatters = zero3(blk, shard.head(m, p, ctx.st.pp, ctx.vocab), "head")
+    grads = 0 if ctx.tuning.frozen else shard.head(m, p, ctx.st.pp, ctx.vocab)  # LoRA: a frozen head
+    grad_accumulate(blk, grads)
+    gathers, scatters = zero3(blk, shard.head(m, p, ctx.st.pp, ctx.vocab), "head", grads=grads)
     ops = blk.ops()
     return [*ops[:len(blk.fwd)], *gathers, *ops[len(blk.fwd):], *scatters, *mtp_ops(ctx)]
 
@@ -166,7 +171,7 @@ def _grad_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: Any
     overlap_grad_reduce). ZeRO-3/FSDP reduce per layer instead, so nothing happens here.
     """
     p = ctx.spec.parallel
-    if not ctx.st.active(group) or p.zero in (ZeroStage.Z3, ZeroStage.FSDP):
+    if not ctx.st.active(group) or p.zero in (ZeroStage.Z3, ZeroStage.FSDP) or _none(params):
         return []
     total = params * grad_bytes(ctx)
     buckets = vmax(1, total / p.dp_bucket_size)
@@ -176,10 +181,16 @@ def _grad_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...], params: Any
                axis=Axis.DP, overlap=Overlap.BUCKETED if p.dp_overlap else Overlap.NONE)]
 
 
+def _none(params: Any) -> bool:
+    """No parameters at all (LoRA without adapters on this rank)."""
+    return isinstance(params, int | float) and params == 0
+
+
 def _tied_sync(ctx: Context, kind: RankKind, ranks: tuple[int, ...]) -> list[Op]:
-    """With tied embeddings and pp > 1, first and last stage all-reduce the embedding gradient."""
+    """With tied embeddings and pp > 1, first and last stage all-reduce the embedding gradient
+    (none for a frozen embedding)."""
     m, p = ctx.spec.model, ctx.spec.parallel
-    if not (m.tied_embeddings and ctx.st.pp > 1 and kind in (RankKind.FIRST, RankKind.LAST)):
+    if ctx.tuning.frozen or not (m.tied_embeddings and ctx.st.pp > 1 and kind in (RankKind.FIRST, RankKind.LAST)):
         return []
     tier = ctx.groups["pp"].tier
     work = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=ctx.vocab * m.hidden / p.tp * grad_bytes(ctx),
@@ -224,6 +235,8 @@ def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: 
     ``per_tensor``: one launch per parameter tensor each) on FP32 states."""
     t = ctx.spec.train
     variant = "sgd" if t.optimizer is Optimizer.SGD else "adam"
+    if _none(local):
+        return []
     if t.optimizer_kernel is OptimizerKernel.FUSED:
         return [Op(name="step.optimizer", work=Kernel.make(Family.OPTIMIZER, ctx.act, variant=variant, params=local),
                    phase=Phase.OPTIM, part=Part.UPDATE, scope=Scope.RANK, rank_kind=kind, ranks=ranks)]
@@ -231,7 +244,10 @@ def _optimizer_ops(ctx: Context, kind: RankKind, ranks: tuple[int, ...], local: 
     if t.optimizer is Optimizer.ADAM:
         steps = steps[1:]  # Adam adds L2 decay to the gradient inside exp_avg: no decay pass
     count: Any = 1
-    if t.optimizer_kernel is OptimizerKernel.PER_TENSOR:
+    if t.optimizer_kernel is OptimizerKernel.PER_TENSOR and ctx.tuning.frozen:
+        # LoRA: the adapters' A and B alone
+        count = sum(n * adapter_tensors(ctx, kind) for n, kind in zip(layers, ctx.st.kinds))
+    elif t.optimizer_kernel is OptimizerKernel.PER_TENSOR:
         per_kind = [tensors(ctx.spec.model, kind, ctx.st.q_compressed) for kind in ctx.st.kinds]
         count = sum(n * per_layer for n, (per_layer, _) in zip(layers, per_kind)) + (
             per_kind[0][1] if (first or last) else 0)
@@ -273,7 +289,7 @@ def _gathered_bytes(ctx: Context, params: shard.LocalParams, layers: tuple[Any, 
     the MTP layers' weights counted in the model dtype). Gradients are reduced in their own dtype
     elsewhere (:func:`~llmp.analytic.layer.grad_bytes`)."""
     e, recipe = ctx.e, ctx.recipe
-    if recipe is None or not recipe.fp8_params:
+    if recipe is None or not recipe.fp8_params or ctx.tuning.frozen:  # LoRA's adapters are never FP8
         return params.dense * e, params.expert * e
     per_kind = [lowp_weights(ctx, kind) for kind in ctx.st.kinds]
     lowp_dense = sum(n * w.dense for n, w in zip(layers, per_kind))
@@ -381,6 +397,8 @@ def rank_ops(ctx: Context, chunk_kinds: tuple[tuple[Any, ...], ...]) -> list[Op]
         params = shard.rank(ctx.spec.model, ctx.spec.parallel, pp=pp, layers=layers, first=first, last=last,
                             vocab=ctx.vocab, kinds_present=ctx.st.kinds, mtp_kind=ctx.st.mtp_kind,
                             q_compressed=ctx.st.q_compressed)
+        # what has gradients, states and an update: with LoRA the adapters alone
+        params = trainable(ctx, params, layers)
         mine = [*_tied_sync(ctx, kind, ranks), *_grad_sync(ctx, kind, ranks, params.dense, "dp", "dense")]
         if ctx.spec.model.moe is not None:
             mine += _grad_sync(ctx, kind, ranks, params.expert, "expert_dp", "expert")

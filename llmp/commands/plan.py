@@ -1,9 +1,14 @@
 """``llmp plan SPEC --tokens 15T [--gpus N | --deadline 30d] [--price-per-gpu-hour X]
-[--power tdp|utilisation [--idle-fraction F]] [--max-gpus N] [--json] [--plot OUT.png] [--set ...]``.
+[--power tdp|utilisation [--idle-fraction F]] [--max-gpus N] [--mttf D[@N]] [--checkpoint auto|sync|async]
+[--storage-bandwidth B] [--checkpoint-interval D] [--restart D] [--node-overhead F] [--pue P]
+[--grid-intensity G] [--json] [--plot OUT.png] [--set ...]``.
 
 How long and how much a whole training run costs: the best layout for the GPU count (or the
 fewest GPUs that meet the deadline), then wall-clock days, GPU-hours, energy and cost, each with
-the band of the step-time prediction. Everything is computed by :func:`llmp.planning.plan`.
+the band of the step-time prediction; then the run as it really goes (failures from an MTTF
+model, checkpoints, restarts, Daly's checkpoint interval: the effective training time ratio and
+the wall clock with failures) and its energy at the facility and CO2. Everything is computed by
+:func:`llmp.planning.plan`.
 """
 
 from __future__ import annotations
@@ -13,11 +18,10 @@ import json
 
 from llmp import dsl
 from llmp.dsl import add_set_argument
-from llmp.planning import MAX_GPUS, plan
+from llmp.planning import MAX_GPUS, curve_counts, plan
+from llmp.planning.checkpoint import Mode
+from llmp.planning.facility import GRID_G_PER_KWH, NODE_OVERHEAD, PUE
 from llmp.planning.power import PowerModel
-
-PLOT_COUNTS = (0.25, 0.5, 2.0, 4.0)
-"""With --plot and a given count, also evaluate these multiples of it (whole nodes) for the curve."""
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +40,26 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="idle power as a fraction of TDP, for --power utilisation (measure it on your GPUs)")
     parser.add_argument("--max-gpus", type=int, default=MAX_GPUS, metavar="N",
                         help=f"largest GPU count a deadline search considers (default {MAX_GPUS})")
+    run = parser.add_argument_group("the run as it goes (failures, checkpoints, energy at the facility)")
+    run.add_argument("--mttf", metavar="D[@N]",
+                     help="the job's mean time to failure D measured on N GPUs (e.g. 3h@16384; scaled as 1/GPUs); "
+                          "default: Kokolis et al. 2025's fits, 6.5 failures per 1000 node-days, band to 2.34")
+    run.add_argument("--checkpoint", choices=[m.value for m in Mode], default=Mode.AUTO.value,
+                     help="auto: as the spec's stack saves by default (NeMo async, the others sync); or sync, async")
+    run.add_argument("--storage-bandwidth", default="2TB/s", metavar="B",
+                     help="aggregate checkpoint write/read rate (default 2TB/s, Llama 3's Tectonic, sustained)")
+    run.add_argument("--checkpoint-interval", metavar="D",
+                     help="work between checkpoints, e.g. 30min or 2h (default: Daly 2006's optimum)")
+    run.add_argument("--restart", default="0s", metavar="D",
+                     help="relaunch time per failure before the checkpoint is read back, e.g. 10min (default 0s: "
+                          "no published figure; give your scheduler's)")
+    run.add_argument("--node-overhead", type=float, metavar="F",
+                     help=f"non-GPU node power as a fraction of GPU TDP (default {NODE_OVERHEAD:.2f}, DGX H100 "
+                          "rated 10.2 kW for 8 x 700 W)")
+    run.add_argument("--pue", type=float, metavar="P", help=f"facility power usage effectiveness (default {PUE:g}, "
+                                                              "Strubell et al. 2019)")
+    run.add_argument("--grid-intensity", type=float, metavar="G",
+                     help=f"g CO2e per kWh (default {GRID_G_PER_KWH:.1f}, the U.S. average in Strubell et al. 2019)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--plot", metavar="OUT.png",
                         help="write days and cost against the GPU count (needs matplotlib, the [plot] extra)")
@@ -46,10 +70,7 @@ def _curve(args: argparse.Namespace) -> list[int]:
     """For --plot on a GPU count: whole-node multiples of it (a deadline search plots its scan)."""
     if not args.plot or args.deadline is not None:
         return []
-    spec = dsl.load(args.spec, args.set)
-    per_node = int(spec.cluster.node.gpus_per_node)
-    count = args.gpus if args.gpus is not None else int(spec.world_size)
-    return sorted({max(per_node, int(count * f) // per_node * per_node) for f in PLOT_COUNTS} - {count})
+    return curve_counts(dsl.load(args.spec, args.set), args.gpus)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
         pyplot()  # fail before the search when matplotlib is missing
     result = plan(args.spec, tokens=args.tokens, gpus=args.gpus, deadline=args.deadline,
                   price_per_gpu_hour=args.price_per_gpu_hour, sets=args.set, power_model=args.power,
-                  idle_fraction=args.idle_fraction, max_gpus=args.max_gpus, curve=_curve(args))
+                  idle_fraction=args.idle_fraction, max_gpus=args.max_gpus, curve=_curve(args), mttf=args.mttf,
+                  checkpoint=args.checkpoint, storage_bandwidth=args.storage_bandwidth,
+                  checkpoint_interval=args.checkpoint_interval, restart=args.restart,
+                  node_overhead=args.node_overhead, pue=args.pue, grid_intensity=args.grid_intensity)
     if args.plot:
         from llmp.planning.plot import plot
 

@@ -92,7 +92,7 @@ import numpy as np
 from llmp.analytic import offload, shard
 from llmp.analytic.activations import kept_bytes, weight_grad_bytes
 from llmp.analytic.algebra import vmax, vmin
-from llmp.analytic.layer import Context, grad_bytes, lowp_weights
+from llmp.analytic.layer import Context, grad_bytes, lowp_weights, trainable
 from llmp.analytic.op import RankKind, rank_kind_of
 from llmp.analytic.structure import Structure, chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
@@ -178,6 +178,14 @@ def _weight_bytes(spec: Spec, e: int) -> int:
     return 4 if _fsdp(spec) and _master_bytes(spec) else e
 
 
+def checkpoint_bytes_per_param(spec: Spec) -> int:
+    """Bytes per parameter in a checkpoint: the weight as :func:`memory` stores it plus its optimizer
+    state (moments, master copy), each saved once whatever ZeRO or FSDP shards (Megatron's
+    distributed checkpoint and PyTorch DCP save every shard once); for ``llmp plan``'s checkpoints."""
+    e = 4 if spec.train.precision in (Precision.FP32, Precision.TF32) else 2
+    return _weight_bytes(spec, e) + _state_bytes(spec)
+
+
 def _overhead(st: Structure) -> int:
     """The CUDA context and the NCCL buffers of every communicator with more than one member; a MoE
     model's expert mesh has its own (Megatron-Core creates the expert tensor-parallel and expert
@@ -258,8 +266,14 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             root = ((shard.embedding(m, par, ctx.vocab) if first else 0)
                     + (shard.head(m, par, st.pp, ctx.vocab) if last else 0))
             gathered += e * root
-        weights = split(params, 3, weight_bytes)
-        grads, optimizer = split(params, 2, grad_per), split(params, 1, state_per)
+        trained = trainable(ctx, params, counts)
+        if ctx.tuning.frozen:
+            # LoRA: the frozen base in its load dtype beside the adapters (llmp.analytic.finetune),
+            # which alone have gradients and optimizer states
+            weights = split(params, 3, e) + split(trained, 3, weight_bytes)
+        else:
+            weights = split(params, 3, weight_bytes)
+        grads, optimizer = split(trained, 2, grad_per), split(trained, 1, state_per)
         host = t.offload_optimizer * optimizer
         optimizer = optimizer - host
         if t.offload_grads:

@@ -62,6 +62,9 @@ class OverlapRules:
     host: HostRules | None = None
     """The host thread that issues the kernels (:mod:`llmp.stacks.host`); None: the device never
     waits for it (the CPU device, which is its own host, or a caller pricing the device alone)."""
+    host_scale: Any = 1.0
+    """Multiplies every host cost: how much slower (> 1) the run's host CPU is than the one the
+    costs were measured on. A number, or an array (the band's draws, a calibration's posterior)."""
 
     @classmethod
     def of(cls, spec: Spec) -> OverlapRules:
@@ -76,8 +79,8 @@ class PassWork:
     by_category: Mapping[str, Any]
     compute: Any
     """Compute-stream seconds (families and recompute) that no collective of the pass already
-    hides behind: the cover left for collectives outside it (gradient buckets, the next step's
-    parameter gather, DualPipe's paired all-to-all)."""
+    hides behind, and the device's wait for the host: the cover left for collectives outside it
+    (gradient buckets, the next step's parameter gather, DualPipe's paired all-to-all)."""
 
     @property
     def total(self) -> Any:
@@ -119,7 +122,7 @@ class RankTail:
 # partner may hide (``Overlap.PARTNER``, or ``TP`` with ``tp_comm_overlap``) or not.
 _COMPUTE, _PREFETCH, _HIDES, _EXPOSED = range(4)
 
-Static = tuple[tuple[Any, ...], tuple[tuple[int, int, str, int, float], ...]]
+Static = tuple[tuple[Any, ...], tuple[tuple[int, int, str, int, Any, int], ...]]
 """What :func:`_run` reads of a group's ops besides their times (:func:`_static`)."""
 
 
@@ -148,10 +151,13 @@ def host_seconds(op: Op, host: HostRules | None) -> Any:
 def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
     """What :func:`_pass` reads of ``ops`` besides their times: each op's count, and per op what
     it does, the op whose total it takes (the last of its name), its category, its partner's
-    position (the last op of the partner's name; -1: none) and its host seconds per call."""
+    position (the last op of the partner's name; -1: none), its host seconds per call and where in
+    the sequence the device spends its exposed time: a collective hidden behind a partner that runs
+    before it is exposed from the partner on (the two run side by side), so the device's pacing
+    never moves later when the partner gets faster."""
     last = {op.name: j for j, op in enumerate(ops)}
     rows = []
-    for op in ops:
+    for j, op in enumerate(ops):
         if op.stream is Stream.COMPUTE:
             what = _COMPUTE
         elif op.overlap is Overlap.PREFETCH:
@@ -160,7 +166,9 @@ def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
             what = _HIDES
         else:
             what = _EXPOSED
-        rows.append((what, last[op.name], op.category, last.get(op.partner, -1), host_seconds(op, rules.host)))
+        partner = last.get(op.partner, -1)
+        at = partner if what == _HIDES and 0 <= partner < j else j
+        rows.append((what, last[op.name], op.category, partner, host_seconds(op, rules.host), at))
     return tuple(op.count for op in ops), tuple(rows)
 
 
@@ -200,7 +208,7 @@ class Run:
     and ``host + device`` (the two streams overlap, and each op needs both in turn)."""
 
 
-def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
+def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.0) -> Run:
     """:func:`_pass` from the ops' :func:`_static` form and their times, with the host thread.
 
     The host issues the ops in order and the device runs each once it is issued and the previous
@@ -214,18 +222,15 @@ def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
     compute: Any = 0
     covering: Any = 0
     prefetch: dict[str, Any] = {}
-    host: Any = 0.0
-    device: Any = 0
-    lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
-    for (what, own, category, partner, h), n in zip(rows, counts):
+    busy: list[Any] = [0] * len(rows)  # device seconds at each position of the sequence
+    for (what, own, category, partner, _, at) in rows:
         total = totals[own]
         if what == _COMPUTE:
             acc[category] = acc.get(category, 0) + total
             compute += total
-            busy = total
+            busy[at] += total
         elif what == _PREFETCH:
             prefetch[category] = prefetch.get(category, 0) + total
-            busy = 0
         else:
             if what == _HIDES:
                 left = total - (totals[partner] if partner >= 0 else 0)
@@ -233,14 +238,18 @@ def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
                 hidden = total - ((0 if 0 > left else left) if type(left) is float else positive_part(left))
             else:
                 hidden = 0
-            busy = total - hidden
-            acc[category] = acc.get(category, 0) + busy
+            busy[at] += total - hidden
+            acc[category] = acc.get(category, 0) + (total - hidden)
             covering += hidden
+    host: Any = 0.0
+    device: Any = 0
+    lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
+    for (_, _, _, _, h, _), n, b in zip(rows, counts, busy):
         if h:
-            host = host + n * h
+            host = host + n * h * host_scale
             ahead = host - device
             lead = ahead if lead is None else _max(lead, ahead)
-        device = device + busy
+        device = device + b
     free = compute - covering
     out = {k: v * repeat for k, v in acc.items()} if repeat != 1 else acc
     gather: Any = 0  # the first layer's parameter gather, before its compute
@@ -276,7 +285,7 @@ def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> tuple[Any
     its layers, embedding and head, and a search can bound a layout's step from one priced layer
     (``llmp.search.bound``)."""
     kept = [(op, t) for op, t in ops if op.overlap is not Overlap.PREFETCH]
-    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1)
+    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1, rules.host_scale)
     return run.device, run.host
 
 
@@ -308,7 +317,7 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 done = runs.get(id(group))
                 if done is None:
                     static, indices, repeat = group
-                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat)
+                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat, rules.host_scale)
                 for k, v in done.categories.items():
                     by_cat[k] += v
                 compute += done.free
@@ -322,6 +331,9 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 empty = rules.host.pipeline_sync or (rules.host.batch_sync and part is Part.FORWARD and (first or last))
                 paced = latency if empty else _max(host, device)
                 by_cat["host"] = paced - device
+                # The device idles while it waits for the host: time collectives outside the pass
+                # (gradient buckets, the next step's gather) can use as well as its compute.
+                compute = compute + by_cat["host"]
             passes[part] = PassWork(by_category=dict(by_cat), compute=compute)
         out.append(ChunkWork(fwd=passes[Part.FORWARD], bwd=passes[Part.BACKWARD], b=passes.get(Task.B),
                              w=passes.get(Task.W)))
@@ -424,7 +436,7 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
         elif rule == _UPDATE:
             update[category] += count * t
             if h:
-                host = host + count * h
+                host = host + count * h * rules.host_scale
                 lead = host - device if lead is None else _max(lead, host - device)
             device = device + count * t
         elif rule == _BUCKETED:

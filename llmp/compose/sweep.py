@@ -43,7 +43,7 @@ STRUCTURAL: frozenset[str] = frozenset({
     "model.moe.top_k", "model.moe.first_dense_layers", "model.moe.every", "parallel.etp", "model.window",
     "model.full_attention_every", "model.mtp_layers", "model.mla.q_lora_rank",
     "node.gpus_per_node", "node.nvlink_domain", "cluster.nodes", "model.ffn_hidden", "model.moe.expert_ffn_hidden",
-    "train.offload_activations", "train.offload_optimizer"})
+    "train.offload_activations", "train.offload_optimizer", "train.finetune.lora_rank", "train.finetune.sample_len"})
 """Numeric paths that change the graph's shape or the schedule, or that a layout rule reads
 (:mod:`llmp.analytic.rules`: tp must divide the MLP widths); grouped on, not vectorised."""
 

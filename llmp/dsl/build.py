@@ -11,7 +11,7 @@ from typing import Any
 from llmp.dsl import schema
 from llmp.dsl.checks import check
 from llmp.dsl.resolve import Frame, Resolver
-from llmp.dsl.spec import MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
+from llmp.dsl.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
 from llmp.errors import SpecError
 from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
 
@@ -20,7 +20,10 @@ def build(resolver: Resolver, source: str) -> Spec:
     """Evaluate every field of the active sections and assemble a checked :class:`Spec`."""
     cluster = build_cluster(resolver)
     model = _model(resolver)
-    train = TrainSpec(**_values(resolver, resolver.frame("train")))
+    finetune = None
+    if resolver.has_frame("train.finetune"):
+        finetune = FinetuneSpec(**_values(resolver, resolver.frame("train.finetune")))
+    train = TrainSpec(finetune=finetune, **_values(resolver, resolver.frame("train")))
     parallel = ParallelSpec(**_values(resolver, resolver.frame("parallel")))
     order = {path: i for i, path in enumerate(schema.paths())}
     stack_paths = [p for p, f in schema.paths().items() if f.default == schema.STACK]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmp.dsl.spec import Position, Spec, ZeroStage
+from llmp.dsl.spec import FinetuneSpec, Position, Spec, ZeroStage
 from llmp.dsl.values import compare as _compare
 from llmp.errors import Span, SpecError
 
@@ -42,6 +42,7 @@ def check(spec: Spec, span_of: SpanOf) -> None:
     _precision(c)
     _links(c)
     _model_shape(c)
+    _finetune(c)
     _stack(c)
     for v in rules.stack(spec):
         c.fail(v.message, v.paths, v.label, v.hint)
@@ -203,6 +204,36 @@ def _model_shape(c: _Checker) -> None:
     if m.shared_norm and not m.parallel_residual:
         c.fail("model.shared_norm = true needs parallel_residual = true (one norm feeding both parallel branches)",
                ("model.shared_norm",), "contradictory fields", "set parallel_residual = true, or remove shared_norm")
+
+
+def _finetune(c: _Checker) -> None:
+    """A fine-tuning block's fields against each other and the model: the LoRA fields need method =
+    lora, a packed sample fits its sequence and needs a fused attention kernel (the varlen kernels
+    that take ``cu_seqlens``; unfused scores would cover the whole packed sequence), a rank no
+    wider than the model."""
+    ft, m, t = c.spec.train.finetune, c.spec.model, c.spec.train
+    if ft is None:
+        return
+    base = FinetuneSpec()
+    lora = ("lora_rank", "lora_qkv", "lora_proj", "lora_fc1", "lora_fc2")
+    changed = [f for f in lora if getattr(ft, f) != getattr(base, f)]
+    if not ft.lora and changed:
+        c.fail(f"train.finetune.{changed[0]} is set but method = {ft.method.value}: the LoRA fields describe "
+               "adapters, which only method = lora trains", tuple(f"train.finetune.{f}" for f in changed),
+               "contradictory fields", "set method = lora, or remove the lora_* fields")
+    if ft.lora and _compare(ft.lora_rank, m.hidden) == 1:
+        c.fail(f"train.finetune.lora_rank({ft.lora_rank}) > model.hidden({m.hidden}): a low-rank adapter is "
+               "narrower than the layer it adapts", ("train.finetune.lora_rank",), "bad value",
+               "LoRA ranks are small: 8 to 64 are usual")
+    if _compare(ft.sample_len, m.seq_len) == 1:
+        c.fail(f"train.finetune.sample_len({ft.sample_len}) > model.seq_len({m.seq_len}): samples are packed "
+               "into one sequence of seq_len tokens", ("train.finetune.sample_len",), "bad value",
+               "give the mean sample length (at most seq_len), or 0 for no packing")
+    if _compare(ft.sample_len, 0) == 1 and not t.attention.fused:
+        c.fail(f"train.finetune.sample_len({ft.sample_len}) packs samples but train.attention = "
+               f"{t.attention.value}: only a fused kernel attends within each packed sample (cu_seqlens)",
+               ("train.finetune.sample_len", "train.attention"), "contradictory fields",
+               "use a fused attention kernel (flash2, flash3, cudnn, sdpa), or sample_len = 0")
 
 
 def _stack(c: _Checker) -> None:

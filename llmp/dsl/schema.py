@@ -22,6 +22,7 @@ from llmp.dsl.spec import (
     Attention,
     CpComm,
     Dispatcher,
+    FinetuneMethod,
     Fp8Scaling,
     Norm,
     Optimizer,
@@ -35,7 +36,7 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
-from llmp.hardware.spec import Dtype, Microarch
+from llmp.hardware.spec import Dtype, Microarch, Transport
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
 
@@ -177,7 +178,9 @@ FLASH_ATTENTION = _section("flash_attention", "The best fused-attention rate per
 LINK = _section("link", "A network tier: bandwidth per endpoint per direction and latency.", [
     _real("bandwidth", BANDWIDTH, "Per endpoint (per GPU inside a node, per node between "
           "nodes), per direction.", required=True),
-    _real("latency", TIME, "One-way latency of a small message (the alpha of alpha-beta).",
+    _real("latency", TIME, "Latency this link adds to every step of a collective, on top of "
+          "NCCL's own per-step hardware latency for its transport (a NIC's: what NCCL's network "
+          "plugin reports, 0 for InfiniBand); for a host link, the whole per-step latency.",
           required=True, bound=Bound.NONNEGATIVE),
     _real("efficiency", COUNT, "Fraction of `bandwidth` that collectives reach on large "
           "messages (nccl-tests bus bandwidth over line rate); 1 = line rate.", default="1",
@@ -185,6 +188,16 @@ LINK = _section("link", "A network tier: bandwidth per endpoint per direction an
     _real("peer_bandwidth", BANDWIDTH, "Bandwidth between one pair of endpoints, per direction, "
           "where endpoints are wired to each other without a switch (a mesh); a group of r "
           "endpoints then gets at most (r - 1) x this. Absent: every pair gets `bandwidth`."),
+    _enum("transport", Transport, "What NCCL's cost model treats the link as: nvlink (a GPU "
+          "fabric, Infinity Fabric too), pci, net (a NIC) or host (gloo between CPU processes: a "
+          "plain alpha-beta ring). Absent: by its role, nvlink as a node's intra link, net as inter."),
+    _bool("nvls", "The switch reduces and multicasts in hardware (NVLink SHARP, NVSwitch 3 and "
+          "later): NCCL may run its NVLS and NVLS-tree algorithms.", "false"),
+    _real("nvls_efficiency", COUNT, "With nvls: the fraction of the achievable bandwidth NCCL's NVLS "
+          "runs at before all-reduce doubles it (NCCL's nvlsEfficiency), as measured. Absent: NCCL's "
+          "constant (Hopper 0.85, Blackwell 0.74).", bound=Bound.EFFICIENCY),
+    _bool("in_network_reduction", "The network reduces in its switches (InfiniBand SHARP through "
+          "NCCL's CollNet, NCCL_COLLNET_ENABLE=1): NCCL may run CollNet and multi-node NVLS.", "false"),
 ])
 
 NODE = _section("node", "A server: identical devices, an intra-node link and a network link.", [
@@ -195,9 +208,9 @@ NODE = _section("node", "A server: identical devices, an intra-node link and a n
              "(bandwidth per device).", required=True, bound=None),
     FieldDef(name="inter", kind=Kind.LINK, doc="The node's injection into the network "
              "(bandwidth per node, all NICs together).", required=True, bound=None),
-    _count("nvlink_domain", "GPUs joined by the intra link's switch fabric, a whole number of "
-           "nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups inside it run on intra.",
-           default="gpus_per_node"),
+    _count("nvlink_domain", "The scale-up domain: GPUs joined by the intra link's switch "
+           "fabric, a whole number of nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups "
+           "inside it run on intra, the NICs stay per node.", default="gpus_per_node"),
 ])
 
 CLUSTER = _section("cluster", "`nodes` identical nodes on one network.", [
@@ -317,7 +330,21 @@ TRAIN = _section("train", "One optimizer step of training.", [
     _bool("offload_overlap", "The host optimizer's copies overlap its update (Megatron "
           "--overlap-cpu-optimizer-d2h-h2d).", "false"),
     _bool("cuda_graphs", "Replay the layers as CUDA graphs: no host dispatch or launch per kernel.", STACK),
-], subs={"parallel": "parallel"})
+], subs={"parallel": "parallel", "finetune": "finetune"})
+
+FINETUNE = _section("finetune", "A fine-tuning step (absent: pre-training): which weights train and how "
+                    "samples fill a sequence.", [
+    _enum("method", FinetuneMethod, "full (SFT: every weight trains) or lora (frozen base weights, "
+          "low-rank adapters train).", default="full"),
+    _count("lora_rank", "Inner width (rank) of each LoRA adapter; 0: none (the frozen base alone).",
+           default="32", bound=Bound.NONNEGATIVE),
+    _bool("lora_qkv", "The QKV projection gets an adapter.", "true"),
+    _bool("lora_proj", "The attention output projection gets an adapter.", "true"),
+    _bool("lora_fc1", "The MLP's first matrix (gate and up) gets an adapter.", "true"),
+    _bool("lora_fc2", "The MLP's second matrix gets an adapter.", "true"),
+    _count("sample_len", "Packed sequences: mean tokens per sample packed into seq_len, attention "
+           "within each sample; 0: one sequence of seq_len.", default="0", bound=Bound.NONNEGATIVE),
+])
 
 PARALLEL = _section("parallel", "How the model is split over the devices (may also be written "
                     "inside train).", [
@@ -372,7 +399,7 @@ PARALLEL = _section("parallel", "How the model is split over the devices (may al
 ])
 
 SECTIONS: Mapping[str, Section] = MappingProxyType({s.name: s for s in (
-    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, MLA, TRAIN, PARALLEL)})
+    GPU, FLOPS, ACHIEVABLE, FLASH_ATTENTION, LINK, NODE, CLUSTER, MODEL, MOE, MLA, TRAIN, FINETUNE, PARALLEL)})
 
 TOP_LEVEL = ("gpu", "link", "node", "cluster", "model", "train", "parallel")
 """Section names a ``section.field`` reference may start with (the active ones)."""

@@ -461,6 +461,41 @@ class ParallelSpec:
         return world_size(self.dp, self.tp, self.pp, self.cp)
 
 
+class FinetuneMethod(StrEnum):
+    """Which weights a fine-tuning step trains (:mod:`llmp.analytic.finetune`)."""
+
+    FULL = "full"
+    """Every weight, as pre-training does (supervised fine-tuning, SFT)."""
+    LORA = "lora"
+    """Low-rank adapters beside frozen base weights (Hu et al. 2021, arXiv:2106.09685): only the
+    adapters have gradients, optimizer states and an update."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FinetuneSpec:
+    """A fine-tuning step: which weights train and how samples fill a sequence; ``None`` on the
+    train block means a pre-training step."""
+
+    method: FinetuneMethod = FinetuneMethod.FULL
+    lora_rank: Count = 32
+    """Inner width of each adapter (``x A B``: A is in x rank, B rank x out)."""
+    lora_qkv: bool = True
+    """The QKV projection (MLA: its projections) gets an adapter."""
+    lora_proj: bool = True
+    """The attention output projection gets an adapter."""
+    lora_fc1: bool = True
+    """The MLP's first matrix (gate and up for SwiGLU; every expert's) gets an adapter."""
+    lora_fc2: bool = True
+    """The MLP's second matrix gets an adapter."""
+    sample_len: Count = 0
+    """Packed sequences: the mean tokens of the samples packed into one ``seq_len`` sequence, each
+    attending only within itself (``cu_seqlens``); 0: one sequence of ``seq_len`` tokens."""
+
+    @property
+    def lora(self) -> bool:
+        return self.method is FinetuneMethod.LORA
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainSpec:
     """One optimizer step of training."""
@@ -533,6 +568,8 @@ class TrainSpec:
     cuda_graphs: bool = False
     """The layers' forward and backward are captured once and replayed as CUDA graphs: one launch
     per captured region instead of Python, dispatch and a launch per kernel on the host."""
+    finetune: FinetuneSpec | None = None
+    """A fine-tuning step (LoRA, packed samples); None: pre-training."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -158,15 +158,32 @@ class Device:
     """How a derived device got its values; None for a device written out in full."""
 
 
+class Transport(StrEnum):
+    """How a link carries a collective: NCCL's hardware classes (``NCCL_HW_NVLINK``, ``_PCI``,
+    ``_NET`` in NVIDIA/nccl src/tuning/cost_model.cc, whose latency tables are indexed by them),
+    or host processes exchanging buffers through gloo, which NCCL's tuning model does not describe."""
+
+    NVLINK = "nvlink"
+    """A GPU-to-GPU fabric: NVLink/NVSwitch, or AMD Infinity Fabric (RCCL's fork keeps the class)."""
+    PCI = "pci"
+    """GPUs talking over PCIe (no scale-up fabric)."""
+    NET = "net"
+    """A NIC: InfiniBand, RoCE, Slingshot, EFA."""
+    HOST = "host"
+    """CPU processes through gloo (a plain alpha-beta ring: latency per step, bytes over bandwidth)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Link:
-    """A network tier: bandwidth per endpoint per direction and one-way latency."""
+    """A network tier: bandwidth per endpoint per direction and its per-step latency."""
 
     id: str
     bandwidth: Real
     """Bytes/s per endpoint (per GPU for intra-node, per node for inter-node), per direction."""
     latency: Real
-    """Seconds of one-way latency for a small message (the alpha of the alpha-beta model)."""
+    """Seconds this link adds to every step of a collective, on top of NCCL's own hardware latency
+    for its transport (what NCCL's network plugin reports as a NIC's latency, ``graph->latencyInter``);
+    for a ``host`` link, the whole per-step latency (the alpha of the alpha-beta ring)."""
     efficiency: Real = 1.0
     """Fraction of ``bandwidth`` collectives reach on large messages (0 < efficiency <= 1):
     protocol and synchronisation overhead measured by nccl-tests; 1 = line rate."""
@@ -174,6 +191,19 @@ class Link:
     """Bytes/s per direction between one pair of endpoints wired directly to each other (a mesh,
     no switch): a group of r endpoints gets at most (r - 1) x this. None: a switch gives every
     pair the full ``bandwidth``."""
+    transport: Transport | None = None
+    """What NCCL's cost model treats the link as; None: by its role (a node's ``intra`` is
+    NVLink, an ``inter`` link a NIC)."""
+    nvls: bool = False
+    """The switch reduces and multicasts in hardware (NVLink SHARP, NVSwitch 3 and later), so
+    NCCL can run its NVLS and NVLS-tree algorithms over it."""
+    nvls_efficiency: Real | None = None
+    """Fraction of the achievable ring bandwidth NVLS runs at before NCCL doubles it for all-reduce
+    (NCCL's ``nvlsEfficiency``), as nccl-tests measure it; None: NCCL's own constant (Hopper 0.85,
+    Blackwell 0.74)."""
+    in_network_reduction: bool = False
+    """The network reduces in its switches (InfiniBand SHARP through NCCL's CollNet plugin, with
+    ``NCCL_COLLNET_ENABLE=1``), so NCCL can run CollNet Direct/Chain and multi-node NVLS over it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -188,13 +218,14 @@ class Node:
     inter: Link
     """The node's injection into the network (bandwidth per node per direction, all NICs)."""
     nvlink_domain: Count | None = None
-    """GPUs joined by the ``intra`` link's switch fabric, a whole number of nodes: 72 for a GB200
-    NVL72 rack of 18 four-GPU trays. Groups inside one domain run on ``intra``; beyond it, on
-    the NICs. None: the node itself."""
+    """GPUs joined by the ``intra`` link's switch fabric (the scale-up domain), a whole number of
+    nodes: 72 for a GB200 NVL72 rack of 18 four-GPU trays. Groups inside one domain run on
+    ``intra`` (NCCL treats such a multi-node NVLink domain as one node, its MNNVL mode); beyond
+    it, on the NICs, which stay per node (per tray). None: the node itself."""
 
     @property
     def domain(self) -> Count:
-        """GPUs per NVLink domain (``nvlink_domain``, else ``gpus_per_node``)."""
+        """GPUs per scale-up domain (``nvlink_domain``, else ``gpus_per_node``)."""
         return self.gpus_per_node if self.nvlink_domain is None else self.nvlink_domain
 
 

@@ -55,6 +55,10 @@ def _check(spec: Spec, nproc: int) -> None:
     if m.position is Position.ALIBI:
         raise SpecError("position = alibi is not supported by the reference model",
                         hint="use learned, rotary or none")
+    if spec.train.finetune is not None:
+        raise SpecError("the reference step trains every weight on whole sequences; llmp measure does not run a "
+                        "train.finetune step (LoRA adapters, packed samples)",
+                        hint="remove the finetune block to measure the pre-training step")
 
 
 def config_from_spec(spec: Spec, *, device: str = "cpu", steps: int = 5, warmup: int = 2, nproc: int = 1,

@@ -38,13 +38,16 @@ from llmp.compose import predict
 from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError
 from llmp.planning import layouts
-from llmp.planning.inputs import parse_duration, parse_tokens
+from llmp.planning.checkpoint import STORAGE_BANDWIDTH, Mode, checkpointing
+from llmp.planning.facility import Facility
+from llmp.planning.inputs import parse_bandwidth, parse_duration, parse_mttf, parse_tokens
 from llmp.planning.power import PowerModel, busy_fraction, power
-from llmp.planning.report import DAY, Estimate, Plan
+from llmp.planning.reliability import FailureModel
+from llmp.planning.report import DAY, Estimate, Plan, RunModel
 from llmp.search.space import divisors
 from llmp.units import format_count
 
-__all__ = ["Estimate", "Plan", "considered_counts", "plan"]
+__all__ = ["Estimate", "Plan", "considered_counts", "curve_counts", "plan"]
 
 MAX_GPUS = 131072
 """Default ceiling of the deadline search: 2^17 GPUs, above the largest training clusters
@@ -64,8 +67,22 @@ def considered_counts(gpus_per_node: int, limit: int) -> list[int]:
     return [c for c in counts if c <= limit]
 
 
-def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object) -> tuple[Estimate, str] | None:
-    """The best layout on ``gpus`` GPUs, predicted (and the residual store's id), or None."""
+CURVE_FACTORS = (0.25, 0.5, 2.0, 4.0)
+"""A plan on a given count is drawn against these multiples of it too (``--plot``, the page)."""
+
+
+def curve_counts(spec: Spec, gpus: int | None) -> list[int]:
+    """Whole-node multiples of ``gpus`` (None: the spec's own count) by :data:`CURVE_FACTORS`, to
+    draw a plan's totals against the GPU count; the count itself is left out."""
+    per_node = int(spec.cluster.node.gpus_per_node)
+    count = int(spec.world_size) if gpus is None else gpus
+    return sorted({max(per_node, int(count * f) // per_node * per_node) for f in CURVE_FACTORS} - {count})
+
+
+def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object,
+              run: RunModel) -> tuple[Estimate, str] | None:
+    """The best layout on ``gpus`` GPUs, predicted, with its checkpoint cost (and the residual
+    store's id), or None."""
     layout = layouts.best(source, sets, gpus)
     if layout is None:
         return None
@@ -78,7 +95,10 @@ def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object) ->
                     tokens_per_step=float(spec.tokens_per_step), mfu=pred.mfu,
                     busy=busy_fraction(pred.breakdown, pred.step_time_s),
                     memory_per_gpu_bytes=pred.memory.total, space=layout.space, checked=layout.checked,
-                    evaluated=layout.evaluated), pred.provenance.residuals
+                    evaluated=layout.evaluated,
+                    checkpoint=checkpointing(spec, pred, mode=run.checkpoint_mode,
+                                             storage_bandwidth=run.storage_bandwidth, relaunch_s=run.relaunch_s)
+                    ), pred.provenance.residuals
 
 
 def _gpu_count(value: object, what: str) -> int:
@@ -94,12 +114,25 @@ def _peak(spec: Spec) -> float:
 def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None = None,
          deadline: str | float | None = None, price_per_gpu_hour: float | None = None, sets: Sequence[str] = (),
          power_model: PowerModel | str = PowerModel.TDP, idle_fraction: float | None = None,
-         max_gpus: int = MAX_GPUS, residuals: object = "default", curve: Sequence[int] = ()) -> Plan:
+         max_gpus: int = MAX_GPUS, residuals: object = "default", curve: Sequence[int] = (),
+         mttf: str | None = None, checkpoint: Mode | str = Mode.AUTO,
+         storage_bandwidth: str | float = STORAGE_BANDWIDTH, checkpoint_interval: str | float | None = None,
+         restart: str | float = 0.0, node_overhead: float | None = None, pue: float | None = None,
+         grid_intensity: float | None = None) -> Plan:
     """Plan training ``tokens`` on the spec at ``spec`` (with ``--set`` overrides ``sets``).
 
     ``gpus``: plan on this many GPUs; ``deadline`` (seconds, or ``"30d"``/``"36h"``/``"2w"``):
-    find the fewest GPUs that finish in time; neither: the spec's own GPU count. ``curve``: more
-    GPU counts to evaluate (for plots); they do not change the answer.
+    find the fewest GPUs whose expected wall clock, failures included, finishes in time; neither:
+    the spec's own GPU count. ``curve``: more GPU counts to evaluate (for plots); they do not change
+    the answer.
+
+    The run as it goes (:mod:`llmp.planning.reliability`, :mod:`llmp.planning.checkpoint`):
+    ``mttf`` (``"3h@16384"``: an MTTF measured on that many GPUs; default the published fits),
+    ``checkpoint`` (``auto``: as the stack saves; ``sync``; ``async``), ``storage_bandwidth``
+    (bytes/s or ``"2TB/s"``), ``checkpoint_interval`` (work between checkpoints; default Daly's
+    optimum), ``restart`` (relaunch time per failure before the checkpoint is read back). Energy
+    (:mod:`llmp.planning.facility`): ``node_overhead``, ``pue``, ``grid_intensity`` (g CO2e/kWh),
+    each None for its cited default.
     """
     start = time.perf_counter()
     source = os.fspath(spec)
@@ -110,7 +143,15 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
     if price_per_gpu_hour is not None and not (math.isfinite(price_per_gpu_hour) and price_per_gpu_hour > 0):
         raise InputError(f"the price per GPU-hour must be positive, got {price_per_gpu_hour!r}")
     max_gpus = _gpu_count(max_gpus, "--max-gpus")
+    facility = Facility(**{k: v for k, v in (("node_overhead", node_overhead), ("pue", pue),
+                                             ("grid_g_per_kwh", grid_intensity)) if v is not None})
     base = dsl.load(source, list(sets))
+    measured_on = None if deadline is not None else int(base.world_size) if gpus is None else gpus
+    run = RunModel(failures=FailureModel.published() if mttf is None else FailureModel.from_mttf(
+                       *parse_mttf(mttf, measured_on)),
+                   checkpoint_mode=_mode(checkpoint), storage_bandwidth=parse_bandwidth(storage_bandwidth),
+                   interval_s=None if checkpoint_interval is None else parse_duration(checkpoint_interval),
+                   relaunch_s=parse_duration(restart, allow_zero=True), facility=facility)
     tdp = float(base.cluster.gpu.tdp)
     power(power_model, tdp, 1.0, idle_fraction)  # reject a bad power model before searching
     seen: dict[int, Estimate | None] = {}
@@ -118,7 +159,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
 
     def at(n: int) -> Estimate | None:
         if n not in seen:
-            found = _estimate(source, sets, n, residuals)
+            found = _estimate(source, sets, n, residuals, run)
             seen[n] = None if found is None else found[0]
             if found is not None:
                 residual_id[0] = found[1]
@@ -136,7 +177,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
                                        "(llmp search SPEC --gpus N lists why each layout is dropped)")
         mode = "gpus"
     else:
-        chosen, considered = _deadline(base, source, sets, n_tokens, deadline_s, max_gpus, at, notes)
+        chosen, considered = _deadline(base, n_tokens, deadline_s, max_gpus, at, run, notes)
         mode = "deadline"
     for n in curve:
         at(_gpu_count(n, "a curve point"))
@@ -151,12 +192,21 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
                 scanned=scanned, unlayable=unlayable,
                 global_batch=(f"kept at the spec's {int(base.train.global_batch)} sequences at every GPU count "
                               "(a hyper-parameter of the run, not of the cluster)"),
-                residuals=residual_id[0], seconds=time.perf_counter() - start, notes=tuple(notes))
+                residuals=residual_id[0], seconds=time.perf_counter() - start, notes=tuple(notes), run=run)
 
 
-def _deadline(base: Spec, source: str, sets: Sequence[str], tokens: float, deadline_s: float, max_gpus: int,
-              at: object, notes: list[str]) -> tuple[Estimate, list[int]]:
-    """The first considered count, from the compute lower bound up, whose best layout finishes in time."""
+def _mode(value: object) -> Mode:
+    try:
+        return Mode(str(value))
+    except ValueError:
+        raise InputError(f"unknown checkpoint mode {value!r}",
+                         hint=f"use one of: {', '.join(m.value for m in Mode)}") from None
+
+
+def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: object, run: RunModel,
+              notes: list[str]) -> tuple[Estimate, list[int]]:
+    """The first considered count, from the compute lower bound up, whose best layout finishes in
+    time, failures and checkpoints included."""
     peak = _peak(base)
     total, _ = layouts.matmul_params(base)
     seq, batch = float(base.model.seq_len), float(base.train.global_batch)
@@ -183,7 +233,7 @@ def _deadline(base: Spec, source: str, sets: Sequence[str], tokens: float, deadl
         est = at(n)  # type: ignore[operator]
         if est is None:
             continue
-        wall = est.wall_s(tokens)[0]
+        wall = run.goodput(est, tokens).wall_s[0]
         if wall <= deadline_s:
             return est, counts
         if best_seen is None or wall < best_seen[0]:

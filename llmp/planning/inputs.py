@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 import re
 
-from llmp.errors import InputError
+from llmp.errors import InputError, LlmpError
 
 TOKEN_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 """Decimal multipliers for token counts; ``B`` (billion) is how token budgets are written
 (Llama 3: "15T tokens"; Chinchilla: "1.4T"), ``G`` the SI spelling of the same."""
 
-DURATION_UNIT = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
-"""Hours, days and weeks: a deadline is a calendar span, not a step time."""
+DURATION_UNIT = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+"""Seconds, minutes, hours, days and weeks (``m`` is refused: minutes or months?)."""
 
 _NUMBER = r"(?P<number>[0-9][0-9_]*(\.[0-9_]*)?([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?)"
 _TOKENS = re.compile(_NUMBER + r"\s*(?P<suffix>[A-Za-z]*)")
@@ -42,19 +42,62 @@ def parse_tokens(value: str | float) -> float:
     return number
 
 
-def parse_duration(value: str | float) -> float:
-    """A deadline in seconds: a positive number of seconds, or text ``<number><h|d|w>`` (``30d``,
-    ``36h``, ``2.5w``)."""
+def parse_duration(value: str | float, *, allow_zero: bool = False) -> float:
+    """A duration in seconds: a positive number of seconds, or text ``<number><s|min|h|d|w>``
+    (``30d``, ``36h``, ``2.5w``, ``10min``); ``allow_zero`` admits 0 (a restart that costs nothing
+    beyond reading the checkpoint)."""
     if isinstance(value, str):
         match = _DURATION.fullmatch(value.strip())
         if match is None or match["unit"] not in DURATION_UNIT:
             raise InputError(f"cannot read a duration from {value!r}",
-                             hint="write a number followed by h, d or w, e.g. 30d, 36h or 2w")
+                             hint="write a number followed by s, min, h, d or w, e.g. 30d, 36h, 2w or 10min")
         seconds = float(match["number"].replace("_", "")) * DURATION_UNIT[match["unit"]]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = float(value)
     else:
         raise InputError(f"a deadline must be seconds or text like '30d', got {type(value).__name__}")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"the deadline must be a positive duration, got {value!r}", hint="e.g. --deadline 30d")
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise InputError(f"a duration must be {'zero or more' if allow_zero else 'positive'}, got {value!r}",
+                         hint="e.g. --deadline 30d, --restart 10min")
     return seconds
+
+
+def parse_mttf(value: str, gpus: int | None) -> tuple[float, int]:
+    """``--mttf D[@N]``: a job's mean time to failure D measured on N GPUs (seconds, GPUs). Without
+    ``@N`` it is the MTTF on ``gpus``, the plan's own count (a deadline plan has none: it needs N)."""
+    text, at, count = str(value).partition("@")
+    if at:
+        try:
+            n = int(count.strip().replace("_", ""))
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise InputError(f"cannot read a GPU count after '@' in --mttf {value!r}",
+                             hint="e.g. --mttf 3h@16384 (an MTTF of 3 hours measured on 16,384 GPUs)")
+    elif gpus is None:
+        raise InputError(f"--mttf {value!r} needs the GPU count it was measured on when the plan searches GPU counts",
+                         hint="e.g. --mttf 3h@16384 (scaled as 1 / GPUs to every count)")
+    else:
+        n = gpus
+    return parse_duration(text), n
+
+
+def parse_bandwidth(value: str | float) -> float:
+    """A storage bandwidth in bytes/s: a number, or text with a unit (``2TB/s``, ``400 GB/s``)."""
+    if isinstance(value, str):
+        from llmp.units import BANDWIDTH, parse_quantity
+
+        try:
+            q = parse_quantity(value)
+        except LlmpError:
+            q = None
+        if q is None or q.dim != BANDWIDTH:
+            raise InputError(f"cannot read a bandwidth from {value!r}", hint="e.g. --storage-bandwidth 2TB/s")
+        number = float(q.value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        raise InputError(f"a bandwidth must be bytes/s or text like '2TB/s', got {type(value).__name__}")
+    if not math.isfinite(number) or number <= 0:
+        raise InputError(f"the storage bandwidth must be positive, got {value!r}", hint="e.g. 2TB/s")
+    return number

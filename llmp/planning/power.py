@@ -11,7 +11,10 @@
   which the GPU runs compute kernels (the step's breakdown without exposed communication and
   bubble) and P_idle = ``idle_fraction`` x TDP. We found no idle fraction per GPU model we could
   cite, so the caller gives one (measure ``nvidia-smi --query-gpu=power.draw`` on a GPU that
-  holds a CUDA context and waits); there is no default.
+  holds a CUDA context and waits); there is no default. A GPU waiting inside a running job is
+  not at its idle power either: telemetry of an academic cluster finds GPUs in a high-power,
+  low-activity "execution-idle" state for 19.7% of in-execution time ("The Energy Cost of
+  Execution-Idle in GPU Clusters", arXiv:2604.04745), which is why ``tdp`` stays the default.
 
 GPU boards only: no host CPUs, NICs, switches or cooling (PUE); multiply by your facility's
 overhead if you have it.

@@ -1,5 +1,6 @@
 """What a plan returns: the chosen GPU count and layout, and the run's days, GPU-hours, energy and
-cost, each with the band the step-time prediction carries."""
+cost, each with the band the step-time prediction carries; and the run as it really goes
+(failures, checkpoints, restarts; facility energy and CO2), each with its band too."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.planning.checkpoint import Checkpointing, Mode
+from llmp.planning.facility import Facility
 from llmp.planning.power import Power
+from llmp.planning.reliability import FailureModel, Goodput, goodput
 from llmp.units import format_bytes, format_count, format_time
 
 DAY = 86400.0
@@ -35,19 +39,24 @@ class Estimate:
     space: int
     checked: int
     evaluated: int
+    checkpoint: Checkpointing
+    """What one checkpoint of this layout costs (:mod:`llmp.planning.checkpoint`)."""
 
     def wall_s(self, tokens: float) -> tuple[float, float, float]:
         """(point, low, high) seconds to train ``tokens``: tokens / tokens per step x step time."""
         steps = tokens / self.tokens_per_step
         return steps * self.step_time_s, steps * self.step_band_s[0], steps * self.step_band_s[1]
 
-    def to_dict(self, tokens: float, deadline_s: float | None) -> dict[str, Any]:
+    def to_dict(self, tokens: float, deadline_s: float | None, with_failures_s: float) -> dict[str, Any]:
+        """JSON of one scanned count; ``with_failures_s``: its expected wall clock with failures
+        (what a deadline is met on)."""
         wall = self.wall_s(tokens)
         out: dict[str, Any] = {"gpus": self.gpus, "days": wall[0] / DAY, "days_band": [wall[1] / DAY, wall[2] / DAY],
+                               "days_with_failures": with_failures_s / DAY,
                                "gpu_hours": self.gpus * wall[0] / 3600.0, "step_time_s": self.step_time_s,
                                "layout": dict(self.config)}
         if deadline_s is not None:
-            out["meets_deadline"] = wall[0] <= deadline_s
+            out["meets_deadline"] = with_failures_s <= deadline_s
         return out
 
 
@@ -57,6 +66,25 @@ def _word(value: Any) -> str:
 
 def _band(point: float, low: float, high: float) -> dict[str, Any]:
     return {"value": point, "band": [low, high]}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunModel:
+    """How a run really goes, beside its steps: failures, checkpoints, restarts, the facility."""
+
+    failures: FailureModel
+    checkpoint_mode: Mode
+    storage_bandwidth: float
+    interval_s: float | None
+    """Work between checkpoints (None: Daly's optimum)."""
+    relaunch_s: float
+    facility: Facility
+
+    def goodput(self, est: Estimate, tokens: float) -> Goodput:
+        """Expected wall clock of ``est``'s layout training ``tokens``, failures included."""
+        c = est.checkpoint
+        return goodput(est.wall_s(tokens), gpus=est.gpus, failures=self.failures, checkpoint_s=c.blocking_s,
+                       restart_s=c.restart_s, interval_s=self.interval_s)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,6 +112,7 @@ class Plan:
     residuals: str
     seconds: float
     notes: tuple[str, ...]
+    run: RunModel
 
     # ---- the run -----------------------------------------------------------------------
     @property
@@ -115,12 +144,39 @@ class Plan:
         return tuple(h * self.price_per_gpu_hour for h in self.gpu_hours)  # type: ignore[return-value]
 
     @property
+    def goodput(self) -> Goodput:
+        """The run with failures, checkpoints and restarts (:mod:`llmp.planning.reliability`)."""
+        return self.run.goodput(self.chosen, self.tokens)
+
+    @property
+    def days_with_failures(self) -> tuple[float, float, float]:
+        return tuple(s / DAY for s in self.goodput.wall_s)  # type: ignore[return-value]
+
+    @property
+    def gpu_hours_with_failures(self) -> tuple[float, float, float]:
+        return tuple(self.gpus * s / 3600.0 for s in self.goodput.wall_s)  # type: ignore[return-value]
+
+    @property
+    def facility_energy_kwh(self) -> tuple[float, float, float]:
+        """Energy at the facility's meter: GPUs x (GPU power + node overhead) x PUE x wall clock with
+        failures (a job's GPUs draw power while it restarts and redoes lost work)."""
+        watts = self.run.facility.watts_per_gpu(self.power.watts, self.power.tdp_watts)
+        return tuple(self.gpus * watts * s / 3.6e6 for s in self.goodput.wall_s)  # type: ignore[return-value]
+
+    @property
+    def co2_tonnes(self) -> tuple[float, float, float]:
+        """CO2-equivalent of the facility energy at the grid intensity (tonnes)."""
+        g = self.run.facility.grid_g_per_kwh
+        return tuple(kwh * g / 1e6 for kwh in self.facility_energy_kwh)  # type: ignore[return-value]
+
+    @property
     def steps(self) -> float:
         return self.tokens / self.chosen.tokens_per_step
 
     @property
     def meets_deadline(self) -> bool | None:
-        return None if self.deadline_s is None else self.wall_s[0] <= self.deadline_s
+        """Whether the expected wall clock, failures and checkpoints included, meets the deadline."""
+        return None if self.deadline_s is None else self.goodput.wall_s[0] <= self.deadline_s
 
     def to_dict(self) -> dict[str, Any]:
         c = self.chosen
@@ -129,7 +185,8 @@ class Plan:
             "source": self.source, "mode": self.mode, "tokens": self.tokens, "gpus": self.gpus,
             "deadline_days": None if self.deadline_s is None else self.deadline_s / DAY,
             "meets_deadline": self.meets_deadline,
-            "meets_deadline_at_band_high": None if self.deadline_s is None else self.wall_s[2] <= self.deadline_s,
+            "meets_deadline_at_band_high": (None if self.deadline_s is None
+                                            else self.goodput.wall_s[2] <= self.deadline_s),
             "days": _band(*days), "gpu_hours": _band(*hours), "energy_kwh": _band(*kwh),
             "cost": None if cost is None else _band(*cost), "price_per_gpu_hour": self.price_per_gpu_hour,
             "step_time_s": _band(c.step_time_s, *c.step_band_s), "roofline_step_time_s": c.roofline_step_s,
@@ -142,8 +199,33 @@ class Plan:
             "global_batch": self.global_batch, "residuals": self.residuals,
             "search": {"layouts_in_space": c.space, "layouts_checked": c.checked, "layouts_evaluated": c.evaluated},
             "considered_gpus": list(self.considered),
-            "scanned": [e.to_dict(self.tokens, self.deadline_s) for e in self.scanned],
+            "scanned": [e.to_dict(self.tokens, self.deadline_s, self.run.goodput(e, self.tokens).wall_s[0])
+                        for e in self.scanned],
             "unlayable_gpus": list(self.unlayable), "seconds": self.seconds, "notes": list(self.notes),
+            **self._run_dict(),
+        }
+
+    def _run_dict(self) -> dict[str, Any]:
+        """The run as it goes: the keys docs/plan.md lists under "Failures, checkpoints, energy"."""
+        g, c, f = self.goodput, self.chosen.checkpoint, self.run.facility
+        return {
+            "effective_training_time_ratio": _band(*g.ettr),
+            "days_with_failures": _band(*self.days_with_failures),
+            "gpu_hours_with_failures": _band(*self.gpu_hours_with_failures),
+            "failures": {"mttf_hours": _band(*(m / 3600.0 for m in g.mttf_s)),
+                         "expected_failures": _band(*g.failures),
+                         "failures_per_day": _band(*self.run.failures.failures_per_day(self.gpus)),
+                         "model": g.failure_model},
+            "checkpoint": {"bytes": c.bytes, "asynchronous": c.asynchronous, "why": c.how,
+                           "write_s": c.write_s, "blocking_s": c.blocking_s, "restart_s": c.restart_s,
+                           "relaunch_s": c.relaunch_s, "storage_bandwidth_bytes_per_s": c.storage_bandwidth,
+                           "interval_hours": _band(*(t / 3600.0 for t in g.interval_s)),
+                           "interval_rule": g.interval_rule},
+            "facility_energy_kwh": _band(*self.facility_energy_kwh), "co2_tonnes": _band(*self.co2_tonnes),
+            "facility": {"node_overhead_fraction_of_tdp": f.node_overhead, "pue": f.pue,
+                         "grid_g_co2e_per_kwh": f.grid_g_per_kwh,
+                         "watts_per_gpu": f.watts_per_gpu(self.power.watts, self.power.tdp_watts),
+                         "definition": f.describe()},
         }
 
     def to_table(self) -> str:
@@ -162,11 +244,25 @@ class Plan:
         lines.append(f"energy         {rng(kwh, '.4g')} kWh   ({self.power.watts:.0f} W per GPU)")
         if cost is not None:
             lines.append(f"cost           {rng(cost, ',.0f')}   at {self.price_per_gpu_hour:g} per GPU-hour")
+        g, ck = self.goodput, c.checkpoint
+        ettr = g.ettr
+        lines += ["", "as runs really go (failures, checkpoints, restarts)",
+                  f"wall clock     {rng(self.days_with_failures, '.3g')} days with failures "
+                  f"(effective training time {ettr[0]:.1%}, band [{ettr[1]:.1%}, {ettr[2]:.1%}])",
+                  f"GPU-hours      {rng(self.gpu_hours_with_failures, '.4g')}",
+                  f"failures       MTTF {g.mttf_s[0] / 3600:.3g} h on {self.gpus} GPUs, {g.failures[0]:.4g} expected "
+                  f"over the run",
+                  f"checkpoints    {format_bytes(ck.bytes)} every {g.interval_s[0] / 3600:.3g} h of work "
+                  f"({'async' if ck.asynchronous else 'sync'}: {ck.blocking_s:.3g} s blocked each); restart "
+                  f"{ck.restart_s / 60:.3g} min",
+                  f"facility       {rng(self.facility_energy_kwh, '.4g')} kWh   CO2 "
+                  f"{rng(self.co2_tonnes, '.4g')} t"]
         lines.append(f"step           {format_time(c.step_time_s)}   band [{format_time(c.step_band_s[0])}, "
                      f"{format_time(c.step_band_s[1])}]   {format_count(c.tokens_per_step)} tokens/step, "
                      f"{format_count(self.steps)} steps, MFU {c.mfu:.1%}")
-        if self.deadline_s is not None and self.wall_s[2] > self.deadline_s:
-            lines.append(f"note: the slow end of the band ({days[2]:.3g} days) misses the deadline")
+        if self.deadline_s is not None and self.goodput.wall_s[2] > self.deadline_s:
+            lines.append(f"note: the slow end of the band ({self.days_with_failures[2]:.3g} days with failures) "
+                         "misses the deadline")
         shown = ("parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vp", "train.micro_batch",
                  "train.recompute", "parallel.sequence_parallel", "parallel.zero")
         layout = "  ".join(f"{p.split('.')[-1]}={_word(c.config[p])}" for p in shown if p in c.config)
@@ -181,12 +277,15 @@ class Plan:
                 if e is None:
                     lines.append(f"  {n:>7} GPUs  no layout of the searched space runs")
                     continue
-                wall = e.wall_s(self.tokens)
+                wall = self.run.goodput(e, self.tokens).wall_s
                 mark = "" if self.deadline_s is None else ("  meets deadline" if wall[0] <= self.deadline_s else "")
-                lines.append(f"  {n:>7} GPUs  {wall[0] / DAY:>9.3g} days  {n * wall[0] / 3600:>12.4g} GPU-hours{mark}")
+                lines.append(f"  {n:>7} GPUs  {wall[0] / DAY:>9.3g} days  {n * wall[0] / 3600:>12.4g} GPU-hours"
+                             f" (with failures){mark}")
         lines += ["", f"reproduce the step: llmp predict {self.source} " + " ".join(
             f"--set {s!r}" if " " in s else f"--set {s}" for s in c.overrides)]
         lines += [f"global batch: {self.global_batch}", f"power: {self.power.describe()}",
+                  f"failures: {g.failure_model}", f"checkpoints: {ck.describe()}; interval: {g.interval_rule}",
+                  f"energy: {self.run.facility.describe()}",
                   f"residuals: {self.residuals}"]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)

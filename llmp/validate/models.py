@@ -46,6 +46,9 @@ class Family:
     tied_embeddings: bool | None = None
     rotary_pct: float | None = None
     parallel_residual: bool | None = None
+    dropout: float | None = None
+    """The attention and hidden dropout its framework's configuration runs when the run does not say
+    (None: none)."""
     vocab: int | None = None
     """Vocabulary of the family's tokenizer (padded as its framework pads it), for blank cells."""
     vocab_reason: str = ""
@@ -59,19 +62,26 @@ FAMILIES: tuple[Family, ...] = (
            citation="llm-foundry scripts/train/yamls/pretrain/mpt-<size>.yaml with MPTConfig defaults (learned "
                     "positions, biases, tied embeddings); the table's NumParams match this count exactly"),
     Family(name="GPT-3 (NeMo)", pattern=r"gpt3-", arch=Arch.GPT, position=Position.LEARNED, bias=True,
-           tied_embeddings=True, vocab=50304,
+           tied_embeddings=True, vocab=50304, dropout=0.1,
            vocab_reason="NeMo GPT-3 uses the GPT-2 BPE tokenizer (50257) padded to a multiple of 128 = 50304",
-           citation="NeMo GPTConfig: learned absolute positions, LayerNorm, GELU, biases, shared embeddings"),
+           citation="NeMo GPTConfig: learned absolute positions, LayerNorm, GELU, biases, shared embeddings; "
+                    "dropout 0.1 (NVIDIA/NeMo@v1.23.0:examples/nlp/language_modeling/conf/megatron_gpt_config.yaml: "
+                    "hidden_dropout 0.1, attention_dropout 0.1)"),
     Family(name="Megatron GPT", pattern=r"gpt[ -](?!oss|neox)", arch=Arch.GPT, position=Position.LEARNED, bias=True,
-           tied_embeddings=True, vocab=51200,
+           tied_embeddings=True, vocab=51200, dropout=0.1,
            vocab_reason="Megatron-LM pads the GPT-2 BPE vocabulary (50257) to a multiple of 128·tp; the SC21 and "
                         "2020 README runs state 51,200",
-           citation="Megatron-LM GPT: LayerNorm, GELU, learned positions, biases, output layer tied to the embedding"),
+           citation="Megatron-LM GPT: LayerNorm, GELU, learned positions, biases, output layer tied to the embedding; "
+                    "dropout 0.1 (NVIDIA/Megatron-LM@v2.6:megatron/arguments.py: --attention-dropout and "
+                    "--hidden-dropout default 0.1, as in Megatron-Core's megatron/training/arguments.py and "
+                    "microsoft/Megatron-DeepSpeed's arguments.py; no published run here changes them)"),
     Family(name="BLOOM", pattern=r"bloom", arch=Arch.GPT, position=Position.ALIBI, bias=True, tied_embeddings=True,
            citation="BLOOM-176B (bigscience tr11): ALiBi, tied embeddings, biases",
            unmodelled=("embedding LayerNorm",)),
     Family(name="Megatron-Turing NLG", pattern=r"megatron-turing", arch=Arch.GPT, position=Position.LEARNED,
-           bias=True, tied_embeddings=True, citation="MT-NLG 530B: Megatron GPT architecture"),
+           bias=True, tied_embeddings=True, dropout=0.1,
+           citation="MT-NLG 530B: Megatron GPT architecture, trained with Megatron-DeepSpeed (its arguments.py: "
+                    "--attention-dropout and --hidden-dropout default 0.1)"),
     Family(name="OPT", pattern=r"opt-", arch=Arch.GPT, activation=Activation.RELU, position=Position.LEARNED,
            bias=True, tied_embeddings=True, vocab=50272, vocab_reason="OPT tokenizer vocabulary (50272)",
            citation="OPT (Zhang et al. 2022): ReLU MLP, learned positions, tied embeddings"),
@@ -115,6 +125,7 @@ class ModelPlan:
     tied_embeddings: bool | None = None
     rotary_pct: float | None = None
     parallel_residual: bool | None = None
+    dropout: float | None = None
     head_dim: int | None = None
     """None: the arch default (hidden / heads)."""
     window: int | None = None
@@ -262,7 +273,7 @@ def _inferred_arch(row: Row, notes: Notes) -> tuple[Arch, str]:
 
 
 MODEL_FIELDS: tuple[str, ...] = ("norm", "activation", "position", "bias", "tied_embeddings", "rotary_pct",
-                                 "parallel_residual")
+                                 "parallel_residual", "dropout")
 """Model fields a family or a note may set (the arch gives the rest)."""
 
 

@@ -165,6 +165,9 @@ PATTERNS: tuple[Pattern, ...] = (
                                      r"(?<!-)\bno[-_ ]bias(?:es)?\b(?![-_](?:gelu|swiglu|dropout))|\bbias[-_ ]free\b|"
                                      r"\bwithout bias(?:es)?\b",
             sets=_const(model__bias=False)),
+    Pattern(name="dropout", regex=r"--(?:attention|hidden)-dropout[= ]+(\d*\.?\d+)|"
+                                  r"\b(?:attention|hidden)_dropout[ :=]+(\d*\.?\d+)",
+            sets=lambda m, n: {"model.dropout": float(m.group(1) or m.group(2))}),
     Pattern(name="vocab padding multiple", regex=r"padded (?:by [\w-]+ )?to a multiple of\s*(\d[\d,]*)|"
                                                  r"--make-vocab-size-divisible-by[= ]+(\d+)",
             sets=_vocab_multiple),

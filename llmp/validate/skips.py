@@ -10,7 +10,9 @@ class SkipReason(StrEnum):
 
     DUPLICATE = "copy of an earlier row"
     """Every cell equal to an earlier row of the same file: the measurement is counted once."""
-    FINE_TUNING = "fine-tuning (LoRA/SFT), not a pre-training step"
+    FINE_TUNING = "fine-tuning task llmp does not model (preference optimisation)"
+    """A fine-tuning run that is not one model's training step (DPO runs a reference model beside it);
+    LoRA and SFT rows are predicted (:mod:`llmp.validate.finetuning`)."""
     NO_TIME_METRIC = "no time-like metric"
     MISSING_ARCHITECTURE = "missing architecture columns"
     MOE = "mixture-of-experts family unknown"

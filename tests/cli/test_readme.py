@@ -66,9 +66,42 @@ def _expand(args: list[str], cwd: Path) -> list[str]:
     return out
 
 
+def _serve(args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    """``llmp serve`` runs until stopped: start it on a free port (the README's ``--port`` replaced),
+    wait for the address it prints, fetch the page from it, and stop it."""
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    args = [port if i > 0 and args[i - 1] == "--port" else a for i, a in enumerate(args)]
+    proc = subprocess.Popen([sys.executable, "-m", "llmp.cli", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert f"http://127.0.0.1:{port}/" in line, f"llmp {' '.join(args)} printed {line!r}"
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:
+                    assert page.status == 200 and b"llmp" in page.read()
+                break
+            except (urllib.error.URLError, ConnectionError):  # not listening yet
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def _run(block: list[list[str]], cwd: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     for args in (_expand(a, cwd) for a in block):
+        if args[0] == "serve":
+            pytest.importorskip("uvicorn", reason="llmp serve needs the [serve] extra")
+            _serve(args, cwd, env)
+            continue
         done = subprocess.run([sys.executable, "-m", "llmp.cli", *args], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=900)
         assert done.returncode == 0, f"llmp {' '.join(args)} exited {done.returncode}:\n{done.stderr[-2000:]}"

@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from llmp.dsl import schema
-from llmp.dsl.spec import MlaSpec, ModelSpec, MoeSpec, ParallelSpec, TrainSpec
+from llmp.dsl.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, TrainSpec
 from llmp.dsl.symbols import path_for, registry, symbol_for, symbol_name, symbols
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Link
@@ -58,7 +58,7 @@ def test_unknown_symbol_name_suggests() -> None:
 
 @pytest.mark.parametrize("section,cls,extra", [
     ("model", ModelSpec, {"name", "moe", "mla"}), ("moe", MoeSpec, set()), ("mla", MlaSpec, set()),
-    ("train", TrainSpec, set()), ("parallel", ParallelSpec, set()),
+    ("train", TrainSpec, {"finetune"}), ("finetune", FinetuneSpec, set()), ("parallel", ParallelSpec, set()),
     ("link", Link, {"id"}), ("gpu", Device, {"id", "peak_flops", "achievable", "flash_attention", "derivation"}),
 ])
 def test_schema_fields_are_the_dataclass_fields(section: str, cls: type, extra: set[str]) -> None:

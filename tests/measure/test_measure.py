@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from llmp.analytic import params
+from llmp.dsl.spec import FinetuneMethod, FinetuneSpec
 from llmp.errors import SpecError
 from llmp.measure import from_spec, reference, step
 
@@ -72,3 +73,10 @@ def test_specs_the_reference_cannot_run_are_refused(gpt_spec):
     windowed = dataclasses.replace(gpt_spec, model=dataclasses.replace(gpt_spec.model, window=16))
     with pytest.raises(SpecError, match="does not run mla, window or mtp_layers"):
         from_spec.config_from_spec(windowed)
+
+
+def test_a_fine_tuning_spec_is_refused(gpt_spec):
+    lora = dataclasses.replace(gpt_spec, train=dataclasses.replace(
+        gpt_spec.train, finetune=FinetuneSpec(method=FinetuneMethod.LORA)))
+    with pytest.raises(SpecError, match=r"does not run a train\.finetune step"):
+        from_spec.config_from_spec(lora)

@@ -104,6 +104,9 @@ NEMO_LORA = (
     'nemo-24.07-perf-summary,"NVIDIA/NeMo@d31653f792^ (last version before removal, commit",LLAMA2-7B [LoRA],,32,4096,32,32,11008,32000,4096,,,H100 80GB (DGX-H100),h100_sxm5_80gb,8,8,,,1,1,8,1,,,1,32,,,,FP8,fp8,model_tflops_per_gpu,663,TFLOP/s/GPU,section Finetuning; container NeMo 24.07; DGX-H100; FP8 precision (page text); dp derived ' "\n"
 )
 
+NEMO_DPO = edit(NEMO_LORA, "model_name", "LLAMA2-7B [DPO]")
+"""A preference-optimisation row (the LoRA row retagged): a fine-tuning task llmp refuses."""
+
 AUTOMODEL_NEMOTRON_V3 = (
     HEADER +
     'nemo-automodel-perf-summary,NVIDIA-NeMo/Automodel@36044ad3d1:docs/performance-summary.md,Nemotron V3 Super 120B (26.02),,,,,,,,4096,,,H100 80GB (DGX-H100),h100_sxm5_80gb,64,8,,,1,1,64,1,64,,2,512,,,FSDP2 (FSDP=64),BF16,bf16,iteration_time_s,7.286,s,"section \'Pre-Training Performance\'; LBS(local batch per GPU per step)=2, GA=4; kernel opti"' "\n"

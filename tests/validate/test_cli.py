@@ -11,8 +11,8 @@ from llmp.cli import main
 from llmp.validate.rows import COLUMNS
 from tests.validate import published_rows as P
 
-TWO_SOURCES = P.SC21_1P7B + "".join(P.NEMO_LORA.splitlines(keepends=True)[1:])
-"""One predictable measurement (SC21 1.7B) and one skipped one (a NeMo LoRA run)."""
+TWO_SOURCES = P.SC21_1P7B + "".join(P.NEMO_DPO.splitlines(keepends=True)[1:])
+"""One predictable measurement (SC21 1.7B) and one skipped one (a NeMo run retagged as DPO)."""
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -40,9 +40,9 @@ def test_json_contract(capsys, csv_file):
     assert set(doc["by_source"]) == {"megatron-sc21-table1"} and set(doc["by_gpu"]) == {"a100_sxm4_80gb"}
     assert doc["by_source"]["megatron-sc21-table1"]["rows"] == 1
     (skip,) = doc["skipped"]
-    assert skip["reason"] == "fine-tuning (LoRA/SFT), not a pre-training step"
-    assert skip["row"]["model_name"] == "LLAMA2-7B [LoRA]"
-    assert doc["skip_counts"] == {"fine-tuning (LoRA/SFT), not a pre-training step": 1}
+    assert skip["reason"] == "fine-tuning task llmp does not model (preference optimisation)"
+    assert skip["row"]["model_name"] == "LLAMA2-7B [DPO]"
+    assert doc["skip_counts"] == {"fine-tuning task llmp does not model (preference optimisation)": 1}
 
 
 def test_text_report_names_rows_aggregates_and_skips(capsys, csv_file):
@@ -50,7 +50,7 @@ def test_text_report_names_rows_aggregates_and_skips(capsys, csv_file):
     assert code == 0
     assert "GPT 1.7B (Megatron-LM SC21)" in out and "tp1 pp1 dp32" in out
     assert "Error by source" in out and "Error by gpu" in out and "Worst rows" in out
-    assert "Skipped: 1 measurements" in out and "LLAMA2-7B [LoRA]" in out
+    assert "Skipped: 1 measurements" in out and "LLAMA2-7B [DPO]" in out
 
 
 def test_source_filter(capsys, csv_file):
@@ -76,7 +76,7 @@ def test_plot_and_specs_are_written(capsys, csv_file, tmp_path):
 
 
 def test_plot_of_nothing_is_a_clean_error(capsys, csv_file, tmp_path):
-    code, _, err = _run(capsys, "validate", str(csv_file(P.NEMO_LORA)), "--plot", str(tmp_path / "x.png"))
+    code, _, err = _run(capsys, "validate", str(csv_file(P.NEMO_DPO)), "--plot", str(tmp_path / "x.png"))
     assert code == 1 and "nothing to plot" in err and "Traceback" not in err
 
 
@@ -100,7 +100,7 @@ def test_missing_file_and_usage(capsys, tmp_path):
 
 
 def test_nothing_predicted_exits_non_zero_with_the_reasons(capsys, csv_file):
-    code, out, err = _run(capsys, "validate", str(csv_file(P.NEMO_LORA)))
+    code, out, err = _run(capsys, "validate", str(csv_file(P.NEMO_DPO)))
     assert code == 1
     assert "no row could be predicted" in out and "Skipped: 1 measurements" in out
     assert "nothing predicted: all 1 measurements were skipped (fine-tuning" in err and "Traceback" not in err
@@ -110,7 +110,8 @@ def test_nothing_predicted_exits_non_zero_with_the_reasons(capsys, csv_file):
 def test_skipped_rows_are_counted_on_stderr_in_every_format(capsys, csv_file, flags):
     code, _, err = _run(capsys, "validate", str(csv_file(TWO_SOURCES)), *flags)
     assert code == 0
-    assert "1 measurements predicted, 1 skipped: fine-tuning (LoRA/SFT), not a pre-training step: 1 (rows:5,6)" in err
+    assert ("1 measurements predicted, 1 skipped: fine-tuning task llmp does not model (preference optimisation): "
+            "1 (rows:5,6)") in err
 
 
 def test_a_copied_row_is_a_counted_skip(capsys, csv_file):

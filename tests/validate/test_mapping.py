@@ -277,7 +277,7 @@ def test_a_tunable_interleaved_schedule_keeps_its_microbatch_group(map_snippet):
 
 
 @pytest.mark.parametrize("snippet, reason, detail", [
-    (P.NEMO_LORA, SkipReason.FINE_TUNING, "[LoRA]"),
+    (P.NEMO_DPO, SkipReason.FINE_TUNING, "[DPO]"),
     (P.AUTOMODEL_NEMOTRON_V3, SkipReason.MISSING_ARCHITECTURE, "layers, hidden, heads blank"),
     (P.edit(P.edit(P.AUTOMODEL_DEEPSEEK, "model_name", "Mystery MoE 1T"), "ffn_hidden", ""),
      SkipReason.MISSING_ARCHITECTURE, "ffn_hidden (the expert width) blank: a MoE of no known family"),

@@ -90,6 +90,8 @@ CASES = [
      {"train.grad_accum_fusion": False, "train.fp8_param_gather": True, "model.norm": Norm.RMSNORM}),
     ("fp8_params: True", {"train.fp8_param_gather": True}),
     ("fp8_param_gather = True", {"train.fp8_param_gather": True}),
+    ("flags: --attention-dropout 0.0 --hidden-dropout 0.0", {"model.dropout": 0.0}),
+    ("hidden_dropout: 0.1", {"model.dropout": 0.1}),
 ]
 
 
