@@ -27,7 +27,7 @@ from llmp.analytic import collectives, kernels
 from llmp.analytic.kernels import DIMS, Collective, CollectiveKind, Kernel, Tier
 from llmp.dsl.symbols import registry
 from llmp.errors import SpecError
-from llmp.hardware.spec import Dtype
+from llmp.hardware.spec import Microarch
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ def compile(exprs: Sequence[Any], args: Sequence[sp.Symbol] | None = None) -> Co
 
 
 # Hardware arguments of a compiled kernel cost, after its dims.
-PEAK, MEM_BW, LAUNCH = sp.symbols("peak mem_bandwidth launch_overhead", positive=True)
+PEAK, MEM_BW, LAUNCH, SMS = sp.symbols("peak mem_bandwidth launch_overhead sms", positive=True)
 _FLAGS = frozenset({"causal", "flash", "rms"})
 
 
@@ -91,8 +91,9 @@ def numeric_dims(k: Kernel) -> tuple[Any, ...]:
 
 
 @functools.cache
-def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
-    """(flops, bytes, time) of one kernel kind as a function of (dims..., peak, bw, launch).
+def kernel_evaluator(key: tuple[Any, ...], microarch: Microarch | None = None) -> tuple[CompiledCost, bool]:
+    """(flops, bytes, time) of one kernel kind as a function of (dims..., peak, bw, launch, sms),
+    its tiles quantized as on ``microarch`` (None: the plain roofline, ``sms`` unused).
 
     Also returns whether the kind runs on tensor cores (which peak to pass).
     """
@@ -101,9 +102,9 @@ def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
     dims = {n: flag[n] if n in flag else sp.Symbol(f"dim_{n}", positive=True) for n in DIMS[family]}
     k = Kernel.make(family, dtype, pass_, variant, **dims)
     c = kernels.cost(k)
-    t = kernels.roofline(c, dtype, peak_flops={dtype: PEAK, Dtype.FP32: PEAK},
-                         mem_bandwidth=MEM_BW, launch_overhead=LAUNCH)
-    args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH)
+    t = kernels.roofline(k, c, peak=PEAK, mem_bandwidth=MEM_BW, launch_overhead=LAUNCH,
+                         grid=kernels.Grid(sms=SMS, microarch=microarch))
+    args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH, SMS)
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 
 

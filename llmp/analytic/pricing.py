@@ -9,7 +9,8 @@ Two evaluations of the same formulas (:mod:`llmp.analytic.kernels`, :mod:`~.coll
   and each kind is one call of its compiled cost function (:mod:`~.compiled`).
 
 Roofline (Williams et al. 2009) as in ``kernels.roofline``: ``max(flops / peak, bytes / bw) +
-launch``, tensor-core kernels at their compute ceiling (``kernels.ceiling``: the best rate a
+launch``, GEMM and fused-attention grids quantized onto the SMs (``llmp.analytic.tiles``),
+tensor-core kernels at their compute ceiling (``kernels.ceiling``: the best rate a
 published micro-benchmark measured for the kind, where the catalog has it, else the dtype's
 datasheet peak), the rest at the FP32 vector peak.
 A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its FLOPs are 0; its
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import collectives, kernels, measured
-from llmp.analytic.algebra import to_float, vmax
+from llmp.analytic.algebra import to_float
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.analytic.op import OpGraph
 from llmp.dsl.spec import Spec
@@ -46,12 +47,14 @@ class Hardware:
     mem_bandwidth: Any
     launch_overhead: Any
     links: collectives.Links
+    grid: kernels.Grid | None = None
+    """The SMs and tile tables kernels are quantized onto (None: the plain roofline)."""
 
     @classmethod
     def of(cls, spec: Spec) -> Hardware:
         g = spec.cluster.gpu
         return cls(device=g, peak=dict(g.peak_flops), mem_bandwidth=g.mem_bandwidth,
-                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec))
+                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec), grid=kernels.Grid.of(g))
 
     def peak_for(self, k: Kernel, tensor_core: bool) -> Any:
         """The compute ceiling a kernel runs at (:func:`kernels.ceiling`): the best measured rate
@@ -90,9 +93,9 @@ class Prices:
 def kernel_price(k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
     """(flops, bytes, seconds) of one kernel call."""
     c = kernels.cost(k)
-    flops, nbytes = to_float(c.flops), to_float(c.bytes)
-    seconds = vmax(flops / hw.peak_for(k, c.tensor_core), nbytes / hw.mem_bandwidth) + c.launches * hw.launch_overhead
-    return flops, nbytes, seconds
+    seconds = kernels.roofline(k, c, peak=hw.peak_for(k, c.tensor_core), mem_bandwidth=hw.mem_bandwidth,
+                               launch_overhead=hw.launch_overhead, grid=hw.grid)
+    return to_float(c.flops), to_float(c.bytes), to_float(seconds)
 
 
 def collective_price(c: Collective, hw: Hardware) -> tuple[Any, Any, Any, measured.Served | None]:
@@ -189,12 +192,13 @@ def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
     for key, members in kernel_kinds.items():
         idx = [i for i, _ in members]
         first = members[0][1]
-        fn, tensor_core = kernel_evaluator(key)
+        fn, tensor_core = kernel_evaluator(key, hw.device.microarch)
         dims = [np.stack([np.broadcast_to(np.asarray(d, dtype=np.float64), (n,)) for d in numeric_dims(k)])
                 for _, k in members]
         columns = np.stack(dims, axis=1) if dims else np.zeros((0, len(idx), n))
-        args = {s: columns[j] for j, s in enumerate(fn.args[:-3])}
-        args.update(zip(fn.args[-3:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead)))
+        args = {s: columns[j] for j, s in enumerate(fn.args[:-4])}
+        args.update(zip(fn.args[-4:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead,
+                                       hw.device.sms)))
         f, b, t = fn(args)
         flops[idx], nbytes[idx], seconds[idx] = f, b, t
     for key, comm in comm_kinds.items():

@@ -1,4 +1,5 @@
-"""SymPy functions of the symbolic path: a unit step, and max / min that evaluate only on numbers.
+"""SymPy functions of the symbolic path: a unit step, max / min that evaluate only on numbers, table
+look-ups, and a ceiling that differentiates as its argument.
 
 Imported by :mod:`llmp.analytic.algebra` the first time a formula meets a SymPy expression, so
 a numeric prediction never loads SymPy (:mod:`llmp.sym`).
@@ -135,3 +136,33 @@ class StepTable(sp.Function):
 
     def _latex(self, printer: Any) -> str:
         return rf"\operatorname{{table}}\left({printer._print(self.args[0])}\right)"
+
+
+class Ceil(sp.Function):
+    """ceiling(x), exact on numbers, differentiated as ``x`` itself.
+
+    Tile and wave counts are ceilings (``ceil(m / 128)``): staircases whose derivative is 0 between
+    steps and undefined on them, which would tell ``llmp sensitivity`` that a GEMM's time does not
+    depend on its width at all. Their secant over a step has slope 1 in ``x``, so that is the
+    derivative taken: elasticities follow the trend of the staircase, the point value its steps.
+    """
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: sp.Basic) -> sp.Basic | None:
+        if x.is_number:
+            return sp.ceiling(x)
+        return None
+
+    def fdiff(self, argindex: int = 1) -> sp.Basic:
+        return sp.S.One
+
+    def _numpycode(self, printer: Any) -> str:
+        return f"{printer._module_format('numpy.ceil')}({printer._print(self.args[0])})"
+
+    def _pythoncode(self, printer: Any) -> str:
+        return f"{printer._module_format('math.ceil')}({printer._print(self.args[0])})"
+
+    def _latex(self, printer: Any) -> str:
+        return rf"\left\lceil {printer._print(self.args[0])} \right\rceil"

@@ -119,14 +119,17 @@ def _flop_terms(graph: OpGraph, keep: Callable[[Op], bool]) -> tuple[tuple[FlopT
     return out
 
 
-def _bound(op_work: Any, f: float, b: float, t: float, hw: Hardware) -> str:
+def _bound(op_work: Any, t: float, hw: Hardware) -> str:
     if not isinstance(op_work, Kernel):
         return "network"
-    launch = kernels.cost(op_work).launches * float(hw.launch_overhead)
+    c = kernels.cost(op_work)
+    launch = c.launches * float(hw.launch_overhead)
     body = t - launch
     if launch > body:
         return "latency"
-    return "memory" if b / float(hw.mem_bandwidth) >= body * (1 - 1e-12) else "compute"
+    memory = kernels.memory_bound(op_work, c, peak=float(hw.peak_for(op_work, c.tensor_core)),
+                                  mem_bandwidth=float(hw.mem_bandwidth), grid=hw.grid)
+    return "memory" if memory else "compute"
 
 
 def _rows(graph: OpGraph, prices: Prices, corr: Correction, hw: Hardware) -> tuple[OpRow, ...]:
@@ -136,7 +139,7 @@ def _rows(graph: OpGraph, prices: Prices, corr: Correction, hw: Hardware) -> tup
         rows.append(OpRow(name=op.name, family=op.family, category=op.category, phase=op.phase.value,
                           scope=op.scope.value, rank_kind=op.rank_kind.value if op.rank_kind else None,
                           count=float(op.count), flops=f, bytes=b, roofline_s=t, factor=float(corr.factor[i]),
-                          covered=bool(corr.covered[i]), bound=_bound(op.work, f, b, t, hw)))
+                          covered=bool(corr.covered[i]), bound=_bound(op.work, t, hw)))
     return tuple(rows)
 
 

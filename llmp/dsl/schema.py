@@ -36,7 +36,7 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
-from llmp.hardware.spec import Dtype, Transport
+from llmp.hardware.spec import Dtype, Microarch, Transport
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
 
@@ -149,6 +149,9 @@ GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its d
     _real("host_memory_bandwidth", BANDWIDTH,
           "Host memory bandwidth one device's share of its host gets (a host-side optimizer streams "
           "through it); 0 if not given.", default="0 B/s", bound=Bound.NONNEGATIVE),
+    _enum("microarch", Microarch, "Instruction-set target (sm70, sm80, sm86, sm90, sm100, gfx942, gfx950): "
+          "which tiles its GEMM and attention kernels launch, and so how their grids fill the SMs. "
+          "Absent: kernels are priced as if they filled every SM."),
 ], subs={"flops": "flops", "achievable": "achievable", "flash_attention": "flash_attention"})
 
 FLOPS = _section("flops", "Dense peak FLOP/s per dtype (tensor cores where they exist); a "

@@ -58,6 +58,27 @@ class Dtype(StrEnum):
         return self.bits <= 8
 
 
+class Microarch(StrEnum):
+    """The instruction-set target a device's kernels are compiled for (``nvcc -arch``, ``hipcc
+    --offload-arch``): it decides which tile shapes its GEMM and attention libraries launch, and so
+    how a kernel's grid of tiles fills the SMs (``llmp.analytic.tiles``)."""
+
+    SM70 = "sm70"
+    """Volta (V100)."""
+    SM80 = "sm80"
+    """Ampere GA100 (A100)."""
+    SM86 = "sm86"
+    """Ampere GA10x (A40, A10, RTX 30): less shared memory per SM, other FlashAttention tiles."""
+    SM90 = "sm90"
+    """Hopper (H100, H200, H800, GH200)."""
+    SM100 = "sm100"
+    """Blackwell data-centre parts (B200, GB200; B300 and GB300, sm103, launch the same tiles)."""
+    GFX942 = "gfx942"
+    """AMD CDNA3 (MI300X, MI325X)."""
+    GFX950 = "gfx950"
+    """AMD CDNA4 (MI350X, MI355X)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Attainable:
     """Rates one kind of kernel reaches at best on a device, as a published micro-benchmark
@@ -124,6 +145,9 @@ class Device:
     host_memory_bandwidth: Real = 0.0
     """The host memory bandwidth one device's share of its host gets, bytes/s: what an optimizer
     offloaded to the host streams through. 0: not given."""
+    microarch: Microarch | None = None
+    """Which tiles its kernels launch (:class:`Microarch`). None (a CPU, or a device whose target is
+    not given): kernels are priced as if they filled every SM, the plain roofline."""
     achievable: Attainable | None = None
     """Best measured dense-GEMM rates (``achievable { }``): the GEMM compute ceiling. None: no
     micro-benchmark facts, GEMMs run against ``peak_flops``."""
