@@ -19,7 +19,13 @@ as a third):
 
   a level (the device's achievable fraction of peak for that operator) and a tilt with size
   (launch and tail costs weigh more on a faster device). The ridge terms shrink ``a`` and
-  (harder) ``b`` to zero when a stratum's few samples do not support them.
+  (harder) ``b`` to zero when a stratum's few samples do not support them, and the whole line is
+  then shrunk toward no correction (k = 0) by the evidence (``_shrinkage``: empirical Bayes over
+  the strata): three samples that scatter as much as they depart from the store move it little,
+  so whichever rows are picked, k = 3 stays near k = 0 unless its samples agree (issue 24: with
+  the ridge alone, llmp's own active picks at k = 3 were worse than k = 0). GEMM strata add an
+  offset per GEMM layout (linear, Q K^T, P V: ``model.gemm_layout``) where those samples depart
+  from the stratum's line by more than their noise (``_layouts``).
 
 Why per stratum, not per family: a device speeds operators of one family up differently (a
 fused RoPE backward and a GELU forward are both "elementwise"). A per-family line fitted on the
@@ -27,6 +33,9 @@ samples of one operator moved every other operator of the family with it: at k =
 elementwise picks were RoPE backward, and adapting on them took GELU from 13% to 155% error. An
 adjustment now applies only to the stratum it was fitted on, so a stratum without samples keeps
 the store's prediction exactly: adaptation can never make it worse.
+
+The k samples are chosen actively (below), at random per stratum (``select_random``, seeded:
+``llmp fit --budget K --seed S``), or named by their sample keys (``picked``: ``--picks FILE``).
 
 Active choice of the k samples (``select_active``): per stratum, cut the candidate shapes into
 k equal-count bins of the log roofline time (coverage of the stratum's shape range) and, in each,

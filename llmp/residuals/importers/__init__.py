@@ -5,13 +5,15 @@ measurements. One module per source format turns the source's rows into the ``Ke
 ``Collective`` s that really ran, with llmp's own FLOP and byte counts, so the fit target
 log(measured / llmp roofline) means the same for every source:
 
-* ``seed``: the seed paper's Perlmutter A100 operator and NCCL CSVs (DebarghaG/estimate-train-time);
+* ``seed``: the seed paper's operator and NCCL CSVs (DebarghaG/estimate-train-time), of any GPU: its
+  file prefix names the GPU through ``llmp.hardware.names``, or ``--gpu`` does;
 * ``vidur``: Vidur's compute ``mlp.csv`` and network ``all_reduce``/``send_recv`` profiles (microsoft/vidur);
 * ``kernels``: the normalised ``kernels.csv`` of the shared data (cuDNN, SimuMax, XLA, aiter, DeepGEMM,
   LLMCompass, Echo and vTrain rows).
 
 ``common`` holds what they share: the sample rows, the duplicate rule, the composite split, the
-writer. :func:`run` is what the CLI calls.
+writer; ``physics`` the plausibility rules (rows above the device's peak or its links, a backward
+faster than its forward allows), the same for every machine. :func:`run` is what the CLI calls.
 """
 
 from __future__ import annotations

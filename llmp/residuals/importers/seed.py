@@ -1,4 +1,4 @@
-"""The seed paper's Perlmutter measurements (DebarghaG/estimate-train-time) as llmp samples.
+"""The seed paper's measurement format (DebarghaG/estimate-train-time) as llmp samples, on any GPU.
 
 Reads the operator CSVs (``<GPU>_<op>_fp16.csv``: single-GPU forward/backward spans in us) and the
 NCCL CSVs (``<GPU>_<coll>_fp16_<N>_<M>.csv``: per-call rank-0 spans in us) described in
