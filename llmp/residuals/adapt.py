@@ -40,7 +40,8 @@ The k samples are chosen actively (below), at random per stratum (``select_rando
 Active choice of the k samples (``select_active``): per stratum, cut the candidate shapes into
 k equal-count bins of the log roofline time (coverage of the stratum's shape range) and, in each,
 pick the one the store is least sure of (spread of its bootstrap members, else the conformal
-half-width); the picks come most uncertain first. Picking the k most uncertain shapes outright
+half-width; among equally unsure ones the bin's middle shape); the picks come most uncertain
+first. Picking the k most uncertain shapes outright
 was worse in the benchmark: they are the extremes (one-token GEMMs, giant vocabularies), and a
 correction fitted on extremes does not transfer to the bulk of the shapes.
 """
@@ -124,11 +125,21 @@ def select_active(model: ResidualModel | CrossGpuModel | Residuals, items: Seque
         for members in rows.values():
             order = np.asarray(members)[np.argsort(x[members], kind="stable")]
             bins = np.array_split(order, min(k, len(order)))
-            picks = [int(block.index[b[int(np.argmax(uncertainty[block.index[b]]))]]) for b in bins]
+            picks = [int(block.index[b[_middle_of_most_uncertain(uncertainty[block.index[b]])]]) for b in bins]
             per_stratum.append(sorted(picks, key=lambda i: -uncertainty[i]))
     ranked = [sorted((p[r] for p in per_stratum if r < len(p)), key=lambda i: -uncertainty[i])
               for r in range(max(map(len, per_stratum), default=0))]
     return np.asarray([i for level in ranked for i in level], dtype=np.int64)
+
+
+def _middle_of_most_uncertain(u: np.ndarray) -> int:
+    """Position (in a bin sorted by size) of the candidate to pick: the most uncertain, and among
+    equally uncertain ones the middle one. A store without bootstrap members (the cross-GPU store)
+    gives every shape of an operator the same band, and the first of the ties was the smallest
+    shape of every bin: its picks leaned launch-bound, and at k = 3 its corrections were worse
+    than random picks' (benchmarks/unseen_gpu.py, 2026-11-28)."""
+    top = np.flatnonzero(u >= u.max() - 1e-12 * max(1.0, abs(float(u.max()))))
+    return int(top[len(top) // 2])
 
 
 def fit_adjustments(base: Residuals, observations: Sequence[Observation], *, alpha: float | None = None,
