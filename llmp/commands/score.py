@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from llmp.residuals import dataset, score
 
     families = [f.strip() for f in args.families.split(",")] if args.families else None
+    by = score.parse_by(args.by) if args.by is not None else ()  # before reading any sample
     data = dataset.load(args.samples, device_id=args.device_id, node_id=args.node_id, families=families)
-    by = score.parse_by(args.by) if args.by is not None else ()
     result = score.score(data.observations, args.residuals, by=by)
     if args.rows is not None:
         score.write_rows(result, data.observations, args.rows)

@@ -442,9 +442,13 @@ def _device_of(files: list[Path], device_id: str | None) -> str:
         raise InputError(f"the file prefix '{unknown[0]}' names no GPU the catalog knows",
                          hint="name the GPU the files were measured on with --gpu ID (a catalog id or alias)")
     ids = sorted({ident for ident in found.values() if ident is not None})
-    if len(ids) != 1:
-        raise InputError("the files were measured on several GPUs (" + ", ".join(ids) + ")" if ids
-                         else "no seed files to read", hint="import one GPU at a time with --gpu ID")
+    if not ids:
+        raise InputError("no seed files under the given paths",
+                         hint="seed files are named <GPU>_<op>_<fp16|bf16|fp32>.csv and "
+                              "<GPU>_<collective>_<precision>_<nodes>_<GPUs per node>.csv (seed README §1)")
+    if len(ids) > 1:
+        raise InputError(f"the files were measured on several GPUs ({', '.join(ids)})",
+                         hint="import one GPU at a time with --gpu ID")
     return ids[0]
 
 
