@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("sample", "sample", "micro-benchmark operators on this machine's device"),
     ("fit", "fit", "fit residual models from sample files, or adapt a store to a new device"),
     ("score", "score", "score a residual store on measured samples, per family, operator and pass"),
+    ("split", "split", "split sample files into train and held-out halves by shape"),
     ("measure", "measure", "time real training steps of a spec's model with torch"),
     ("import-hf", "import_hf", "write a .llmp model section from a Hugging Face config.json"),
     ("import-samples", "import_samples", "turn public GPU operator/NCCL measurements into sample files"),

@@ -7,8 +7,9 @@ error and a conformal band. The store serves the sampled devices, or any device 
 ``--upweight NEW_ID``.
 
 With ``--base STORE``: adapt a fitted store (per-device or cross-GPU) to the device of the
-samples. ``--budget K`` uses K samples per (operator, pass) stratum, chosen actively; the rest
-are left unused and score the adaptation (before and after). Library: ``llmp.residuals.fitting``.
+samples. ``--budget K`` uses K samples per (operator, pass) stratum, chosen actively (``--seed S``:
+at random), or ``--picks FILE`` names the samples; the rest are left unused and score the
+adaptation (before and after). Library: ``llmp.residuals.fitting``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     new.add_argument("--group-by", default="family", help="comma-separated: family[,device][,dtype][,pass]")
     new.add_argument("--alpha", type=open_unit_interval, default=0.1,
                      help="miscoverage of the conformal band (default 0.1)")
-    new.add_argument("--seed", type=int, default=0)
+    new.add_argument("--seed", type=int,
+                     help="random seed of the fit (default 0); with --base --budget K: pick the K samples per "
+                          "stratum at random with this seed instead of actively")
     new.add_argument("--members", type=nonnegative_int, default=0,
                      help="bootstrap members per group (for active sampling)")
     new.add_argument("--serves", metavar="any|ID,...",
@@ -45,7 +48,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     adapting = parser.add_argument_group("adapting a store to a new device")
     adapting.add_argument("--base", type=Path, metavar="STORE", help="adapt this fitted store to the samples' device")
     adapting.add_argument("--budget", type=positive_int, metavar="K",
-                          help="samples per (operator, pass) stratum to adapt with, chosen actively (default: all)")
+                          help="samples per (operator, pass) stratum to adapt with, chosen actively, or at random "
+                               "with --seed (default: all)")
+    adapting.add_argument("--picks", type=Path, metavar="FILE",
+                          help="adapt with exactly these samples: their keys, one a line, or a CSV with a key "
+                               "column (llmp score --rows), or a sample file")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,19 +60,25 @@ def run(args: argparse.Namespace) -> int:
 
     families = [f.strip() for f in args.families.split(",")] if args.families else None
     if args.base is None:
-        if args.budget is not None:
-            raise InputError("--budget chooses samples to adapt a store with; it needs --base STORE")
+        if args.budget is not None or args.picks is not None:
+            raise InputError("--budget and --picks choose samples to adapt a store with: each needs --base STORE")
         serves = None if args.serves is None else ("any" if args.serves == "any" else args.serves.split(","))
         result = fitting.fit(args.samples, args.out, device_id=args.device_id, node_id=args.node_id,
                              families=families, group_by=[g.strip() for g in args.group_by.split(",")],
-                             alpha=args.alpha, seed=args.seed, members=args.members, upweight=args.upweight,
+                             alpha=args.alpha, seed=0 if args.seed is None else args.seed, members=args.members,
+                             upweight=args.upweight,
                              serves=serves)
     else:
         if args.upweight or args.serves:
             raise InputError("--upweight and --serves apply to fitting a new store, not to --base",
                              hint="an adapted store serves the device of its samples")
+        if args.seed is not None and args.budget is None:
+            raise InputError("--seed with --base picks --budget K samples at random; give --budget K")
+        picks = fitting.read_picks(args.picks) if args.picks is not None else None
         result = fitting.adapt_store(args.samples, args.out, args.base, budget=args.budget, device_id=args.device_id,
-                                     node_id=args.node_id, families=families)
+                                     node_id=args.node_id, families=families,
+                                     choice="active" if args.seed is None else "random",
+                                     seed=0 if args.seed is None else args.seed, picks=picks)
     if args.json:
         print(json.dumps(_summary(result), indent=1))
     else:

@@ -1,5 +1,7 @@
-"""``llmp import-samples --format seed|vidur|kernels PATH... --device ID -o DIR``: public GPU
-measurements -> an llmp sample directory that ``llmp fit`` reads like one ``llmp sample`` wrote.
+"""``llmp import-samples --format seed|vidur|kernels PATH... [--gpu ID] [--node ID] -o DIR``: GPU
+measurements in a known format -> an llmp sample directory that ``llmp fit`` reads like one
+``llmp sample`` wrote. ``--gpu`` takes a catalog id, an alias (``gh200``) or a driver product name
+(``llmp.hardware.names``); the seed's files name their GPU in their prefix, so there it is optional.
 
 PATH are files or directories (walked recursively). The directory is replaced atomically, and a
 rerun on the same inputs writes the same bytes. ``DIR/import.json`` records, per input file, the
@@ -23,12 +25,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="seed: estimate-train-time <GPU>_<op>_fp16.csv and <GPU>_<coll>_fp16_<N>_<M>.csv; "
                              "vidur: compute/<gpu>/<org>/<model>/mlp.csv and "
                              "network/<node>/{all_reduce,send_recv}.csv; kernels: the shared data's kernels.csv")
-    parser.add_argument("--device", required=True, metavar="ID", help="catalog id of the GPU the rows were measured on")
-    parser.add_argument("--gpu-id", metavar="GPU", help="kernels: the data's gpu_id, when it differs from --device")
-    parser.add_argument("--node-id", metavar="NODE",
+    parser.add_argument("--gpu", "--device", dest="device", metavar="ID",
+                        help="the GPU the rows were measured on: catalog id or alias (seed: default from the "
+                             "file prefix)")
+    parser.add_argument("--gpu-id", metavar="GPU", help="kernels: the data's gpu_id, when it differs from --gpu")
+    parser.add_argument("--node", "--node-id", dest="node_id", metavar="NODE",
                         help="catalog node the collective rows ran on (default per source)")
-    parser.add_argument("--keep-slow-inter-node", action="store_true",
-                        help="seed: keep the inter-node NCCL rows (~1.2 GB/s per GPU, skipped by default)")
     parser.add_argument("-o", "--out", type=Path, required=True, help="sample directory to write (replaced)")
     parser.add_argument("--json", action="store_true", help="print import.json instead of a summary")
 
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from llmp.residuals import importers
 
     report = importers.run(args.fmt, args.paths, args.out, device=args.device, gpu_id=args.gpu_id,
-                           node_id=args.node_id, keep_slow_inter_node=args.keep_slow_inter_node)
+                           node_id=args.node_id)
     if args.json:
         print(json.dumps(report.manifest, indent=1, sort_keys=True))
     else:

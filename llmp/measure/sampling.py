@@ -53,7 +53,7 @@ class SampleConfig:
     or busy machine an OpenMP team waits whole scheduler slices (4-8 ms per op measured on the dev
     VM under load) for preempted threads; ``llmp measure`` uses the same default."""
     device_id: str | None = None
-    """Catalog id override when the device is not in ``devices.CUDA_NAMES``."""
+    """Catalog id override when the device is not in ``llmp.hardware.names.CUDA``."""
     progress: bool = True
     memory_cap: int = 2**30
     """Bytes of rotated input sets per case (more sets defeat caches better)."""

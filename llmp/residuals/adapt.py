@@ -19,7 +19,13 @@ as a third):
 
   a level (the device's achievable fraction of peak for that operator) and a tilt with size
   (launch and tail costs weigh more on a faster device). The ridge terms shrink ``a`` and
-  (harder) ``b`` to zero when a stratum's few samples do not support them.
+  (harder) ``b`` to zero when a stratum's few samples do not support them, and the whole line is
+  then shrunk toward no correction (k = 0) by the evidence (``_shrinkage``: empirical Bayes over
+  the strata): three samples that scatter as much as they depart from the store move it little,
+  so whichever rows are picked, k = 3 stays near k = 0 unless its samples agree (issue 24: with
+  the ridge alone, llmp's own active picks at k = 3 were worse than k = 0). GEMM strata add an
+  offset per GEMM layout (linear, Q K^T, P V: ``model.gemm_layout``) where those samples depart
+  from the stratum's line by more than their noise (``_layouts``).
 
 Why per stratum, not per family: a device speeds operators of one family up differently (a
 fused RoPE backward and a GELU forward are both "elementwise"). A per-family line fitted on the
@@ -28,10 +34,14 @@ elementwise picks were RoPE backward, and adapting on them took GELU from 13% to
 adjustment now applies only to the stratum it was fitted on, so a stratum without samples keeps
 the store's prediction exactly: adaptation can never make it worse.
 
+The k samples are chosen actively (below), at random per stratum (``select_random``, seeded:
+``llmp fit --budget K --seed S``), or named by their sample keys (``picked``: ``--picks FILE``).
+
 Active choice of the k samples (``select_active``): per stratum, cut the candidate shapes into
 k equal-count bins of the log roofline time (coverage of the stratum's shape range) and, in each,
 pick the one the store is least sure of (spread of its bootstrap members, else the conformal
-half-width); the picks come most uncertain first. Picking the k most uncertain shapes outright
+half-width; among equally unsure ones the bin's middle shape); the picks come most uncertain
+first. Picking the k most uncertain shapes outright
 was worse in the benchmark: they are the extremes (one-token GEMMs, giant vocabularies), and a
 correction fitted on extremes does not transfer to the bulk of the shapes.
 """
@@ -51,7 +61,7 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
-from llmp.residuals.model import Observation, ResidualModel, row_key, stratum_of
+from llmp.residuals.model import Observation, ResidualModel, gemm_layout, row_key, stratum_of
 from llmp.residuals.store import Adjustment, Residuals, Stratum
 
 if TYPE_CHECKING:
@@ -64,6 +74,10 @@ RIDGE_SLOPE = 4.0
 SLOPE_MIN_SAMPLES = 10
 """Fewer samples of a stratum fit its level only: on the public data (benchmarks/unseen_gpu.py) a
 line through 5 GEMM samples tilted by their scatter and made the held-out GEMMs worse than k = 0."""
+PRIOR_DOF = 4.0
+"""Samples' worth of the pooled scatter a stratum's own scatter is pulled toward (``_shrinkage``)."""
+LAYOUT_MIN_SAMPLES = 3
+"""Fewer samples of a GEMM layout never move it apart from its stratum."""
 ADJUST_FEATURE = {"default": "log_t_roof", "collective": "log_t_base"}
 
 
@@ -111,11 +125,21 @@ def select_active(model: ResidualModel | CrossGpuModel | Residuals, items: Seque
         for members in rows.values():
             order = np.asarray(members)[np.argsort(x[members], kind="stable")]
             bins = np.array_split(order, min(k, len(order)))
-            picks = [int(block.index[b[int(np.argmax(uncertainty[block.index[b]]))]]) for b in bins]
+            picks = [int(block.index[b[_middle_of_most_uncertain(uncertainty[block.index[b]])]]) for b in bins]
             per_stratum.append(sorted(picks, key=lambda i: -uncertainty[i]))
     ranked = [sorted((p[r] for p in per_stratum if r < len(p)), key=lambda i: -uncertainty[i])
               for r in range(max(map(len, per_stratum), default=0))]
     return np.asarray([i for level in ranked for i in level], dtype=np.int64)
+
+
+def _middle_of_most_uncertain(u: np.ndarray) -> int:
+    """Position (in a bin sorted by size) of the candidate to pick: the most uncertain, and among
+    equally uncertain ones the middle one. A store without bootstrap members (the cross-GPU store)
+    gives every shape of an operator the same band, and the first of the ties was the smallest
+    shape of every bin: its picks leaned launch-bound, and at k = 3 its corrections were worse
+    than random picks' (benchmarks/unseen_gpu.py, 2026-11-28)."""
+    top = np.flatnonzero(u >= u.max() - 1e-12 * max(1.0, abs(float(u.max()))))
+    return int(top[len(top) // 2])
 
 
 def fit_adjustments(base: Residuals, observations: Sequence[Observation], *, alpha: float | None = None,
@@ -123,8 +147,10 @@ def fit_adjustments(base: Residuals, observations: Sequence[Observation], *, alp
     """Per-(operator, pass) corrections of ``base`` from a few samples of one device.
 
     Each stratum's line is fitted on that stratum's samples only (relative to the base trees; the
-    base store's own adjustments, made for another device, are not carried over). A stratum the
-    base store has no model of is adapted from the bare roofline; strata without samples get no
+    base store's own adjustments, made for another device, are not carried over), then shrunk
+    toward no correction by the evidence (:func:`_shrinkage`); GEMM strata add an offset per GEMM
+    layout whose samples depart from the stratum's line (:func:`_layouts`). A stratum the base
+    store has no model of is adapted from the bare roofline; strata without samples get no
     adjustment.
     """
     if not observations:
@@ -135,7 +161,7 @@ def fit_adjustments(base: Residuals, observations: Sequence[Observation], *, alp
     links = next((o.links for o in observations if o.links is not None), None)
     # The base model's own prediction (a per-device or a cross-GPU store), without its adjustments.
     pred = base.model.predict(items, device, links=links, blocks=blocks)
-    out: dict[Stratum, Adjustment] = {}
+    strata: list[tuple[Stratum, np.ndarray, np.ndarray, str, list[int]]] = []
     for fam, block in blocks.items():
         r_all = np.log(seconds[block.index] / block.base_s) - pred.log_factor[block.index]
         feature = _feature_for(fam)
@@ -144,11 +170,64 @@ def fit_adjustments(base: Residuals, observations: Sequence[Observation], *, alp
         for row, i in enumerate(block.index):  # a stratum the base has no model of adapts the roofline
             by_stratum.setdefault(stratum_of(observations[i].item), []).append(row)
         for stratum, rows in sorted(by_stratum.items()):
-            r, x = r_all[rows], x_all[rows]
-            a, b, c = _ridge_line(r, x, slope=slope)
-            q = _loo_q(r, x, alpha, slope=slope) if len(r) >= 5 else None
-            out[stratum] = Adjustment(offset=a, slope=b, feature=feature, center=c, n=len(r), q=q)
+            strata.append((stratum, r_all[rows], x_all[rows], feature, [int(block.index[r]) for r in rows]))
+    weights = _shrinkage([r for _, r, _, _, _ in strata])
+    out: dict[Stratum, Adjustment] = {}
+    for (stratum, r, x, feature, index), w in zip(strata, weights):
+        a, b, c = _ridge_line(r, x, slope=slope)
+        a, b = w * a, w * b
+        layouts = _layouts([items[i] for i in index], r - (a + b * (x - c)))
+        q = _loo_q(r, x, alpha, slope=slope) if len(r) >= 5 else None
+        out[stratum] = Adjustment(offset=a, slope=b, feature=feature, center=c, n=len(r), q=q, layouts=layouts)
     return out
+
+
+def _shrinkage(residuals: Sequence[np.ndarray]) -> list[float]:
+    """Per stratum, the share of its samples' correction to keep: the empirical-Bayes weight
+    tau^2 / (tau^2 + s^2 / n) of a stratum mean among strata whose true offsets scatter by tau
+    around 0 (no correction: k = 0's prediction), each mean measured with noise s^2 / n.
+
+    ``s^2`` is the stratum's own scatter pulled toward the scatter pooled over all strata (three
+    samples say little about their own spread); ``tau^2`` is what the strata's means scatter by
+    beyond their noise (method of moments). A stratum whose few samples agree on a large offset
+    keeps nearly all of it; samples that scatter as much as they depart from 0 are discounted, so
+    three unlucky picks cannot move a stratum far from where the store stood without them.
+    """
+    if not residuals:
+        return []
+    n = np.asarray([len(r) for r in residuals], dtype=np.float64)
+    means = np.asarray([float(r.mean()) for r in residuals])
+    ss = np.asarray([float(((r - r.mean()) ** 2).sum()) for r in residuals])
+    dof = n - 1
+    pooled = float(ss.sum() / dof.sum()) if dof.sum() > 0 else float(np.mean(means ** 2))
+    s2 = (ss + PRIOR_DOF * pooled) / (dof + PRIOR_DOF)
+    noise = s2 / n
+    tau2 = max(0.0, float(np.mean(means ** 2 - noise)))
+    if tau2 == 0.0:
+        return [0.0] * len(residuals)
+    return [float(tau2 / (tau2 + v)) for v in noise]
+
+
+def _layouts(items: Sequence[Kernel | Collective], r: np.ndarray) -> tuple[tuple[str, float], ...]:
+    """Offsets of the GEMM layouts (``model.gemm_layout``) whose samples depart from their stratum's
+    correction: a layout with at least ``LAYOUT_MIN_SAMPLES`` samples keeps the positive-part
+    James-Stein share max(0, 1 - se^2 / d^2) of its mean departure ``d`` (``se`` its standard
+    error), so a departure its samples cannot tell from noise is dropped, and one they agree on kept."""
+    by: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        by.setdefault(gemm_layout(item), []).append(i)
+    if len(by) < 2 or "" in by:
+        return ()
+    out = []
+    for layout, rows in sorted(by.items()):
+        if len(rows) < LAYOUT_MIN_SAMPLES:
+            continue
+        d = float(r[rows].mean())
+        se2 = float(r[rows].var(ddof=1)) / len(rows)
+        keep = max(0.0, 1.0 - se2 / d ** 2) if d else 0.0
+        if keep > 0:
+            out.append((layout, keep * d))
+    return tuple(out)
 
 
 def _ridge_line(r: np.ndarray, x: np.ndarray, *, slope: bool) -> tuple[float, float, float]:
@@ -189,26 +268,64 @@ class Adaptation:
     """Per stratum: (samples chosen, samples available)."""
 
 
+CHOICES = ("active", "random")
+"""How ``adapt`` picks its budget of samples: ``select_active`` or ``select_random``."""
+
+
+def select_random(items: Sequence[Kernel | Collective], k: int, seed: int) -> np.ndarray:
+    """Indices of up to ``k`` candidates per (operator, pass) stratum, drawn at random (seeded),
+    listed as ``select_active`` lists its picks: every stratum's first, then second, ..."""
+    if k < 1:
+        raise InputError(f"the budget must be a positive number of samples per stratum, got {k}")
+    rng = np.random.default_rng(seed)
+    rows: dict[Stratum, list[int]] = {}
+    for i, item in enumerate(items):
+        rows.setdefault(stratum_of(item), []).append(i)
+    per_stratum = [[int(i) for i in rng.permutation(members)[:k]] for _, members in sorted(rows.items())]
+    return np.asarray([p[r] for r in range(k) for p in per_stratum if r < len(p)], dtype=np.int64)
+
+
+def picked(observations: Sequence[Observation], keys: Sequence[str]) -> np.ndarray:
+    """Indices of the observations whose sample keys are ``keys`` (``llmp fit --picks``)."""
+    where = {o.key: i for i, o in enumerate(observations) if o.key}
+    missing = [k for k in keys if k not in where]
+    if missing:
+        raise InputError(f"{len(missing)} of the {len(keys)} picked keys are not among the samples: {missing[0]!r}",
+                         hint="picks name rows by the key column of the sample files given")
+    return np.asarray(sorted({where[k] for k in keys}), dtype=np.int64)
+
+
 def adapt(base: Residuals, observations: Sequence[Observation], budget: int | None = None, *,
-          alpha: float | None = None) -> Adaptation:
+          alpha: float | None = None, choice: str = "active", seed: int = 0,
+          picks: Sequence[str] | None = None) -> Adaptation:
     """Adapt ``base`` to the device of ``observations`` with ``budget`` samples per (operator,
-    pass) stratum chosen actively (``select_active``; None: every sample)."""
+    pass) stratum, chosen by ``choice`` (``active``: ``select_active``; ``random``:
+    ``select_random`` seeded by ``seed``), or with the rows whose keys are ``picks``; neither a
+    budget nor picks: every sample."""
     if not observations:
         raise InputError("no samples to adapt with")
+    if choice not in CHOICES:
+        raise InputError(f"unknown choice of samples {choice!r}", hint=f"choose one of {', '.join(CHOICES)}")
+    if picks is not None and budget is not None:
+        raise InputError("a budget chooses samples, picks name them: give one of --budget and --picks")
     device = _one_device(observations)
-    if budget is None:
+    if picks is not None:
+        chosen = picked(observations, picks)
+    elif budget is None:
         chosen = np.arange(len(observations))
+    elif choice == "random":
+        chosen = select_random([o.item for o in observations], budget, seed)
     else:
         links = next((o.links for o in observations if o.links is not None), None)
         chosen = select_active(base.model, [o.item for o in observations], device, budget, links=links)
-    picked = set(chosen.tolist())
+    taken = set(chosen.tolist())
     strata: dict[Stratum, tuple[int, int]] = {}
     for i, o in enumerate(observations):
         used, available = strata.get(stratum_of(o.item), (0, 0))
-        strata[stratum_of(o.item)] = (used + (i in picked), available + 1)
+        strata[stratum_of(o.item)] = (used + (i in taken), available + 1)
     adjustments = fit_adjustments(base, [observations[int(i)] for i in chosen], alpha=alpha)
     return Adaptation(device=device, adjustments=adjustments, chosen=tuple(int(i) for i in chosen),
-                      unused=tuple(i for i in range(len(observations)) if i not in picked),
+                      unused=tuple(i for i in range(len(observations)) if i not in taken),
                       strata=dict(sorted(strata.items())))
 
 

@@ -212,7 +212,8 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
             if isinstance(item, Collective):
                 if families is not None and item.kind.value not in families:
                     continue
-                observations.append(Observation(item=item, device=device, seconds=seconds, links=links))
+                observations.append(Observation(item=item, device=device, seconds=seconds, links=links,
+                                                key=row.get("key", "")))
                 continue
             kernel = item
             if families is not None and kernel.family.value not in families:
@@ -220,7 +221,7 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
             if kernel.dtype not in device.peak_flops:
                 skip(f"{kernel.dtype} rows: device '{device.id}' has no {kernel.dtype} peak")
                 continue
-            observations.append(Observation(item=kernel, device=device, seconds=seconds))
+            observations.append(Observation(item=kernel, device=device, seconds=seconds, key=row.get("key", "")))
     if not observations:
         why = "; ".join(f"{n} {reason}" for reason, n in skipped.items()) or "the files hold no rows"
         picked = f" of families {', '.join(families)}" if families is not None else ""

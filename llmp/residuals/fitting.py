@@ -6,19 +6,21 @@ Two ways (``adapt.py`` explains when each is best):
   ``upweight`` weights a new device's few samples among many of other devices; ``serves="any"``
   makes it a cross-GPU store.
 * ``adapt_store``: adapt a fitted store to the device of the samples with ``budget`` samples per
-  (operator, pass) stratum, chosen actively; the adapted store and the store before adaptation
+  (operator, pass) stratum, chosen actively or at random (seeded), or with the rows a picks file
+  names (``read_picks``); the adapted store and the store before adaptation
   are both scored on the samples left unused, so the report says what the adaptation bought.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from llmp.errors import InputError
-from llmp.residuals import adapt, dataset, score, store
+from llmp.residuals import adapt, dataset, samplefile, score, store
 from llmp.residuals.model import ResidualModel
 
 
@@ -81,14 +83,37 @@ def _recorded(base: store.Residuals, *, exclude: str) -> list:
     return out
 
 
+def read_picks(path: str | Path) -> list[str]:
+    """Sample keys from ``path``: a sample file (its rows), a CSV with a ``key`` column (``llmp score
+    --rows`` writes one), or one key per line (blank lines and ``#`` comments skipped)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read the picks file {path}: {getattr(err, 'strerror', None) or err}",
+                         hint="--picks takes a text file of sample keys") from None
+    if text.startswith(samplefile.MAGIC):
+        return [row["key"] for row in samplefile.read(path).rows]
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    if lines and "key" in next(csv.reader(lines[:1])):
+        return [row["key"] for row in csv.DictReader(lines)]
+    keys = [line.strip() for line in lines]
+    if not keys:
+        raise InputError(f"the picks file {path} names no sample keys",
+                         hint="one key per line, as in the key column of the sample files")
+    return keys
+
+
 def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path | store.Residuals, *,
                 budget: int | None = None, device_id: str | None = None, node_id: str | None = None,
-                families: Sequence[str] | None = None) -> FitResult:
+                families: Sequence[str] | None = None, choice: str = "active", seed: int = 0,
+                picks: Sequence[str] | None = None) -> FitResult:
     """Adapt the store ``base`` to the samples' device with ``budget`` samples per (operator,
-    pass) stratum (None: all of them) and write the adapted store to ``out``."""
+    pass) stratum chosen by ``choice`` (``adapt.adapt``), or with the rows named by ``picks``
+    (neither: all of them), and write the adapted store to ``out``."""
     base = base if isinstance(base, store.Residuals) else store.load(base)
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
-    result = adapt.adapt(base, data.observations, budget)
+    result = adapt.adapt(base, data.observations, budget, choice=choice, seed=seed, picks=picks)
     device = result.device
     # The adapted store serves the new device only; a cross-GPU base keeps the fingerprints of the
     # GPUs it was fitted on beside the new device's.
@@ -96,7 +121,9 @@ def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path
     store.save(base.model, out, devices=devices, serves=[device.id], samples=data.files,
                adjustments=result.adjustments,
                extra={"adapted_from": {"path": str(base.path), "id": base.id, "scope": base.scope},
-                      "adaptation": {"budget": budget, "chosen": len(result.chosen), "unused": len(result.unused)}})
+                      "adaptation": {"budget": budget, "choice": "picks" if picks is not None else choice,
+                                     "seed": seed if choice == "random" and picks is None else None,
+                                     "chosen": len(result.chosen), "unused": len(result.unused)}})
     adapted = store.load(out)
     held_out = before = None
     if result.unused:

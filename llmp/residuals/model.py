@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmp.analytic.collectives import Links
-from llmp.analytic.kernels import Collective, Kernel
+from llmp.analytic.kernels import Collective, Family, Kernel
 from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
@@ -67,6 +67,9 @@ class Observation:
     """Collectives: the links of the node/cluster they ran on (for the alpha-beta time)."""
     weight: float = 1.0
     """Training weight (``adapt.weighted`` raises a new device's few samples above the many)."""
+    key: str = ""
+    """The sample row's ``key`` (its file's key column): how ``llmp fit --picks`` and ``llmp score
+    --rows`` name a row; empty for observations not read from a sample file."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -96,6 +99,20 @@ def stratum_of(item: Kernel | Collective) -> tuple[str, str, str, str]:
     if isinstance(item, Kernel):
         return str(item.family), item.variant, str(item.pass_), str(item.dtype)
     return str(item.kind), str(item.tier), "", ""
+
+
+def gemm_layout(item: Kernel | Collective) -> str:
+    """Which GEMM of a stratum a GEMM row is, by its shape: ``linear`` (one product, a layer's weight
+    GEMM) or, batched, the dim that is the smallest: ``bmm_k`` (the attention scores Q K^T, whose
+    inner dim is the head dim), ``bmm_n`` (P V, whose output width is the head dim), ``bmm_m``.
+    A device can speed these up differently (other tiles, other libraries), so adaptation may
+    correct them apart (``adapt.fit_adjustments``). Empty for anything but a GEMM."""
+    if not isinstance(item, Kernel) or item.family is not Family.GEMM:
+        return ""
+    dims = {d: int(item.dim(d)) for d in ("m", "n", "k", "batch")}
+    if dims["batch"] == 1:
+        return "linear"
+    return "bmm_" + min(("m", "n", "k"), key=lambda d: (dims[d], d))
 
 
 def row_key(group_by: tuple[str, ...], item: Kernel | Collective, device: Device) -> tuple[tuple[str, str], ...]:

@@ -13,30 +13,41 @@ predict``), and a store that does not serve a sample's device is refused, as on 
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from llmp.analytic.collectives import Links
 from llmp.errors import InputError
 from llmp.residuals import features, store
-from llmp.residuals.model import Observation, stratum_of
+from llmp.residuals.model import Observation, gemm_layout, stratum_of
 
 GROUPINGS = ("family", "operator", "pass")
 
 
+FIELDS = ("family", "operator", "pass", "dtype", "device", "layout")
+"""What ``score(by=...)`` may group rows by: ``operator`` is family and variant (the unit of
+adaptation with ``pass``), ``layout`` a GEMM's layout (``model.gemm_layout``)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Errors:
-    """|predicted / measured - 1| summarised."""
+    """predicted / measured - 1 summarised: its mean absolute value (MAPE), the median and 90th
+    percentile of its absolute value, and its signed mean (bias: > 0 predicts too slow)."""
 
     mape: float
     p90: float
+    median: float
+    bias: float
 
     @classmethod
     def of(cls, errors: np.ndarray) -> Errors:
         a = np.abs(errors)
-        return cls(mape=float(a.mean()), p90=float(np.quantile(a, 0.9)))
+        return cls(mape=float(a.mean()), p90=float(np.quantile(a, 0.9)), median=float(np.median(a)),
+                   bias=float(errors.mean()))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,8 +67,10 @@ class Row:
 
     def to_dict(self) -> dict[str, object]:
         return {"grouping": self.grouping, "name": self.name, "n": self.n, "covered": self.covered,
-                "out_of_domain": self.out_of_domain, "mape": self.store.mape, "p90": self.store.p90,
-                "roofline_mape": self.roofline.mape, "roofline_p90": self.roofline.p90}
+                "out_of_domain": self.out_of_domain, "mape": self.store.mape, "median": self.store.median,
+                "p90": self.store.p90, "bias": self.store.bias, "roofline_mape": self.roofline.mape,
+                "roofline_median": self.roofline.median, "roofline_p90": self.roofline.p90,
+                "roofline_bias": self.roofline.bias}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,36 +82,100 @@ class Score:
     rows: tuple[Row, ...]
     skipped: int
     """Samples that could not be featurised (a dtype without a peak, non-numeric dims)."""
+    by: tuple[str, ...] = ()
+    """The extra grouping asked for (``score(by=...)``); its rows' ``grouping`` is ``",".join(by)``."""
+    per_row: PerRow | None = None
 
     def overall(self) -> Row:
         return next(r for r in self.rows if r.grouping == "overall")
 
+    def groupings(self) -> tuple[str, ...]:
+        return (*GROUPINGS, *((",".join(self.by),) if self.by else ()))
+
     def to_dict(self) -> dict[str, object]:
-        return {"stores": self.stores, "skipped": self.skipped,
-                "overall": self.overall().to_dict(),
-                **{g: [r.to_dict() for r in self.rows if r.grouping == g] for g in GROUPINGS}}
+        out: dict[str, object] = {"stores": self.stores, "skipped": self.skipped,
+                                  "overall": self.overall().to_dict(),
+                                  **{g: [r.to_dict() for r in self.rows if r.grouping == g] for g in GROUPINGS}}
+        if self.by:
+            out["by"] = {"fields": list(self.by),
+                         "groups": [r.to_dict() for r in self.rows if r.grouping == ",".join(self.by)]}
+        return out
 
     def to_table(self) -> str:
         lines = [f"{device}: {what}" for device, what in self.stores.items()]
-        head = (f"{'':<34} {'n':>6} {'covered':>8} {'out-dom':>8} {'MAPE':>8} {'p90':>8}   "
-                f"{'roofline MAPE':>13} {'p90':>8}")
-        for grouping in (*GROUPINGS, "overall"):
+        head = (f"{'':<34} {'n':>6} {'covered':>8} {'out-dom':>8} {'MAPE':>8} {'median':>8} {'p90':>8} {'bias':>8}"
+                f"   {'roofline MAPE':>13} {'p90':>8}")
+        shown = (",".join(self.by),) if self.by else GROUPINGS
+        for grouping in (*shown, "overall"):
             lines += ["", f"per {grouping}" if grouping != "overall" else "overall", head]
             for r in (r for r in self.rows if r.grouping == grouping):
                 lines.append(f"  {r.name:<32} {r.n:>6} {r.covered:>8} {r.out_of_domain:>8} {r.store.mape:>8.1%} "
-                             f"{r.store.p90:>8.1%}   {r.roofline.mape:>13.1%} {r.roofline.p90:>8.1%}")
+                             f"{r.store.median:>8.1%} {r.store.p90:>8.1%} {r.store.bias:>+8.1%}   "
+                             f"{r.roofline.mape:>13.1%} {r.roofline.p90:>8.1%}")
         if self.skipped:
             lines += ["", f"{self.skipped} samples could not be scored (no peak for their dtype, or symbolic dims)"]
         return "\n".join(lines)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PerRow:
+    """Every scored sample's times, aligned with the observations scored (NaN: not scored)."""
+
+    measured_s: np.ndarray
+    predicted_s: np.ndarray
+    roofline_s: np.ndarray
+    covered: np.ndarray
+    in_domain: np.ndarray
+
+
+ROW_COLUMNS = ("key", "device", "family", "operator", "pass", "dtype", "layout", "measured_s", "predicted_s",
+               "roofline_s", "error", "roofline_error", "covered", "in_domain")
+"""Columns of ``write_rows``: error is predicted / measured - 1."""
+
+
 def _names(obs: Observation) -> dict[str, str]:
-    family, variant, pass_, _ = stratum_of(obs.item)
-    return {"family": family, "operator": f"{family}/{variant}" if variant else family, "pass": pass_ or "-"}
+    family, variant, pass_, dtype = stratum_of(obs.item)
+    return {"family": family, "operator": f"{family}/{variant}" if variant else family, "pass": pass_ or "-",
+            "dtype": dtype or "-", "device": obs.device.id, "layout": gemm_layout(obs.item) or "-"}
 
 
-def score(observations: Sequence[Observation], residuals: object = "default") -> Score:
-    """Score a residual store on ``observations``.
+def parse_by(text: str) -> tuple[str, ...]:
+    """``operator,pass`` -> ("operator", "pass"), each a :data:`FIELDS` name."""
+    by = tuple(f.strip() for f in text.split(",") if f.strip())
+    bad = [f for f in by if f not in FIELDS]
+    if not by or bad:
+        raise InputError(f"cannot group scores by {text!r}", hint=f"comma-separated names of: {', '.join(FIELDS)}")
+    return by
+
+
+def write_rows(result: Score, observations: Sequence[Observation], path: str | Path) -> int:
+    """Write one CSV row per scored sample (:data:`ROW_COLUMNS`); returns the rows written."""
+    rows = result.per_row
+    assert rows is not None and len(rows.measured_s) == len(observations), "the observations that were scored"
+    try:
+        with Path(path).open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(ROW_COLUMNS)
+            n = 0
+            for i, o in enumerate(observations):
+                if not np.isfinite(rows.predicted_s[i]):
+                    continue
+                names = _names(o)
+                m, p, r = rows.measured_s[i], rows.predicted_s[i], rows.roofline_s[i]
+                writer.writerow([o.key, names["device"], names["family"], names["operator"], names["pass"],
+                                 names["dtype"], names["layout"], f"{m:.6e}", f"{p:.6e}", f"{r:.6e}",
+                                 f"{p / m - 1:.6f}", f"{r / m - 1:.6f}", int(rows.covered[i]),
+                                 int(rows.in_domain[i])])
+                n += 1
+    except OSError as err:
+        raise InputError(f"cannot write {path}: {err.strerror}") from None
+    return n
+
+
+def score(observations: Sequence[Observation], residuals: object = "default", *,
+          by: Sequence[str] = ()) -> Score:
+    """Score a residual store on ``observations``, per family, operator and pass, and per ``by``
+    (field names of :data:`FIELDS`, e.g. ``("operator", "pass")``) when given.
 
     ``residuals`` as for ``llmp.predict``: ``"default"``, ``None``/``"none"``, a store directory or
     a loaded store; it must serve every device the samples come from.
@@ -106,6 +183,7 @@ def score(observations: Sequence[Observation], residuals: object = "default") ->
     if not observations:
         raise InputError("no samples to score",
                          hint="pass sample files or directories (llmp sample, llmp import-samples)")
+    by = parse_by(",".join(by)) if by else ()
     by_device: dict[tuple[str, Links | None], list[int]] = {}
     for i, o in enumerate(observations):
         by_device.setdefault((o.device.id, o.links), []).append(i)
@@ -148,9 +226,14 @@ def score(observations: Sequence[Observation], residuals: object = "default") ->
                    out_of_domain=int(out_of_domain[sel].sum()), store=Errors.of(err[sel]),
                    roofline=Errors.of(roof[sel]))
 
+    if by:
+        for nm in names:
+            nm[",".join(by)] = " ".join(nm[f] for f in by)
     out = []
-    for grouping in GROUPINGS:
+    for grouping in (*GROUPINGS, *((",".join(by),) if by else ())):
         for name in sorted({names[i][grouping] for i in np.flatnonzero(ok)}):
             out.append(row(grouping, name, ok & np.asarray([nm[grouping] == name for nm in names])))
     out.append(row("overall", "all", ok))
-    return Score(stores=stores, rows=tuple(out), skipped=int((~ok).sum()))
+    per_row = PerRow(measured_s=measured, predicted_s=predicted, roofline_s=roofline, covered=covered,
+                     in_domain=covered & ~out_of_domain)
+    return Score(stores=stores, rows=tuple(out), skipped=int((~ok).sum()), by=by, per_row=per_row)

@@ -55,7 +55,7 @@ from llmp.recent import Recent
 from llmp.residuals import features
 from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
-from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, stratum_of
+from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, gemm_layout, stratum_of
 
 if TYPE_CHECKING:  # imported when a cross-GPU store is read (it needs more than a per-device one)
     from llmp.residuals.transfer import CrossGpuModel
@@ -138,6 +138,13 @@ class Adjustment:
     """Samples it was fitted on."""
     q: float | None = None
     """Conformal half-width re-estimated on the new device (None: keep the base group's)."""
+    layouts: tuple[tuple[str, float], ...] = ()
+    """GEMM strata: offsets added for the GEMM layouts (``model.gemm_layout``) whose samples departed
+    from the stratum's own correction (linear, Q K^T and P V GEMMs adapt apart when they differ)."""
+
+    def shift(self, item: Kernel | Collective, x: float) -> float:
+        """The log-factor correction of ``item`` whose adjustment feature is ``x``."""
+        return self.offset + self.slope * (x - self.center) + dict(self.layouts).get(gemm_layout(item), 0.0)
 
 
 class _Lazy(Mapping):
@@ -240,8 +247,7 @@ class Residuals:
                     adj = self.adjustments.get(stratum_of(items[i]))
                     if adj is None:
                         continue
-                    x = block.X[row, block.names.index(adj.feature)]
-                    shift = adj.offset + adj.slope * (x - adj.center)
+                    shift = adj.shift(items[i], float(block.X[row, block.names.index(adj.feature)]))
                     if not pred.has_model[i]:
                         # A stratum the base store has no model of, adapted from the bare roofline:
                         # without a held-out spread (fewer than 5 samples) the band spans the
@@ -415,7 +421,7 @@ def save(model: ResidualModel | CrossGpuModel, directory: str | os.PathLike[str]
 
 def _adjustment_entries(adjustments: Mapping[Stratum, Adjustment] | None) -> list[dict[str, Any]]:
     return [{"family": s[0], "variant": s[1], "pass": s[2], "dtype": s[3], "offset": a.offset, "slope": a.slope,
-             "feature": a.feature, "center": a.center, "n": a.n, "q": a.q}
+             "feature": a.feature, "center": a.center, "n": a.n, "q": a.q, "layouts": dict(a.layouts)}
             for s, a in sorted((adjustments or {}).items())]
 
 
@@ -592,10 +598,15 @@ def _check_adjustments(c: _Checker, m: dict[str, Any]) -> dict[Stratum, Adjustme
             raise c.fail(f"{where}q must not be negative")
         if c.get(a, "n", "int", where) < 1 or stratum in out:
             raise c.fail(f"{where} needs n >= 1 and a stratum not adjusted twice")
+        layouts = a.get("layouts", {})  # absent in stores adapted before GEMM layouts adapted apart
+        if not isinstance(layouts, dict) or not all(isinstance(v, (int, float)) and math.isfinite(v)
+                                                    for v in layouts.values()):
+            raise c.fail(f"{where}layouts must map GEMM layouts to finite offsets")
         out[stratum] = Adjustment(offset=float(c.get(a, "offset", "number", where)),
                                   slope=float(c.get(a, "slope", "number", where)), feature=feature,
                                   center=float(c.get(a, "center", "number", where)), n=int(a["n"]),
-                                  q=None if q is None else float(q))
+                                  q=None if q is None else float(q),
+                                  layouts=tuple(sorted((str(k), float(v)) for k, v in layouts.items())))
     return out
 
 

@@ -1,5 +1,6 @@
 """Every command README.md shows runs and succeeds: each ```bash block is run in order, in a
-scratch folder that sees the repository's examples/, validation/ and llmp/, through the same CLI
+scratch folder that sees the repository's examples/, validation/, llmp/ and tests/ (the small
+sample fixtures under tests/data), through the same CLI
 entry point as the `llmp` console script.
 
 The set-up block (pip installs) is not re-run here: CI runs the test command, and its first
@@ -47,7 +48,7 @@ def _slow(block: list[list[str]]) -> bool:
 
 def _scratch(tmp_path: Path) -> Path:
     tmp_path.mkdir(parents=True)
-    for name in ("examples", "validation", "llmp"):
+    for name in ("examples", "validation", "llmp", "tests"):
         (tmp_path / name).symlink_to(ROOT / name)
     if SHARED.exists():  # `../shared/data` as seen from the repository root
         (tmp_path.parent / "shared").mkdir(exist_ok=True)

@@ -63,11 +63,12 @@ def test_round_robin_interleaves_families():
 
 
 def test_device_table_points_at_catalog_entries():
+    from llmp.hardware import names
     from llmp.hardware.catalog import catalog_ids
     from llmp.measure import devices
 
     gpus = set(catalog_ids()["gpu"])
-    assert set(devices.CUDA_NAMES.values()) <= gpus and devices.CPU_ID in gpus
+    assert set(names.CUDA.values()) <= gpus and devices.CPU_ID in gpus
     assert devices.catalog_id("cuda", "NVIDIA H100 80GB HBM3") == "h100_sxm5_80gb"
     assert devices.catalog_id("cuda", "NVIDIA H100 PCIe") is None  # not in the catalog: --device-id
 

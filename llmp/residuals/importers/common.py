@@ -38,7 +38,7 @@ from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.residuals import dataset, features, samplefile
 
-IMPORTER_VERSION = 2
+IMPORTER_VERSION = 3
 """Bumped whenever a mapping or a rule changes what an import writes."""
 
 SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from llmp.analytic.kernels import AttentionKernel, Collective, CollectiveKind, Family, Fusion, Kernel, Pass, Tier
 from llmp.errors import InputError
+from llmp.hardware import names
 from llmp.hardware.spec import Dtype
 from llmp.residuals.importers import common
 from llmp.residuals.importers.common import Collected, Input, Sample
@@ -39,24 +40,9 @@ COLUMNS = ("source", "source_ref", "gpu", "gpu_id", "dtype", "op", "pass", "layo
            "seq_q", "seq_kv", "heads_q", "heads_kv", "head_dim_qk", "head_dim_v", "causal", "window", "norm_rows",
            "norm_cols", "collective", "bytes", "ranks", "nodes", "time_s", "time_derived", "backend", "notes")
 
-GPU_IDS: dict[str, str | None] = {
-    "h100_sxm5_80gb": "h100_sxm5_80gb",
-    "h200_sxm_141gb": "h200_sxm_141gb",
-    "b200": "b200",
-    "gb200": "gb200",
-    "mi300x": "mi300x",
-    "a100_sxm4_40gb": "a100_sxm4_40gb",
-    "a100_sxm4_mem_unstated": "a100_sxm4_40gb",  # vTrain "a100": NVSwitch-class, memory unknown (identical NVLink)
-    "a100_unstated": "a100_sxm4_80gb",  # LLMCompass "A100": nearest, same SMs and clock (unverified)
-    "a100_pcie_80gb": "a100_pcie_80gb",  # SimuMax A100 80GB PCIe: not in the catalog (nearest a100_sxm4_80gb)
-    "h800_sxm5_80gb": "h800_sxm5_80gb",  # DeepGEMM H800: not in the catalog (compute-equivalent to H100 SXM5)
-    "gb300": "gb300",
-    "mi355x": "mi355x",
-    "mi210": "mi210",
-    "v100_unstated": None,  # vTrain "v100": SXM2 or SXM3 unknown; select it explicitly with --gpu-id
-}
-"""The data's ``gpu_id`` -> the catalog id its rows are imported for by default (README, "gpu_id values
-and the catalog"). Ids the catalog lacks yet are written anyway; ``import.json`` says so."""
+GPU_IDS = names.KERNELS
+"""The data's ``gpu_id`` -> the catalog id its rows are imported for by default (the registry of GPU
+names, after the data's README, "gpu_id values and the catalog")."""
 
 NODES = {"a100_sxm4_40gb": "dgx_a100_40gb", "a100_sxm4_80gb": "dgx_a100"}
 """Catalog node of the collective rows per device. Echo ran on Azure NDv4 (8 A100-SXM4-40GB on NVSwitch,

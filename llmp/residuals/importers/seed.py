@@ -1,4 +1,4 @@
-"""The seed paper's Perlmutter measurements (DebarghaG/estimate-train-time) as llmp samples.
+"""The seed paper's measurement format (DebarghaG/estimate-train-time) as llmp samples, on any GPU.
 
 Reads the operator CSVs (``<GPU>_<op>_fp16.csv``: single-GPU forward/backward spans in us) and the
 NCCL CSVs (``<GPU>_<coll>_fp16_<N>_<M>.csv``: per-call rank-0 spans in us) described in
@@ -16,9 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from llmp.analytic.collectives import bus_factor
 from llmp.analytic.kernels import (
     Collective,
     CollectiveKind,
@@ -30,9 +27,11 @@ from llmp.analytic.kernels import (
     SoftmaxKind,
     Tier,
 )
+from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
-from llmp.hardware.spec import Device, Dtype
-from llmp.residuals.importers import common
+from llmp.hardware import names
+from llmp.hardware.spec import Device, Dtype, Node
+from llmp.residuals.importers import common, physics
 from llmp.residuals.importers.common import Collected, Input, Sample
 
 REPO = "DebarghaG/estimate-train-time"
@@ -40,12 +39,17 @@ COMMIT = "1ac4d5e441169983737f4f5c1c2c3b05b618307d"
 LICENCE = "MIT"
 US = 1e-6
 
-GPUS: dict[str, tuple[str, str, str]] = {
-    "NVIDIAA100-SXM4-80GB": ("a100_sxm4_80gb", "Perlmutter", "perlmutter_gpu_80gb"),
+CLUSTERS: dict[str, tuple[str, str]] = {
+    "a100_sxm4_80gb": ("Perlmutter", "perlmutter_seed"),
+    "gh200_96gb": ("Vista", "vista_gh200"),
 }
-"""File prefix (``torch.cuda.get_device_name(0)`` without spaces, README §1) -> (catalog device, the
-seed's cluster folder, the catalog node its NCCL ran on). README §0: NERSC Perlmutter, 4 A100-SXM4-80GB
-per node, Slingshot-11."""
+"""Catalog GPU -> (the seed's cluster folder, the catalog node its NCCL ran on) for the clusters the
+seed measured: NERSC Perlmutter, 4 A100-SXM4-80GB per node, on the network its NCCL samples saw
+(README §0, §8.1; catalog node ``perlmutter_seed``), and TACC Vista, one GH200 per node (README §7,
+``llemma_7b_4_2_2_V.yml``). Which GPU a file holds is read from its prefix,
+``torch.cuda.get_device_name(0)`` without spaces (README §1), through the registry of GPU names
+(``llmp.hardware.names``); another cluster's files need ``--gpu`` only when their prefix is not
+listed there, and ``--node`` when they hold NCCL rows."""
 
 DTYPES = {"fp16": Dtype.FP16, "bf16": Dtype.BF16, "fp32": Dtype.FP32}
 
@@ -68,11 +72,6 @@ SKIP_FILES: dict[str, str] = {
 }
 SUMMARY_REASON = "model-selection summary of the seed's regressors, not measurements (README §6)"
 COMBINED_REASON = "combined NCCL file: an exact concatenation of the per-topology files (README §5.3)"
-INTER_REASON = ("inter-node NCCL at ~1.2 GB/s per GPU: the seed setup's transport, not Slingshot-11's "
-                "capability (README §8.1); --keep-slow-inter-node keeps these rows")
-SLOW_MODE_REASON = ("slow mode: bus bandwidth below half the file's 95th-percentile bus bandwidth "
-                    "(README §8.2: bimodal allgather_large_1_4, spikes elsewhere)")
-IMPOSSIBLE_REASON = "flash-attn backward faster than its forward: impossible at 2.5x the FLOPs (README §8.4)"
 RES_ADD_BWD_REASON = "res_add B_dur is the forward aten::add measured again, not a backward (README §3.3, §8.5)"
 OTHER_DEVICE = "measured on another device than --device"
 
@@ -83,12 +82,15 @@ RULES = (
     "llmp kernel stay separate measurements of it",
     "flash_atten duplicated keys: the faster copy is kept (README §8.3: the second copy is slower in 83 of 85, "
     "a resumed sweep part); F and B independently, as the source sorts them independently (README §2.2)",
-    "flash_atten rows whose backward is faster than the forward are dropped (README §8.4, line 587)",
+    "each timed span is judged on its own by physics (llmp.residuals.importers.physics): dropped when faster "
+    "than the device's peak FLOP/s or than its bytes beyond L2 at peak bandwidth (README §8.4, line 587's "
+    "flash-attn backward), and a backward when it runs through its roofline work at more than 3x its "
+    "forward's rate; the other pass of the row is kept",
     "values off the 0.2 us grid averaged fewer samples (README §2.2, §8.4): kept, noted fewer_samples",
     "res_add backward dropped (a copy of the forward, README §8.5); optimizer files and summaries skipped",
-    "NCCL: combined files skipped (README §5.3); inter-node files skipped unless --keep-slow-inter-node "
-    "(README §8.1); per file, rows below half the 95th-percentile bus bandwidth are dropped as the slow mode "
-    "(README §8.2)",
+    "NCCL: combined files skipped (README §5.3); rows above the line rate of their fastest link are dropped "
+    "(physics); slow rows are kept: a slow mode (README §8.2) and a slow network (README §8.1, the catalog node "
+    "perlmutter_seed) are what ran",
     "NCCL bytes as llmp's Collective counts them: all-reduce buffer and p2p message = 2*shape, all-gather "
     "output = 2*shape*ranks (the seed's shape is the per-rank input, README §5.2)",
 )
@@ -107,7 +109,14 @@ def accept(path: Path) -> bool:
     if m:
         return m["op"] in OPERATORS or m["op"] in SKIP_FILES
     m = _SUMMARY.match(name)
-    return m is not None and m["gpu"] in GPUS
+    return m is not None and names.from_cuda(m["gpu"]) is not None
+
+
+def _prefix(path: Path) -> str:
+    """The GPU prefix of a file accept() took (README §1)."""
+    match = _NCCL.match(path.name) or _OPERATOR.match(path.name) or _SUMMARY.match(path.name)
+    assert match is not None, "given the files accept() took"
+    return match["gpu"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,38 +294,34 @@ def _off_grid(us: float) -> bool:
 
 
 class _Reader:
-    def __init__(self, device_id: str, node_id: str | None, keep_inter: bool) -> None:
-        self.device_id, self.node_id, self.keep_inter = device_id, node_id, keep_inter
+    def __init__(self, device: Device, node: Node | None) -> None:
+        self.device, self.node = device, node
         self.inputs: list[Input] = []
         self.samples: list[Sample] = []
         self.names: set[str] = set()
-        self.nodes: set[str] = set()
-        self._device: Device | None = None
-
-    @property
-    def device(self) -> Device:
-        if self._device is None:
-            self._device = common.catalog_device(self.device_id)
-            assert self._device is not None, "the seed's devices are catalog GPUs"
-        return self._device
+        self.taken: set[str] = set()
+        """Prefixes the registry of GPU names does not list, read as the named ``--gpu``."""
 
     def read(self, path: Path) -> None:
         name = path.name
         nccl, op = _NCCL.match(name), _OPERATOR.match(name)
-        match = nccl or op or _SUMMARY.match(name)
-        assert match is not None, "read() is given the files accept() took"
-        gpu = match["gpu"]
-        known = GPUS.get(gpu)
-        folder = f"{known[1] if known else gpu}/{'nccl' if nccl else 'operator'}"
+        gpu = _prefix(path)
+        known = names.from_cuda(gpu)
+        cluster = CLUSTERS.get(self.device.id, (gpu, ""))[0] if known == self.device.id else gpu
+        folder = f"{cluster}/{'nccl' if nccl else 'operator'}"
         inp = Input(name=name, source_ref=_ref(folder, name), licence=LICENCE)
         self.inputs.append(inp)
         if op is None and nccl is None:
             self._skip_file(path, inp, SUMMARY_REASON)
-        elif known is None or known[0] != self.device_id:
+            return
+        if known is not None and known != self.device.id:
             self._skip_file(path, inp, OTHER_DEVICE)
-        elif nccl is not None:
+            return
+        if known is None:
+            self.taken.add(gpu)
+        if nccl is not None:
             self.names.add(gpu)
-            self._nccl(path, inp, folder, nccl, known[2])
+            self._nccl(path, inp, folder, nccl)
         elif op is not None and op["op"] in SKIP_FILES:
             self._skip_file(path, inp, SKIP_FILES[op["op"]])
         elif op is not None:
@@ -331,6 +336,23 @@ class _Reader:
         inp.rows_read, inp.values_read = len(table.rows), per_row * len(table.rows)
         inp.skip(reason, inp.values_read)
 
+    def _plausible(self, spans: list[_Span], times: dict[str, float], inp: Input) -> list[_Span]:
+        """The spans physics allows (``physics``), each judged on its own."""
+        kept = []
+        for span in spans:
+            if physics.faster_than_peak([k for k, _ in span.kernels], times[span.column] * US, self.device):
+                inp.skip(physics.PEAK_REASON)
+            else:
+                kept.append(span)
+        fwd = next((sp for sp in kept if sp.column == "F_dur(us)"), None)
+        bwd = next((sp for sp in kept if sp.column == "B_dur(us)"), None)
+        if fwd is not None and bwd is not None and physics.backward_too_fast(
+                [k for k, _ in fwd.kernels], times[fwd.column] * US, [k for k, _ in bwd.kernels],
+                times[bwd.column] * US, self.device):
+            inp.skip(physics.BACKWARD_REASON)
+            kept.remove(bwd)
+        return kept
+
     def _operator(self, path: Path, inp: Input, folder: str, op: str, dt: Dtype) -> None:
         shape, spans_of = OPERATORS[op]
         table = common.read_table(path, (*shape, "F_dur(us)", "B_dur(us)"), "seed")
@@ -342,17 +364,13 @@ class _Reader:
             if any(v == 0 for v in d.values()):
                 raise InputError(f"{where}: a shape column is zero: {d}")
             times = {c: common.seconds(row, c, where, 1.0) for c in ("F_dur(us)", "B_dur(us)")}
-            if op == "flash_atten" and times["B_dur(us)"] < times["F_dur(us)"]:
-                inp.skip(IMPOSSIBLE_REASON, 2)
-                continue
-            spans = spans_of(d, dt, where)
             # The row's own shape is part of the key: configurations that run the same llmp kernel
             # (e.g. b=8, mp=2 and b=4, mp=1 of a batched GEMM) are separate measurements of it, while
             # a key measured twice (flash_atten, README §8.3) is a duplicate.
             tag = f"seed:{op}:" + ",".join(f"{c}={d[c]}" for c in shape)
             if op == "res_add":
                 inp.skip(RES_ADD_BWD_REASON)
-            for span in spans:
+            for span in self._plausible(spans_of(d, dt, where), times, inp):
                 us = times[span.column]
                 notes = ["profiler_span"]
                 if _off_grid(us):
@@ -369,30 +387,21 @@ class _Reader:
                         input=len(self.inputs) - 1, notes=tuple(sorted(notes)), role=role, width=span.width,
                         repeats=None if "fewer_samples" in notes else 5, span_s=us * US))
 
-    def _nccl(self, path: Path, inp: Input, folder: str, m: re.Match, node: str) -> None:
+    def _nccl(self, path: Path, inp: Input, folder: str, m: re.Match) -> None:
         table = common.read_table(path, ("shape", "nodes", "GPUsPerNode", "dur(us)"), "seed")
         inp.rows_read = inp.values_read = len(table.rows)
         if m["n"] is None:
             inp.skip(COMBINED_REASON, len(table.rows))
             return
+        if self.node is None:
+            raise InputError(f"{path.name}: NCCL rows need the catalog node they ran on, and no node of "
+                             f"'{self.device.id}' is the seed's default",
+                             hint="name it with --node ID (catalog nodes holding this GPU: "
+                                  + ", ".join(n.id for n in resolved.nodes_with(self.device.id)) + ")")
         op = m["op"]
         kind = {"allreduce": CollectiveKind.ALL_REDUCE, "allreduce_large": CollectiveKind.ALL_REDUCE,
                 "allgather_large": CollectiveKind.ALL_GATHER, "p2p": CollectiveKind.SEND_RECV}[op]
         n_file, m_file = int(m["n"]), int(m["m"])
-        rows = []
-        for line, row in table.rows:
-            where = f"{path.name}:{line}"
-            shape = common.integer(row, "shape", where)
-            nodes, per_node = common.integer(row, "nodes", where), common.integer(row, "GPUsPerNode", where)
-            if (nodes, per_node) != (n_file, m_file):
-                raise InputError(f"{where}: nodes={nodes}, GPUsPerNode={per_node} contradict the file name "
-                                 f"(_{n_file}_{m_file} = nodes_GPUsPerNode, README §5.2)")
-            if shape == 0 or nodes == 0 or per_node == 0:
-                raise InputError(f"{where}: shape, nodes and GPUsPerNode must be positive")
-            rows.append((line, shape, common.seconds(row, "dur(us)", where, US)))
-        if n_file > 1 and not self.keep_inter:
-            inp.skip(INTER_REASON, len(rows))
-            return
         ranks = n_file * m_file
         if kind is CollectiveKind.SEND_RECV:
             # README §5.1: blocking send from global rank 0 to rank WORLD_SIZE-1: a pair.
@@ -400,38 +409,69 @@ class _Reader:
         else:
             group, per_node = ranks, m_file
         tier = Tier.INTRA if n_file == 1 else Tier.INTER
-        items = []
-        for line, shape, t in rows:
+        for line, row in table.rows:
+            where = f"{path.name}:{line}"
+            shape = common.integer(row, "shape", where)
+            nodes, gpus = common.integer(row, "nodes", where), common.integer(row, "GPUsPerNode", where)
+            if (nodes, gpus) != (n_file, m_file):
+                raise InputError(f"{where}: nodes={nodes}, GPUsPerNode={gpus} contradict the file name "
+                                 f"(_{n_file}_{m_file} = nodes_GPUsPerNode, README §5.2)")
+            if shape == 0 or nodes == 0 or gpus == 0:
+                raise InputError(f"{where}: shape, nodes and GPUsPerNode must be positive")
+            t = common.seconds(row, "dur(us)", where, US)
             # README §5.1-5.2: fp16 1-D tensors of `shape` elements; the all-gather's shape is each
             # rank's input, llmp's Collective counts the gathered output (Collective docstring).
             nbytes = 2 * shape * (group if kind is CollectiveKind.ALL_GATHER else 1)
             item = Collective(kind=kind, bytes=nbytes, group=group, ranks_per_node=per_node, tier=tier)
-            items.append((line, item, t))
-        busbw = np.array([float(bus_factor(it.kind, it.group)) * it.bytes / t for _, it, t in items])
-        floor = float(np.percentile(busbw, 95)) / 2
-        notes = ("profiler_span", "slow_inter_node") if n_file > 1 else ("profiler_span",)
-        self.nodes.add(self.node_id or node)
-        for (line, item, t), bw in zip(items, busbw):
-            if bw < floor:
-                inp.skip(SLOW_MODE_REASON)
+            if physics.faster_than_link(item, t, self.node):
+                inp.skip(physics.LINK_REASON)
                 continue
             self.samples.append(Sample(item=item, seconds=t, tag=f"seed:{op}_{n_file}_{m_file}",
                                        source_ref=_ref(folder, path.name, line), input=len(self.inputs) - 1,
-                                       notes=notes, repeats=5, dtype="fp16", span_s=t))
+                                       notes=("profiler_span",), repeats=5, dtype="fp16", span_s=t))
 
 
-def collect(files: list[Path], *, device_id: str, node_id: str | None, keep_slow_inter_node: bool) -> Collected:
-    """Read the seed files for ``device_id`` (see the module docstring)."""
-    common.check_device(device_id, (v[0] for v in GPUS.values()), "seed")
+def _device_of(files: list[Path], device_id: str | None) -> str:
+    """The catalog GPU to import for: ``--gpu`` (an id or alias), else the one GPU the files'
+    prefixes name through the registry of GPU names."""
+    if device_id is not None:
+        return names.gpu_id(device_id)
+    found: dict[str, str | None] = {p: names.from_cuda(p) for p in sorted({_prefix(f) for f in files})}
+    unknown = [p for p, ident in found.items() if ident is None]
+    if unknown:
+        raise InputError(f"the file prefix '{unknown[0]}' names no GPU the catalog knows",
+                         hint="name the GPU the files were measured on with --gpu ID (a catalog id or alias)")
+    ids = sorted({ident for ident in found.values() if ident is not None})
+    if not ids:
+        raise InputError("no seed files under the given paths",
+                         hint="seed files are named <GPU>_<op>_<fp16|bf16|fp32>.csv and "
+                              "<GPU>_<collective>_<precision>_<nodes>_<GPUs per node>.csv (seed README §1)")
+    if len(ids) > 1:
+        raise InputError(f"the files were measured on several GPUs ({', '.join(ids)})",
+                         hint="import one GPU at a time with --gpu ID")
+    return ids[0]
+
+
+def collect(files: list[Path], *, device_id: str | None, node_id: str | None) -> Collected:
+    """Read the seed files of one GPU (``device_id``, else the one their prefixes name), its NCCL
+    rows on ``node_id`` (default: the seed's cluster node, :data:`CLUSTERS`)."""
+    device = common.catalog_device(_device_of(files, device_id))
+    assert device is not None, "names.gpu_id and names.from_cuda give catalog GPUs"
+    node_id = node_id if node_id is not None else CLUSTERS.get(device.id, ("", None))[1]
     if node_id is not None:
-        common.check_node(node_id, device_id)
-    reader = _Reader(device_id, node_id, keep_slow_inter_node)
+        common.check_node(node_id, device.id)
+    reader = _Reader(device, resolved.node(node_id) if node_id is not None else None)
     for path in files:
         reader.read(path)
-    nodes = sorted(reader.nodes)
-    assert len(nodes) <= 1, "one device maps to one node"
+    cluster = CLUSTERS.get(device.id, ("an unnamed cluster", ""))[0]
+    assumptions = [f"the files' GPU is the catalog's {device.id}"
+                   + (", read from the prefixes of its files through llmp.hardware.names" if not reader.taken
+                      else f"; the prefixes {', '.join(sorted(reader.taken))} were taken to be it (--gpu)"),
+                   "software versions unknown (README §2.5, §9)"]
+    if any(not s.is_kernel for s in reader.samples):
+        assumptions.insert(1, f"its NCCL ran on catalog node {node_id} ({cluster})")
     meta = {
-        "source": "seed-estimate-train-time (Zhang et al., arXiv 2509.22832): Perlmutter operator and NCCL timings",
+        "source": f"seed-estimate-train-time (Zhang et al., arXiv 2509.22832): {cluster} operator and NCCL timings",
         "repo": f"{REPO}@{COMMIT}", "licence": LICENCE,
         "device_name": ", ".join(sorted(reader.names)) or None,
         "timing": "profiler GPU span",
@@ -439,9 +479,7 @@ def collect(files: list[Path], *, device_id: str, node_id: str | None, keep_slow
                           "forward (F_dur) or its own autograd backward node (B_dur), trimmed mean of sorted "
                           "samples 2-6 of 10 (README §2.2); NCCL: the same span of the collective's kernels on "
                           "global rank 0 per call (README §5.1)"),
-        "assumptions": ["the A100-SXM4-80GB is the catalog's a100_sxm4_80gb; its NCCL ran on Perlmutter's 80 GB "
-                        "nodes (catalog node perlmutter_gpu_80gb: 4 GPUs, NVLink3 pairwise mesh, README §0)",
-                        "software versions unknown (README §2.5, §9)"],
+        "assumptions": assumptions,
     }
-    return Collected(fmt="seed", device_id=device_id, node_id=nodes[0] if nodes else node_id, meta=meta,
+    return Collected(fmt="seed", device_id=device.id, node_id=node_id, meta=meta,
                      samples=tuple(reader.samples), inputs=tuple(reader.inputs), rules=RULES)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, Tier
 from llmp.errors import InputError
+from llmp.hardware import names
 from llmp.hardware.spec import Dtype
 from llmp.residuals.importers import common
 from llmp.residuals.importers.common import Collected, Input, Sample
@@ -49,10 +50,9 @@ LICENCE = "MIT"
 MS = 1e-3
 DT = Dtype.FP16  # mlp_wrapper.py: model.to(dtype=torch.float16); collectives_impl.py: dtype=torch.float16
 
-GPUS = {"a100": "a100_sxm4_80gb", "h100": "h100_sxm5_80gb", "a40": "a40"}
-"""Vidur's compute device folders -> catalog ids. The profiles do not name the part; Vidur's own
-profiling README calls its A100 node "A100 DGX with 8 80GB A100s", so the 80 GB SXM parts are assumed
-for a100 and h100 (the DGX H100's GPU). ``a40`` is joining the catalog."""
+GPUS = names.VIDUR
+"""Vidur's compute device folders -> catalog ids (the registry of GPU names, where the choices are
+explained)."""
 
 
 @dataclass(frozen=True, slots=True)
