@@ -105,6 +105,9 @@ def parse_json(text: str, name: str, *, constants: bool = True) -> object:
 
     ``constants=False`` refuses ``NaN`` and ``Infinity``, which JSON itself does not allow.
     """
+    if not text.strip():
+        raise InputError(f"{name} is empty", hint="a JSON file holds one object: {...}")
+
     def refuse(token: str) -> float:
         raise ValueError(f"{token} is not a JSON number")
 
@@ -119,38 +122,38 @@ def parse_json(text: str, name: str, *, constants: bool = True) -> object:
                          hint="configs, manifests and calibration files nest a few levels") from None
 
 
+def _probe(p: Path) -> tuple[bool, bool, bool]:
+    """(exists, is a directory, parent is a directory) of ``p``; :class:`InputError` for a name no
+    file system accepts (too long, a NUL byte)."""
+    try:
+        return p.exists(), p.is_dir(), p.parent.is_dir()
+    except (OSError, ValueError) as err:
+        raise InputError(f"cannot write {p}: {getattr(err, 'strerror', None) or err}") from None
+
+
 def output_file(path: str | os.PathLike[str], what: str = "the output") -> Path:
     """``path`` if a file can be written there: its folder exists and it is not a folder itself."""
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError(f"{p} is a directory; {what} is a file", hint=f"give a file name, e.g. {p / 'out'}")
-        parent = p.parent
-        if not parent.is_dir():
-            raise InputError(f"cannot write {p}: no directory {parent}",
-                             hint=f"create it first (mkdir -p {parent}) or write elsewhere")
-    except (OSError, ValueError) as err:  # a name too long, a NUL in it
-        raise InputError(f"cannot write {p}: {getattr(err, 'strerror', None) or err}") from None
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"cannot write {p}: {parent} is not writable")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InputError(f"cannot write {p}: the file is read-only")
+    exists, is_dir, parent_ok = _probe(p)
+    if is_dir:
+        raise InputError(f"{p} is a directory; {what} is a file", hint=f"give a file name, e.g. {p / 'out'}")
+    if not parent_ok:
+        raise InputError(f"cannot write {p}: no directory {p.parent}",
+                         hint=f"create it first (mkdir -p {p.parent}) or write elsewhere")
+    if not os.access(p.parent, os.W_OK) or (exists and not os.access(p, os.W_OK)):
+        raise InputError(f"cannot write {p}: permission denied")
     return p
 
 
 def output_dir(path: str | os.PathLike[str], what: str = "the output") -> Path:
     """``path`` if a directory can be written there: absent (and its parent exists) or a directory."""
     p = Path(path)
-    try:
-        if p.exists() and not p.is_dir():
-            raise InputError(f"{p} exists and is a file; {what} is a directory",
-                             hint="give a new or existing directory")
-        parent = p.parent
-        if not p.exists() and not parent.is_dir():
-            raise InputError(f"cannot create {p}: no directory {parent}",
-                             hint=f"create it first (mkdir -p {parent}) or write elsewhere")
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot write {p}: {getattr(err, 'strerror', None) or err}") from None
-    if not os.access(p if p.exists() else parent, os.W_OK):
-        raise InputError(f"cannot write {p}: {p if p.exists() else parent} is not writable")
+    exists, is_dir, parent_ok = _probe(p)
+    if exists and not is_dir:
+        raise InputError(f"{p} exists and is a file; {what} is a directory", hint="give a new or existing directory")
+    if not exists and not parent_ok:
+        raise InputError(f"cannot create {p}: no directory {p.parent}",
+                         hint=f"create it first (mkdir -p {p.parent}) or write elsewhere")
+    if not os.access(p if exists else p.parent, os.W_OK):
+        raise InputError(f"cannot write {p}: permission denied")
     return p

@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 
+from llmp import files
 from llmp.units import format_time
 
 
@@ -56,6 +57,7 @@ def _table(cal) -> str:
 def run(args: argparse.Namespace) -> int:
     from llmp.calibrate import calibrate
 
+    files.output_file(args.output, "the calibration")
     cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source)
     path = cal.save(args.output)
     if args.json:

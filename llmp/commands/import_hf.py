@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from llmp import files
 from llmp.commands.flags import bounded_int
 from llmp.dsl.hf import import_hf
 from llmp.dsl.values import MAXIMA
@@ -25,6 +26,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output:
+        files.output_file(args.output, "the model block")
     text = import_hf(args.config, name=args.name, seq_len=args.seq_len)
     if args.output:
         try:

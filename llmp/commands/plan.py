@@ -75,8 +75,9 @@ def _curve(args: argparse.Namespace) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plot:
-        from llmp.plotting import pyplot
+        from llmp.plotting import plot_path, pyplot
 
+        plot_path(args.plot)
         pyplot()  # fail before the search when matplotlib is missing
     result = plan(args.spec, tokens=args.tokens, gpus=args.gpus, deadline=args.deadline,
                   price_per_gpu_hour=args.price_per_gpu_hour, sets=args.set, power_model=args.power,

@@ -84,6 +84,11 @@ def _symbolic(spec: Spec, args: argparse.Namespace, resolve: Resolve) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plot:
+        from llmp.plotting import plot_path, pyplot
+
+        plot_path(args.plot)
+        pyplot()  # fail before the analysis when matplotlib is missing
     spec = load_args(args)
     resolve = _resolver(args)
     for name in args.wrt:
@@ -93,9 +98,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--phase selects the closed form that --latex prints", hint="add --latex, or drop --phase")
     if args.top is not None and args.top < 1:
         raise InputError(f"--top needs a positive count, got {args.top}")
+    free = [p for p in free_paths(spec) if p not in at]
+    if args.plot and (args.latex or free):
+        raise InputError("--plot draws the step time at one operating point"
+                         + (", and --latex prints a closed form instead" if args.latex else
+                            f"; {', '.join(free)} {'is' if len(free) == 1 else 'are'} left free"),
+                         hint="drop --latex" if args.latex else
+                         f"give {'it' if len(free) == 1 else 'each'} a value: "
+                         + " ".join(f"--at {p}=VALUE" for p in free))
     if args.latex:
         return _latex(spec, args, resolve, at)
-    if any(p not in at for p in free_paths(spec)):
+    if free:
         return _symbolic(spec, args, resolve)
     op = operating_point(spec, at, resolve)
     result = analyze(op, args.wrt)

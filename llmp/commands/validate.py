@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from llmp import files
 from llmp.errors import InputError
 
 
@@ -60,6 +61,13 @@ def _residuals(choice: str | None):
 def run(args: argparse.Namespace) -> int:
     from llmp.validate import plot, score, text
 
+    if args.plot:
+        from llmp.plotting import plot_path, pyplot
+
+        plot_path(args.plot)
+        pyplot()  # fail before scoring when matplotlib is missing
+    if args.specs:
+        files.output_dir(args.specs, "--specs")
     residuals = _residuals(args.residuals)
     report = score.validate(args.csv, residuals=residuals, sources=args.source, calibration=args.calibration)
     if args.specs:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmp import files
 from llmp.errors import InputError
 from llmp.residuals import adapt, dataset, score, store
 from llmp.residuals.model import ResidualModel
@@ -48,6 +49,7 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
         seed: int = 0, members: int = 0, upweight: str | None = None, serves: str | Sequence[str] | None = None,
         xgb_params: dict[str, object] | None = None) -> FitResult:
     """Fit a store on the samples under ``samples`` and write it to ``out``."""
+    files.output_dir(out, "the store")  # before minutes of fitting, not after
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
     store.serving(data.devices, serves)  # refuse before fitting, not after
     observations = list(data.observations)
@@ -86,6 +88,7 @@ def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path
                 families: Sequence[str] | None = None) -> FitResult:
     """Adapt the store ``base`` to the samples' device with ``budget`` samples per (operator,
     pass) stratum (None: all of them) and write the adapted store to ``out``."""
+    files.output_dir(out, "the store")
     base = base if isinstance(base, store.Residuals) else store.load(base)
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
     result = adapt.adapt(base, data.observations, budget)

@@ -112,7 +112,8 @@ def _check_agreement(read: tuple[tuple[Reading, Row], ...], context: StepContext
         return
     low, high = min(times, key=lambda t: t[0]), max(times, key=lambda t: t[0])
     if high[0] > low[0] * (1 + AGREEMENT):
-        shown = "; ".join(f"{row.key} {r.name} = {r.value:g} {r.unit.text} gives {s:.4g} s" for s, r, row in (low, high))
+        shown = "; ".join(f"{row.key} {r.name} = {r.value:g} {r.unit.text} gives {s:.4g} s"
+                          for s, r, row in (low, high))
         raise Unmodellable(SkipReason.CONTRADICTORY,
                            f"{shown}: {high[0] / low[0] - 1:.0%} apart, more than rounding explains "
                            f"({AGREEMENT:.0%}); keep the row you trust, or tell the runs apart in a "

@@ -43,10 +43,12 @@ def run(fmt: str, paths: Sequence[str | Path], out: str | Path, *, device: str, 
     seed's inter-node NCCL rows (README §8.1), which are skipped by default.
     """
     from llmp.errors import InputError
+    from llmp.files import output_dir
     from llmp.residuals.importers import common, kernels, seed, vidur
 
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
+    output_dir(out, "-o (the sample directory)")
     if gpu_id is not None and fmt != "kernels":
         raise InputError("--gpu-id selects rows of kernels.csv; it does not apply to --format " + fmt)
     if keep_slow_inter_node and fmt != "seed":
