@@ -10,6 +10,7 @@ so a default means exactly what the same line in a file would.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
+from llmp.dsl.ranges import RANGES, Range
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
@@ -87,6 +89,8 @@ class FieldDef:
     default: str | Mapping[str, str] | None = None
     """A .llmp expression, or one per ``model.arch`` value, or :data:`BLOCK_ID`; None: none."""
     bound: Bound | None = Bound.POSITIVE
+    plausible: Range | None = None
+    """The physical range of the values that are not 0 (:mod:`llmp.dsl.ranges`); set by the section."""
 
     @property
     def numeric(self) -> bool:
@@ -106,7 +110,8 @@ class Section:
 
 def _section(name: str, doc: str, fields: list[FieldDef],
              subs: Mapping[str, str] | None = None) -> Section:
-    return Section(name=name, doc=doc, fields=MappingProxyType({f.name: f for f in fields}),
+    ranged = [dataclasses.replace(f, plausible=RANGES.get((name, f.name))) for f in fields]
+    return Section(name=name, doc=doc, fields=MappingProxyType({f.name: f for f in ranged}),
                    subs=MappingProxyType(dict(subs or {})))
 
 

@@ -100,7 +100,8 @@ def _check_depth(tree: Tree, text: str, filename: str) -> None:
             column = getattr(meta, "column", 1)
             lines = text.splitlines()
             raise LlmpSyntaxError(
-                f"expression nested too deeply (more than {MAX_DEPTH} operators inside one another)",
+                f"more than {MAX_DEPTH} operators in one value (a sum of that many terms, or operators "
+                "nested that deep)",
                 Span(filename, line, column, line, column + 1), label="expression too long",
                 hint=f"split it over named fields, or write the value it computes; the limit is {MAX_DEPTH}",
                 source_line=lines[line - 1] if 0 < line <= len(lines) else None)
