@@ -141,9 +141,12 @@ def _fold(symbol: str) -> str:
     text = symbol.lower().replace("\u00b5", "u").replace("\u03bc", "u")
     text = re.sub(r"flop(?:s|/s|/sec)?$", "flop/s", text)
     text = re.sub(r"bytes?$", "b", text)
+    text = re.sub(r"watts?$", "w", text)
+    text = re.sub(r"hertz$", "hz", text)
+    text = re.sub(r"^(k|kilo|m|mega|g|giga)w$", lambda m: m.group(1)[0] + "w", text)
     text = re.sub(r"(?:/sec|/secs|ps)$", "/s", text)
     text = re.sub(r"(?<=b)s$", "/s", text)  # TBs, GBs
-    return re.sub(r"^([mun]?)(?:sec|secs)$", r"\1s", text)
+    return re.sub(r"^([mun]?)(?:sec|secs|seconds?)$", r"\1s", text)
 
 
 def suggest_units(symbol: str) -> tuple[str, ...]:

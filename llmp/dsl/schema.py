@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from llmp.dsl.ranges import RANGES, Range
 from llmp.dsl.spec import (
     Activation,
     Arch,
@@ -37,7 +38,6 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
-from llmp.dsl.ranges import RANGES, Range
 from llmp.hardware.spec import Dtype
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 

@@ -190,7 +190,8 @@ def _check_plausible(num: Num, fdef: FieldDef, path: str, span: Span) -> None:
     if num.value == 0 and fdef.bound in (Bound.NONNEGATIVE, Bound.FRACTION):
         return  # 0 means none (no window, no scale-up link)
     if not Fraction(str(r.low)) <= num.value <= Fraction(str(r.high)):  # the decimal bounds, exactly
-        low, high = (format_quantity(x, fdef.dim) if fdef.dim != COUNT else f"{x:,.6g}" for x in (r.low, r.high))
+        low, high = (format_quantity(x, fdef.dim) if fdef.dim != COUNT else
+                     f"{int(x):,}" if x == int(x) else f"{x:g}" for x in (r.low, r.high))
         raise SpecError(f"{path} = {num.show()} is outside the physical range {low} to {high} ({r.why})", span,
                         label="bad value", hint="check the unit and the exponent (the ranges and their sources "
                         "are llmp/dsl/ranges.py)")
