@@ -331,3 +331,8 @@ def format_quantity(x: Any, dim: Dimension, *, sig: int = 3) -> str:
         return formatter(x, sig=sig)
     free = _symbolic(x)
     return f"{free if free is not None else _digits(float(x), sig)} {dim.formula()}"
+
+
+def plural(n: Any, one: str, many: str | None = None) -> str:
+    """``1 microbatch``, ``2 microbatches``: a count with its noun in the right number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
