@@ -267,7 +267,7 @@ class Plan:
 
     def to_table(self) -> str:
         c = self.chosen
-        days, hours, kwh, cost = self.days, self.gpu_hours, self.energy_kwh, self.cost
+        hours, kwh, cost = self.gpu_hours, self.energy_kwh, self.cost
 
         def rng(v: tuple[float, ...], fmt: str | Callable[[float], str]) -> str:
             show = fmt if callable(fmt) else (lambda x: f"{x:{fmt}}")
@@ -304,8 +304,9 @@ class Plan:
         cheap = self.cheaper
         if cheap is not None:
             ratio = self.hours_with_failures(c) / self.hours_with_failures(cheap)
+            cheap_wall = self.run.goodput(cheap, self.tokens).wall_s[0]
             lines.append(f"note: meeting the deadline costs {ratio:.1f}x the GPU-hours of the cheapest count scanned: "
-                         f"{plural(cheap.gpus, 'GPU')} take {format_time(self.run.goodput(cheap, self.tokens).wall_s[0])}"
+                         f"{plural(cheap.gpus, 'GPU')} take {format_time(cheap_wall)}"
                          f" on {format_count(self.hours_with_failures(cheap))} GPU-hours (llmp plan {self.source} "
                          f"--tokens {self.tokens:.0f} --gpus {cheap.gpus})")
         for small, large in self.slower_with_more:

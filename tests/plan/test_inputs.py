@@ -28,7 +28,8 @@ def test_token_spellings(text, tokens):
 
 
 @pytest.mark.parametrize("bad", ["15TB", "15 tokens", "T", "", "abc", "1.5t", "300b", "-5T", "0", "0T", -1, 0,
-                                 float("inf"), float("nan"), "1e400", True, None, "0.5", "1.0005K", 2.5, "1e30", "2000P"])
+                                 float("inf"), float("nan"), "1e400", True, None, "0.5", "1.0005K", 2.5, "1e30",
+                                 "2000P"])
 def test_bad_token_counts_are_input_errors(bad):
     with pytest.raises(InputError):
         parse_tokens(bad)
