@@ -47,6 +47,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--calibration", metavar="STACK.json",
                         help="apply a calibration written by llmp calibrate (same GPU and stack)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--residuals", metavar="DIR",
+                       help="residual store the shown configurations are predicted and ordered with, as llmp "
+                            "predict does (default: the store shipped for the spec's device)")
+    which.add_argument("--no-residuals", action="store_true",
+                       help="order by the roofline composition alone (what every configuration is priced by)")
     add_set_argument(parser)
 
 
@@ -97,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
                         max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
                         exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
-                        resolve=resolve)
+                        resolve=resolve, residuals=None if args.no_residuals else (args.residuals or "default"))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
