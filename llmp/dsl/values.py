@@ -53,7 +53,8 @@ class Num:
             if abs(self.value) > LIMIT:
                 return "(a number beyond 1e30)"
             if self.dim == COUNT:
-                return str(self.value) if self.value.denominator == 1 else f"{float(self.value):.6g}"
+                whole = self.value.denominator == 1 and abs(self.value) < 10**15
+                return str(self.value) if whole else f"{float(self.value):.6g}"
             return format_quantity(float(self.value), self.dim)
         return f"{self.value} {self.dim.formula()}" if self.dim != COUNT else str(self.value)
 
