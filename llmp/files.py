@@ -112,7 +112,7 @@ def parse_json(text: str, name: str, *, constants: bool = True) -> object:
         raise ValueError(f"{token} is not a JSON number")
 
     try:
-        return json.loads(text, **({} if constants else {"parse_constant": refuse}))
+        return json.loads(text) if constants else json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as err:
         raise InputError(f"{name} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
     except ValueError as err:

@@ -16,6 +16,8 @@ import json
 import math
 
 from llmp import files
+from llmp.commands.flags import add_quiet
+from llmp.progress import bar
 from llmp.units import format_time
 
 
@@ -31,6 +33,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", nargs="+", action="extend", default=[], metavar="NAME",
                         help="only rows whose source column is NAME (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the calibration as JSON")
+    add_quiet(parser)
 
 
 def _table(cal) -> str:
@@ -58,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     from llmp.calibrate import calibrate
 
     files.output_file(args.output, "the calibration")
-    cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source)
+    with bar("calibrating", quiet=args.quiet) as advance:
+        cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source,
+                        progress=advance)
     path = cal.save(args.output)
     if args.json:
         print(json.dumps(cal.to_dict(), indent=1))

@@ -21,7 +21,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json")
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     parser.add_argument("--name", help="model id in the .llmp file (default: from the config)")
-    parser.add_argument("--seq-len", type=bounded_int(MAXIMA["model.seq_len"]), metavar="N",
+    parser.add_argument("--seq-len", type=bounded_int(int(MAXIMA["model.seq_len"])), metavar="N",
                         help="training sequence length (default: the config's maximum context)")
 
 

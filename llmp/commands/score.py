@@ -14,6 +14,9 @@ import argparse
 import json
 from pathlib import Path
 
+from llmp.commands.flags import add_quiet
+from llmp.progress import bar
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("samples", nargs="+", type=Path, help="sample directories or files")
@@ -24,14 +27,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-id", help="catalog node the collectives ran on (default cpu_host for cpu)")
     parser.add_argument("--families", help="comma-separated subset of families/collective kinds to score")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    add_quiet(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from llmp.residuals import dataset, score
 
     families = [f.strip() for f in args.families.split(",")] if args.families else None
-    data = dataset.load(args.samples, device_id=args.device_id, node_id=args.node_id, families=families)
-    result = score.score(data.observations, args.residuals)
+    with bar("scoring", quiet=args.quiet) as advance:
+        data = dataset.load(args.samples, device_id=args.device_id, node_id=args.node_id, families=families)
+        result = score.score(data.observations, args.residuals, progress=advance)
     if args.json:
         print(json.dumps({**result.to_dict(), "files": list(data.files), "rows_skipped": data.skipped}, indent=1))
     else:

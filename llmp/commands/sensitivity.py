@@ -18,10 +18,12 @@ import json
 from collections.abc import Sequence
 
 from llmp import dsl
+from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument, load_args
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import InputError
+from llmp.progress import bar
 from llmp.sensitivity import (
     analyze,
     closed_form,
@@ -43,6 +45,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--latex", action="store_true", help="print the closed form of the step time in LaTeX")
     parser.add_argument("--phase", choices=PHASES, help="with --latex: one phase's busy time instead of the step")
+    add_quiet(parser)
     parser.add_argument("--plot", metavar="OUT.png", help="write a tornado chart and T(x) curves (matplotlib)")
     parser.add_argument("--top", type=int, metavar="K", help="show the K most influential fields")
     add_set_argument(parser)
@@ -110,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
         return _latex(spec, args, resolve, at)
     if free:
         return _symbolic(spec, args, resolve)
-    op = operating_point(spec, at, resolve)
-    result = analyze(op, args.wrt)
+    with bar("sensitivity", quiet=args.quiet) as advance:
+        op = operating_point(spec, at, resolve)
+        result = analyze(op, args.wrt, progress=advance)
     if args.plot:
         from llmp.sensitivity.plot import plot
 

@@ -117,8 +117,9 @@ RANGES: Mapping[tuple[str, str], Range] = MappingProxyType({
     ("finetune", "sample_len"): _r(1, 10**9, "as seq_len"),
     # --- parallel
     **{("parallel", axis): _DEGREE for axis in ("dp", "tp", "pp", "cp", "ep", "etp", "vp", "microbatch_group")},
-    ("parallel", "dp_bucket_size"): _r(1 * KB, 1 * TB, "gradient buckets are 25 MB (PyTorch DDP) to 2.5 GB "
-                                       "(DeepSpeed)"),
+    ("parallel", "dp_bucket_size"): _r(1 * KB, 1 * PB, "gradient buckets are 25 MB (PyTorch DDP) to 2.5 GB "
+                                       "(DeepSpeed); 1 PB is the megatron_lm profile's one bucket for the whole "
+                                       "gradient"),
     ("parallel", "first_stage_layers"): _LAYERS,
     ("parallel", "last_stage_layers"): _LAYERS,
 })

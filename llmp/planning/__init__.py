@@ -44,6 +44,7 @@ from llmp.planning.inputs import check_price, parse_bandwidth, parse_duration, p
 from llmp.planning.power import PowerModel, busy_fraction, power
 from llmp.planning.reliability import FailureModel
 from llmp.planning.report import DAY, Estimate, Plan, RunModel
+from llmp.progress import Progress, tick
 from llmp.search.space import divisors
 from llmp.units import format_count
 
@@ -120,7 +121,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
          mttf: str | None = None, checkpoint: Mode | str = Mode.AUTO,
          storage_bandwidth: str | float = STORAGE_BANDWIDTH, checkpoint_interval: str | float | None = None,
          restart: str | float = 0.0, node_overhead: float | None = None, pue: float | None = None,
-         grid_intensity: float | None = None) -> Plan:
+         grid_intensity: float | None = None, progress: Progress | None = None) -> Plan:
     """Plan training ``tokens`` on the spec at ``spec`` (with ``--set`` overrides ``sets``).
 
     ``gpus``: plan on this many GPUs; ``deadline`` (seconds, or ``"30d"``/``"36h"``/``"2w"``):
@@ -134,7 +135,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
     (bytes/s or ``"2TB/s"``), ``checkpoint_interval`` (work between checkpoints; default Daly's
     optimum), ``restart`` (relaunch time per failure before the checkpoint is read back). Energy
     (:mod:`llmp.planning.facility`): ``node_overhead``, ``pue``, ``grid_intensity`` (g CO2e/kWh),
-    each None for its cited default.
+    each None for its cited default. ``progress``: told of each GPU count a deadline search evaluates.
     """
     start = time.perf_counter()
     source = os.fspath(spec)
@@ -182,7 +183,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
                                        "(llmp search SPEC --gpus N lists why each layout is dropped)")
         mode = "gpus"
     else:
-        chosen, considered = _deadline(base, n_tokens, deadline_s, max_gpus, at, run, notes)
+        chosen, considered = _deadline(base, n_tokens, deadline_s, max_gpus, at, run, notes, progress)
         mode = "deadline"
     for n in curve:
         at(_gpu_count(n, "a curve point"))
@@ -209,7 +210,7 @@ def _mode(value: object) -> Mode:
 
 
 def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: object, run: RunModel,
-              notes: list[str]) -> tuple[Estimate, list[int]]:
+              notes: list[str], progress: Progress | None = None) -> tuple[Estimate, list[int]]:
     """The first considered count, from the compute lower bound up, whose best layout finishes in
     time, failures and checkpoints included."""
     peak = _peak(base)
@@ -234,7 +235,8 @@ def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: o
     notes.append(f"deadline search: {len(counts)} counts considered from {counts[0] if counts else '-'} "
                  f"(compute lower bound {lower:,.0f} GPUs at 100% MFU) to {limit}")
     best_seen: tuple[float, int] | None = None
-    for n in counts:
+    for i, n in enumerate(counts):
+        tick(progress, i, len(counts))
         est = at(n)  # type: ignore[operator]
         if est is None:
             continue

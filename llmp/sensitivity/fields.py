@@ -117,8 +117,8 @@ def pin(spec: Spec, at: Mapping[str, float]) -> Spec:
             if x.free_symbols:
                 raise SpecError(f"{path} = {v} still has free symbols after --at", label="free field")
             if is_integer(path) and not float(x).is_integer():
-                raise SpecError(f"--at makes {path} = {v} = {float(x):g}, not a whole number", label="not a whole number",
-                                hint="choose values the spec's own expressions divide")
+                raise SpecError(f"--at makes {path} = {v} = {float(x):g}, not a whole number",
+                                label="not a whole number", hint="choose values the spec's own expressions divide")
             fdef = schema.field_at(path)
             if fdef is not None and fdef.bound is not None and x.is_number and (
                     float(x) <= 0 if fdef.bound is schema.Bound.POSITIVE else float(x) < 0):

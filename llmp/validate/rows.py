@@ -184,7 +184,12 @@ def _check_cell(path: str, line: int, column: str, cell: str) -> None:
                          label="bad CSV row", hint="leave the cell blank when the source does not give it")
 
 
-def read_csv(path: str | Path) -> tuple[Row, ...]:
+MAX_ROWS = 100_000
+"""Most rows one command reads: 46x the 2,181 published rows in validation/, and about an hour of
+predictions; a file of millions of rows is a generated table, not measured runs."""
+
+
+def read_csv(path: str | Path, most: int = MAX_ROWS) -> tuple[Row, ...]:
     """Read and check one CSV file; every row is returned with its line number.
 
     Raises :class:`InputError` for a missing or unreadable file, an empty file, a header that is
@@ -210,6 +215,10 @@ def read_csv(path: str | Path) -> tuple[Row, ...]:
         start = reader.line_num + 1
         if not any(c.strip() for c in cells):
             continue
+        if len(rows) >= most:
+            raise InputError(f"more than {MAX_ROWS:,} rows in all (at line {line}): more measured runs than any "
+                             "validation needs", _span(name, line), label="too many rows",
+                             hint="split the file, or choose rows with --source")
         if len(cells) != len(header):
             raise InputError(f"row has {len(cells)} cells but the header has {len(header)}", _span(name, line),
                              label="bad CSV row",
@@ -225,10 +234,13 @@ def read_csv(path: str | Path) -> tuple[Row, ...]:
 
 
 def read_csvs(paths: list[str] | tuple[str, ...]) -> tuple[Row, ...]:
-    """All rows of several files, file by file."""
+    """All rows of several files, file by file (at most :data:`MAX_ROWS` in all)."""
     if not paths:
         raise InputError("no CSV files given", label="usage", hint="llmp validate validation/*.csv")
-    return tuple(row for path in paths for row in read_csv(path))
+    rows: list[Row] = []
+    for path in paths:
+        rows.extend(read_csv(path, most=MAX_ROWS - len(rows)))
+    return tuple(rows)
 
 
 def drop_copies(rows: tuple[Row, ...] | list[Row]) -> tuple[tuple[Row, ...], tuple[tuple[Row, Row], ...]]:
