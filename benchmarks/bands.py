@@ -49,7 +49,7 @@ from llmp.calibrate import fit as fitting
 from llmp.calibrate.inputs import contradictions
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm, Observed
-from llmp.compose.predictor import Priced, priced
+from llmp.compose.predictor import Priced, priced, zero_shot
 from llmp.errors import LlmpError
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.rows import group_measurements, read_csvs
@@ -94,8 +94,7 @@ def collect() -> list[Case]:
         except LlmpError:
             continue
         times = p.times
-        errors = band.op_errors(p.graph, p.correction, mapped.spec.cluster.gpu.id)
-        b = band.zero_shot(p.step_time, times, errors, NOTHING)
+        b = zero_shot(p, NOTHING)
         c = p.correction
         before = tuple(float(p.step_time([t * float(f) for t, f in zip(p.prices.time, ends)]))
                        for ends in (c.low, c.high))
@@ -211,7 +210,8 @@ def main() -> None:
     cover, loso, full = coverage_section(cases)
     print("\n".join(cover))
     term = dataclasses.replace(full, source=(
-        f"benchmarks/bands.py on the published runs in validation/ ({len(cases)} measurements, "
+        f"fitted on published dev rows, leave-one-source-out: benchmarks/bands.py on the published runs in "
+        f"validation/ ({len(cases)} measurements, "
         f"{len(full.sources)} sources; each source weighted equally; nominal {band.LEVEL:.0%}, each tail "
         f"{(1 - band.LEVEL) / 2:.0%}); its leave-one-source-out coverage is in benchmarks/RESULTS.md"))
     if args.ship:

@@ -41,9 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 from recording import commit, machine, record
 
+from llmp.analytic import kernels
 from llmp.analytic.kernels import Kernel
 from llmp.residuals import dataset, features, importers, store
-from llmp.residuals.model import Observation, ResidualModel
+from llmp.residuals.model import Observation, ResidualModel, row_key
 from llmp.residuals.transfer import CrossGpuModel, machine_of
 
 
@@ -134,22 +135,64 @@ def load_observations(out: Path, manifests: dict[str, dict]) -> dict[str, list[O
     return dict(per_device)
 
 
-def _errors(model, obs: list[Observation], *, by_pass: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per family (and pass, with ``by_pass``): (|llmp/measured - 1|, |roofline/measured - 1|) on
-    ``obs`` (one device)."""
+SMALL = 2**21
+"""The small-work slice: kernels whose largest tensor holds at most this many elements (2 M), where
+issue 21 finds published runs far too fast (micro_batch x seq x hidden / tp below 2 M elements)."""
+
+
+def work_elements(item: Kernel) -> int:
+    """Tokens x width per GPU of a kernel: the elements of its largest tensor (a GEMM's biggest
+    operand or output, attention's Q or O, a norm's or an elementwise kernel's activation)."""
+    d = {n: int(v) for n, v in item.dims}
+    if "m" in d:
+        return d["batch"] * max(d["m"] * d["n"], d["m"] * d["k"], d["k"] * d["n"])
+    if "seq_q" in d:
+        return d["batch"] * d["heads"] * d["seq_q"] * max(d["head_dim"], d["head_dim_v"])
+    if "rows" in d:
+        return d["rows"] * d["cols"]
+    if "tokens" in d:
+        return d["tokens"] * d.get("hidden", d.get("vocab", 1))
+    return d.get("elements", d.get("params", 0))
+
+
+def small(item: Kernel | object) -> bool:
+    """In the small-work slice (``SMALL``); collectives never are."""
+    return isinstance(item, Kernel) and work_elements(item) <= SMALL
+
+
+def plain_seconds(item: Kernel, device) -> float:
+    """The roofline without tile and wave quantization (as before issue 21): what the quantized
+    roofline is compared with."""
+    c = kernels.cost(item)
+    return float(kernels.roofline(item, c, peak=features.peak_for(item, c, device),
+                                  mem_bandwidth=float(device.mem_bandwidth),
+                                  launch_overhead=float(device.launch_overhead)))
+
+
+def _errors(model, obs: list[Observation], *, by_pass: bool = False, only_small: bool = False
+            ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per family (and pass, with ``by_pass``): (|llmp/measured - 1|, |roofline/measured - 1|,
+    |unquantized roofline/measured - 1|) on ``obs`` (one device); ``only_small``: the rows of the
+    small-work slice only."""
+    if only_small:
+        obs = [o for o in obs if small(o.item)]
+        if not obs:
+            return {}
     device = obs[0].device
     links = next((o.links for o in obs if o.links is not None), None)
     items = [o.item for o in obs]
     pred = model.predict(items, device, links=links) if model is not None else None
-    out: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    out: dict[str, tuple[list[float], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
     blocks, _ = features.blocks(items, device, links=links)
     for family, block in blocks.items():
         for j, i in enumerate(block.index):
             key = f"{family} {items[i].pass_}" if by_pass and isinstance(items[i], Kernel) else family
             factor = math.exp(pred.log_factor[i]) if pred is not None else 1.0
+            plain = plain_seconds(items[i], device) if isinstance(items[i], Kernel) else block.base_s[j]
             out[key][0].append(abs(block.base_s[j] * factor / obs[i].seconds - 1))
             out[key][1].append(abs(block.base_s[j] / obs[i].seconds - 1))
-    return {f: (np.asarray(a), np.asarray(b)) for f, (a, b) in out.items()}
+            out[key][2].append(abs(plain / obs[i].seconds - 1))
+    return {f: (np.asarray(a), np.asarray(b), np.asarray(c)) for f, (a, b, c) in out.items()}
 
 
 def l0(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
@@ -165,12 +208,66 @@ def l0(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
         except Exception as err:  # a device whose groups are all below min_samples
             print(f"  {device}: no model ({err})")
             continue
-        for family, (err, roof) in sorted(_errors(model, test, by_pass=True).items()):
-            name = family.split()[0]
-            rows.append({"device": device, "family": family, "n_test": len(err), "n_train": sum(
-                features.family_of(o.item) == name for o in train), "mape": float(err.mean()),
-                "p90": float(np.quantile(err, 0.9)), "roofline_mape": float(roof.mean())})
+        for only_small in (False, True):
+            scored = _errors(model, test, by_pass=True, only_small=only_small)
+            for family, (err, roof, plain) in sorted(scored.items()):
+                name = family.split()[0]
+                rows.append({"device": device, "family": family, "small": only_small, "n_test": len(err),
+                             "n_train": sum(features.family_of(o.item) == name and (small(o.item) or not only_small)
+                                            for o in train),
+                             "mape": float(err.mean()), "p90": float(np.quantile(err, 0.9)),
+                             "roofline_mape": float(roof.mean()), "plain_mape": float(plain.mean())})
     return rows
+
+
+LARGE = 4 * SMALL
+"""The shapes a store is fitted on in the extrapolation test: largest tensor above 8 M elements."""
+
+
+def small_from_large(per_device: dict[str, list[Observation]], seed: int) -> list[dict]:
+    """Per device and family: a store fitted on the large shapes only (``LARGE``), scored on the
+    small-work slice, none of which it measured: the share its domain check flags, its error as
+    served (its model out of domain only where the group's extrapolation test allows,
+    ``ResidualModel.extrapolates``), its model's own answer everywhere, and the bare quantized
+    roofline. The test of what a store should do beyond the shapes it measured."""
+    rows = []
+    for device, obs in sorted(per_device.items()):
+        obs = [o for o in obs if isinstance(o.item, Kernel)]
+        train = [o for o in obs if work_elements(o.item) > LARGE]
+        test = [o for o in obs if small(o.item)]
+        if len(train) < 50 or len(test) < 20:
+            continue
+        try:
+            model = ResidualModel(xgb_params=SHIP_XGB, random_state=seed).fit(train)
+        except Exception as err:
+            print(f"  {device}: no model ({err})")
+            continue
+        items = [o.item for o in test]
+        pred = model.predict(items, test[0].device)
+        blocks, _ = features.blocks(items, test[0].device)
+        for family, block in sorted(blocks.items()):
+            keys = [row_key(model.group_by, items[i], test[0].device) for i in block.index]
+            forced = np.asarray([model.models_[k].predict(block.X[j:j + 1])[0] if k in model.models_ else 0.0
+                                 for j, k in enumerate(keys)])
+            has = pred.has_model[block.index]
+            if not has.any():
+                continue
+            sec = np.asarray([test[i].seconds for i in block.index])
+            served = np.abs(block.base_s * np.exp(pred.log_factor[block.index]) / sec - 1)
+            rows.append({"device": device, "family": family, "n": len(sec),
+                         "in_domain": float(pred.in_domain[block.index].mean()), "served": float(served.mean()),
+                         "model": float(np.mean(np.abs(block.base_s * np.exp(forced) / sec - 1))),
+                         "roofline": float(np.mean(np.abs(block.base_s / sec - 1)))})
+    return rows
+
+
+def _md_extrapolation(rows: list[dict]) -> list[str]:
+    lines = ["| device | family | small rows | flagged out of domain | store as served | its model everywhere | "
+             "quantized roofline |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['device']} | {r['family']} | {r['n']} | {1 - r['in_domain']:.0%} | "
+                     f"{100 * r['served']:.1f}% | {100 * r['model']:.1f}% | {100 * r['roofline']:.1f}% |")
+    return lines
 
 
 def roofline_error(obs: list[Observation]) -> dict[str, dict]:
@@ -255,12 +352,12 @@ def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], s
     return sizes
 
 
-def _md(rows: list[dict]) -> list[str]:
-    lines = ["| device | family | train rows | test rows | L0 MAPE | L0 p90 | roofline-only MAPE |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
+def _md(rows: list[dict], *, only_small: bool = False) -> list[str]:
+    lines = ["| device | family | train rows | test rows | L0 MAPE | L0 p90 | roofline-only MAPE | "
+             "unquantized roofline |", "|---|---|---|---|---|---|---|---|"]
+    for r in (r for r in rows if r["small"] == only_small):
         lines.append(f"| {r['device']} | {r['family']} | {r['n_train']} | {r['n_test']} | {100 * r['mape']:.1f}% | "
-                     f"{100 * r['p90']:.1f}% | {100 * r['roofline_mape']:.1f}% |")
+                     f"{100 * r['p90']:.1f}% | {100 * r['roofline_mape']:.1f}% | {100 * r['plain_mape']:.1f}% |")
     return lines
 
 
@@ -271,6 +368,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-ship", action="store_true", help="score only; leave llmp/hardware/defaults as it is")
     parser.add_argument("--no-record", action="store_true", help="do not append to benchmarks/RESULTS.md")
+    parser.add_argument("--heading", default="Public GPU residual stores, L0 on held-out shapes",
+                        help="the RESULTS.md section's title (the date is appended)")
     args = parser.parse_args()
     t0 = time.monotonic()
     print("import:")
@@ -279,18 +378,29 @@ def main() -> None:
     print("L0 on held-out shapes:")
     rows = l0(per_device, args.seed)
     print("\n".join(_md(rows)))
+    print(f"small-work slice (largest tensor <= {SMALL} elements):")
+    print("\n".join(_md(rows, only_small=True)))
+    print(f"extrapolation: fitted on shapes above {LARGE} elements, scored on the small-work slice:")
+    beyond = small_from_large(per_device, args.seed)
+    print("\n".join(_md_extrapolation(beyond)))
     sizes = {} if args.no_ship else ship(per_device, manifests, args.seed)
     for name, size in sizes.items():
         print(f"shipped {name}: {size / 1e6:.2f} MB")
+    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "l0.json").write_text(json.dumps(rows, indent=1))
     if not args.no_record:
         record("\n".join([
-            f"## Public GPU residual stores, L0 on held-out shapes (issue 10) — {time.strftime('%Y-%m-%d')}", "",
+            f"## {args.heading} — {time.strftime('%Y-%m-%d')}", "",
             f"- command: `python benchmarks/fit_public.py --data {args.data}`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}",
             "- data: the public operator measurements in ../shared/data (training data); split: per device, 20% of "
             "shapes held out by a hash of the sorted kernel dims (passes and sources of one shape stay together)",
             f"- took {time.monotonic() - t0:.0f} s", "", *_md(rows), "",
+            f"Small-work slice of the same held-out rows (largest tensor of the kernel <= {SMALL} elements: "
+            "tokens x width per GPU; train rows: of that slice):", "", *_md(rows, only_small=True), "",
+            f"Beyond the measured shapes: per device a store fitted on the shapes above {LARGE} elements only, "
+            "scored on the small-work slice (split by shape size; none of these shapes was fitted):", "",
+            *_md_extrapolation(beyond), "",
             *(f"- shipped `{n}`: {s / 1e6:.2f} MB" for n, s in sizes.items()), ""]))
 
 

@@ -57,7 +57,7 @@ def _half(o: Observation) -> bool:
 def _mape_by_family(model, obs: list[Observation]) -> dict[str, tuple[float, float, int]]:
     """family -> (MAPE with ``model``, MAPE of the bare roofline, rows); ``model`` None: roofline."""
     out = {}
-    for family, (err, roof) in sorted(fit_public._errors(model, obs).items()):
+    for family, (err, roof, _) in sorted(fit_public._errors(model, obs).items()):
         out[family] = (float(err.mean()), float(roof.mean()), len(err))
     if obs:
         e = fit_public._errors(model, obs)

@@ -1,4 +1,4 @@
-"""Max, min and log2 that work on numbers, numpy arrays and SymPy expressions alike.
+"""Max, min, log2, ceiling and table lookups that work on numbers, numpy arrays and SymPy expressions alike.
 
 The operator graph, the collective costs, the overlap rules and the memory model are written once
 and evaluated three ways: on plain numbers (one prediction), on numpy arrays (a vectorised sweep)
@@ -10,6 +10,7 @@ only when a formula meets one of its expressions (:mod:`llmp.sym`); its function
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from typing import Any
@@ -63,6 +64,45 @@ def vlog2(x: Any) -> Any:
     if _is_array(x):
         return np.log2(x)
     return math.log2(x)
+
+
+def vceil(x: Any) -> Any:
+    """Ceiling: ``math.ceil`` for numbers (an int), ``numpy.ceil`` for arrays, :class:`Ceil` (exact,
+    differentiated as its argument) for expressions."""
+    if type(x) in _PLAIN:
+        return math.ceil(x)
+    if is_symbolic(x):
+        from llmp.analytic.sympy_functions import Ceil
+
+        return Ceil(sympy().sympify(x))
+    if _is_array(x):
+        return np.ceil(x)
+    return math.ceil(x)
+
+
+def vselect(x: Any, steps: tuple[tuple[Any, Any], ...], otherwise: Any) -> Any:
+    """The value of the first ``(bound, value)`` step with ``x <= bound``, else ``otherwise``: a
+    table looked up by a number, ``numpy.select`` over arrays, a ``Piecewise`` of an expression."""
+    if is_symbolic(x):
+        sp = sympy()
+        return sp.Piecewise(*((sp.sympify(v), x <= b) for b, v in steps), (sp.sympify(otherwise), True))
+    if _is_array(x):
+        return np.select([x <= b for b, _ in steps], [v for _, v in steps], otherwise)
+    return next((v for b, v in steps if x <= b), otherwise)
+
+
+def vstep(x: Any, breaks: tuple[float, ...], values: tuple[Any, ...]) -> Any:
+    """A piecewise-constant look-up: ``values[i]`` where ``i`` is how many ``breaks`` (ascending)
+    are <= ``x`` (so ``len(values) == len(breaks) + 1``). Floats bisect, arrays index elementwise,
+    expressions become a :class:`~llmp.analytic.sympy_functions.StepTable` (derivative 0)."""
+    assert len(values) == len(breaks) + 1, "one value more than breaks"
+    if is_symbolic(x):
+        from llmp.analytic.sympy_functions import StepTable
+
+        return StepTable.of(tuple(breaks), tuple(values))(x)
+    if _is_array(x):
+        return np.asarray(values, dtype=float)[np.searchsorted(np.asarray(breaks, dtype=float), x, side="right")]
+    return values[bisect.bisect_right(breaks, x)]
 
 
 def positive_part(x: Any) -> Any:

@@ -1,60 +1,72 @@
-"""Alpha-beta cost of a collective: latency per step plus bytes over the bottleneck bandwidth.
+"""Seconds of one collective call as NCCL runs it, on the links of a cluster.
 
-For ``n`` ranks and a buffer of ``S`` bytes (``Collective.bytes``, nccl-tests convention), the
-bandwidth terms are NCCL's bus-bandwidth factors (NCCL tests ``doc/PERFORMANCE.md``): a ring
-all-reduce moves ``2 (n-1)/n * S`` per rank, all-gather and reduce-scatter ``(n-1)/n * S``;
-latency is one ``alpha`` per ring step (Thakur, Rabenseifner & Gropp 2005, "Optimization of
-collective communication operations in MPICH"). Inside one node NCCL runs rings (its "tree"
-is a chain through the node's GPUs there, no fewer latency steps than the ring).
+NCCL picks an algorithm and a protocol per call from its own cost model; :mod:`~llmp.analytic.nccl`
+writes that model, and this module feeds it the cluster: which links a group crosses, what
+bandwidth each member gets on them, and what NCCL's tuner calls "nodes" (scale-up domains).
 
-A group that spans nodes (``n`` ranks, ``r`` in each of ``N = n / r`` nodes) runs NCCL's ring
-through all its ranks: the ``N`` hops that leave a node are the bottleneck, each node's ``r``
-ring channels leave on its ``r`` NIC rails, and of a ring's steps only the node-crossing ones
-pay the network latency (NVIDIA/nccl src/graph/tuning.cc ``ncclTopoTuneModel``: ring latency
-``(nsteps - nInterSteps) * intraLat + nInterSteps * interLat`` with ``nInterSteps = 2 (N - 1)``
-for all-reduce, ``N - 1`` for all-gather and reduce-scatter). All-reduce may also run as NCCL's
-tree: a chain inside each node and a pipelined double binary tree across the nodes,
-``2 ((r - 1) alpha_intra + log2(N) alpha_inter)`` latency (the same file) and ``2 S`` over the
-bottleneck; or hierarchically (reduce-scatter inside the node, all-reduce across nodes on
-``S / r`` per rank, all-gather inside the node: NCCL's NVLS-tree and CollNet paths). NCCL's tuner
-picks the fastest algorithm for the size, so the cost is the minimum over the algorithms that
-apply. "Node" here means an NVLink domain (:mod:`~llmp.analytic.layout`): on a GB200 NVL72
-rack the 72 GPUs of 18 trays share one NVLink fabric, and only groups beyond it use the NICs.
+Sizes. ``Collective.bytes`` is the nccl-tests ``size`` (NCCL's ``nBytes``): the all-reduce buffer,
+the gathered (scattered) buffer of an all-gather (reduce-scatter), the all-to-all send buffer,
+the point-to-point message. :func:`bus_factor` gives the bytes each rank moves per byte of it
+(nccl-tests ``doc/PERFORMANCE.md``).
 
-Links. Inside a node, each GPU has ``node.intra.bandwidth`` per direction. Across nodes,
-``cluster.inter.bandwidth`` is the whole node's injection bandwidth (all NICs). Every GPU of a
-node runs the same collective on its own group at the same time (SPMD), so each GPU's share of
-the NICs is ``inter / gpus_per_node`` (one NIC rail per GPU on DGX/HGX). A group with ``r``
-ranks per node crosses the node boundary on ``r`` rails at once (one ring channel per rail), so
-its ring runs at ``min(intra, r * inter / gpus_per_node)``: for a whole-node group that is the
-node's full injection bandwidth, which is what multi-node nccl-tests report as bus bandwidth.
-(The team note says ``inter / r`` per rank; that is the same when the group fills the node and
-too optimistic when other groups share the node's NICs, e.g. 8 data-parallel groups with tp = 8.)
+Links. Inside a scale-up domain each GPU has ``node.intra.bandwidth`` per direction. Across
+domains, ``cluster.inter.bandwidth`` is a node's whole injection bandwidth (all NICs), and every
+GPU of a node runs its own group's collective at the same time (SPMD), so each GPU's share is
+``inter / gpus_per_node`` (one NIC rail per GPU on DGX/HGX and on an NVL72 tray): a group with
+``r`` members per domain leaves it on ``r`` rails. A scale-up domain larger than a node (a GB200
+NVL72 rack of 18 four-GPU trays) keeps its NICs per tray. Behind a switch every pair of GPUs can
+use a GPU's whole bandwidth; in a mesh (Perlmutter's 4 A100s wired pairwise, MI300X) a group of
+``r`` gets at most ``r - 1`` pairs' worth (:meth:`Links.group_bandwidth`).
 
-Achievable bandwidth. A ring does not run at line rate: nccl-tests measure 0.74-0.92 of it at
-large messages (protocol headers, flow control, synchronisation; NVIDIA's nccl-tests issue #212:
-"~20% protocol overhead" on NVLink4). Each link carries that measured fraction as its
-``efficiency``, and :class:`Links` holds line rate x efficiency, so every algorithm below sees
-the achievable rate.
+Achievable bandwidth. NCCL's graphs run at what its topology search finds per channel, not at line
+rate; each link carries the fraction nccl-tests measure as its ``efficiency``, and :class:`Links`
+holds line rate x efficiency, which is the graph bandwidth NCCL's model sees.
 
-Topology inside a node. Behind a switch (NVSwitch) every pair of GPUs can use a GPU's whole
-bandwidth. Without one (Perlmutter's 4 A100s wired pairwise with 4 NVLinks each, MI300X's 7
-Infinity Fabric links), a GPU reaches each peer only over that pair's links
-(``peer_bandwidth``), so a group of ``r`` GPUs in the node gets at most ``(r - 1)`` pairs' worth:
-``min(bandwidth, (r - 1) peer_bandwidth)`` (:meth:`Links.group_bandwidth`). A 2-GPU group on
-Perlmutter thus runs at 100 GB/s, not 300.
+Latency beyond NCCL's model. Published small-message times sit above NCCL's own latencies (8x A100:
+44 us for a 32 KiB all-reduce, NCCL's model 16 us), by an amount that grows with the ring's steps.
+Each link's ``latency`` is that excess per step (fitted on the published nccl-tests sweeps,
+``benchmarks/collectives_published.py``): a call pays it once per ring step on each link
+(2 (n - 1) for all-reduce, n - 1 for all-gather and reduce-scatter, the node-crossing ones on the
+NIC), whatever algorithm NCCL picks, so NCCL's choice is made on its own model alone.
+
+Point-to-point and all-to-all are not in NCCL's tuning model (they are grouped sends and
+receives): a send/receive is one Simple ring step of latency and its bytes over the link it
+crosses; an all-to-all one launch and a message latency per peer, its bytes over the bottleneck
+link. A ``host`` link (gloo between CPU processes) runs a plain alpha-beta
+ring: ``latency`` per step, the bus bytes over ``bandwidth``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from llmp.analytic.algebra import vlog2, vmax, vmin
+from llmp.analytic import nccl
+from llmp.analytic.algebra import vmax, vmin, vstep
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
+from llmp.analytic.nccl import Arch
 from llmp.dsl.spec import Spec
-from llmp.hardware.spec import Link, Node
+from llmp.hardware.spec import Device, Link, Node, Transport
+
+ARCH: dict[str, Arch] = {
+    "v100_sxm3_32gb": Arch.VOLTA,
+    "a100_sxm4_40gb": Arch.AMPERE, "a100_sxm4_80gb": Arch.AMPERE, "a40": Arch.AMPERE,
+    "h100_sxm5_80gb": Arch.HOPPER, "h200_sxm_141gb": Arch.HOPPER, "gh200_96gb": Arch.HOPPER,
+    "gh200_144gb": Arch.HOPPER,
+    "b200": Arch.BLACKWELL, "b300": Arch.BLACKWELL, "gb200": Arch.BLACKWELL, "gb300": Arch.BLACKWELL,
+    "mi300x": Arch.AMPERE, "mi355x": Arch.AMPERE, "cpu": Arch.AMPERE,
+}
+"""The row of NCCL's tables each catalog GPU reads (its compute capability: 7.0 Volta, 8.x Ampere,
+9.0 Hopper, 10.x Blackwell). AMD GPUs run RCCL, NCCL's fork, with its own constants; they read the
+Ampere row here (no NVLS, no Hopper LL128 caps), an approximation their fitted link efficiencies
+absorb at large sizes. A derived GPU (``gpu x from h100_sxm5_80gb``) reads its base's row; a GPU
+written from scratch, the Ampere row."""
+
+
+def arch_of(device: Device) -> Arch:
+    """The NCCL table row of ``device`` (:data:`ARCH`, through the GPU it was derived from)."""
+    chain = (device.id, *(device.derivation.chain if device.derivation else ()))
+    return next((ARCH[g] for g in chain if g in ARCH), Arch.AMPERE)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,9 +78,11 @@ class Links:
     intra_bandwidth: Any
     """Per GPU, per direction (NVLink/NVSwitch, or PCIe)."""
     intra_latency: Any
+    """Seconds the intra link adds per step (a ``host`` link: the whole step)."""
     inter_bandwidth: Any
     """Per node, per direction (all NICs together)."""
     inter_latency: Any
+    """Seconds the NIC adds per step (NCCL's ``latencyInter``; a ``host`` link: the whole step)."""
     intra_peer_bandwidth: Any = None
     """Per pair of GPUs wired directly (no switch), per direction; None: every pair gets
     ``intra_bandwidth``."""
@@ -78,13 +92,28 @@ class Links:
     """One GPU's share of host memory bandwidth (an offloaded optimizer; tier ``host_memory``)."""
     host_latency: Any = 0
     """Fixed cost of one host copy or host update call."""
+    arch: Arch = Arch.AMPERE
+    """Which row of NCCL's tables the GPU reads."""
+    intra_transport: Transport = Transport.NVLINK
+    inter_transport: Transport = Transport.NET
+    nvls: bool = False
+    """The domain's switch does NVLink SHARP (NCCL's NVLS algorithms)."""
+    nvls_efficiency: Any = 0.0
+    """NCCL's ``nvlsEfficiency`` on this switch: the link's measured value, else NCCL's constant."""
+    collnet: bool = False
+    """The network reduces in its switches (NCCL's CollNet)."""
+    machine: str | None = None
+    """The catalog node these links belong to (whose own collective measurements may serve it,
+    :mod:`~llmp.analytic.measured`); None for links not read from a node."""
+    network: str | None = None
+    """The id of the inter-node link in effect."""
 
     @classmethod
     def of(cls, spec: Spec) -> Links:
         """The links of ``spec``'s cluster, and its GPU's link to host memory (a copy's fixed cost is
         a launch: ``cudaMemcpyAsync``)."""
         g = spec.cluster.gpu
-        return dataclasses.replace(cls.between(spec.cluster.node, spec.cluster.inter), host_bandwidth=g.host_bandwidth,
+        return replace(cls.between(spec.cluster.node, spec.cluster.inter), host_bandwidth=g.host_bandwidth,
                                    host_memory_bandwidth=g.host_memory_bandwidth, host_latency=g.launch_overhead)
 
     @classmethod
@@ -94,7 +123,19 @@ class Links:
         peer = None if intra.peer_bandwidth is None else intra.peer_bandwidth * intra.efficiency
         return cls(gpus_per_node=node.gpus_per_node, intra_bandwidth=intra.bandwidth * intra.efficiency,
                    intra_latency=intra.latency, inter_bandwidth=inter.bandwidth * inter.efficiency,
-                   inter_latency=inter.latency, intra_peer_bandwidth=peer)
+                   inter_latency=inter.latency, intra_peer_bandwidth=peer, arch=arch_of(node.gpu),
+                   intra_transport=intra.transport or Transport.NVLINK,
+                   inter_transport=inter.transport or Transport.NET, nvls=intra.nvls,
+                   nvls_efficiency=(nccl.NVLS_EFFICIENCY[arch_of(node.gpu)] if intra.nvls_efficiency is None
+                                    else intra.nvls_efficiency),
+                   collnet=inter.in_network_reduction, machine=node.id, network=inter.id)
+
+    @property
+    def kind(self) -> tuple[Any, ...]:
+        """What fixes the shape of the cost formulas (not their numbers): the table row,
+        transports, switch features and whether the node is a mesh."""
+        return (self.arch, self.intra_transport, self.inter_transport, self.nvls, self.collnet,
+                self.intra_peer_bandwidth is not None)
 
     @property
     def rail_bandwidth(self) -> Any:
@@ -103,58 +144,109 @@ class Links:
 
     def group_bandwidth(self, r: Any) -> Any:
         """What one GPU can send per direction to the other ``r - 1`` GPUs of its group in the
-        node: the whole intra rate behind a switch, at most ``r - 1`` pairs' worth in a mesh."""
+        domain: the whole intra rate behind a switch, at most ``r - 1`` pairs' worth in a mesh."""
         if self.intra_peer_bandwidth is None:
             return self.intra_bandwidth
         return vmin(self.intra_bandwidth, vmax(r - 1, 1) * self.intra_peer_bandwidth)
 
+    def fabric(self, r: Any) -> nccl.Fabric:
+        """What NCCL's tuner knows of these links for a group with ``r`` members per domain."""
+        return nccl.Fabric(arch=self.arch, intra=self.intra_transport, intra_bandwidth=self.group_bandwidth(r),
+                           rail_bandwidth=self.rail_bandwidth, nvls_efficiency=self.nvls_efficiency,
+                           nvls=self.nvls and self.intra_peer_bandwidth is None,
+                           collnet=self.collnet)
 
-def _ring(steps: Any, volume: Any, alpha: Any, bandwidth: Any) -> Any:
-    return steps * alpha + volume / bandwidth
-
-
-def _intra(kind: CollectiveKind, n: Any, size: Any, links: Links) -> Any:
-    a, bw = links.intra_latency, links.group_bandwidth(n)
-    if kind is CollectiveKind.ALL_REDUCE:
-        return _ring(2 * (n - 1), 2 * (n - 1) / n * size, a, bw)
-    if kind is CollectiveKind.SEND_RECV:
-        return _ring(1, size, a, bw)
-    # all-gather, reduce-scatter, all-to-all (NVSwitch: full bisection inside the node)
-    return _ring(n - 1, (n - 1) / n * size, a, bw)
+    def without_tables(self) -> Links:
+        """The same links, known to no measured table (the model alone)."""
+        return replace(self, machine=None, network=None)
 
 
-def _inter(kind: CollectiveKind, n: Any, size: Any, r: Any, links: Links) -> Any:
-    a_in, bw_in = links.intra_latency, links.group_bandwidth(r)
-    a, rail = links.inter_latency, links.rail_bandwidth
-    nodes = n / r
-    ring_bw = vmin(bw_in, r * rail)
-    if kind is CollectiveKind.SEND_RECV:
-        return _ring(1, size, a, rail)
-    if kind is CollectiveKind.ALL_TO_ALL:
-        # Of the (n-1)/n * S each rank sends, (n-r)/n * S leaves the node over its rail.
-        return (n - 1) * a + vmax((n - r) / n * size / rail, (r - 1) / n * size / bw_in)
-    local = _ring(r - 1, (r - 1) / r * size, a_in, bw_in)  # one intra-node RS or AG phase
-    if kind is CollectiveKind.ALL_REDUCE:
-        ring = 2 * (n - nodes) * a_in + _ring(2 * (nodes - 1), 2 * (n - 1) / n * size, a, ring_bw)
-        tree = 2 * (r - 1) * a_in + _ring(2 * vlog2(nodes), 2 * size, a, ring_bw)
-        hier = 2 * local + _ring(2 * (nodes - 1), 2 * (nodes - 1) / nodes * size / r, a, rail)
-        return vmin(ring, tree, hier)
-    # all-gather / reduce-scatter: flat ring, or the inter-node phase on S / r plus one local phase
-    ring = (n - nodes) * a_in + _ring(nodes - 1, (n - 1) / n * size, a, ring_bw)
-    hier = local + _ring(nodes - 1, (nodes - 1) / nodes * size / r, a, rail)
-    return vmin(ring, hier)
+def _p2p_step(links: Links, crossing: bool) -> Any:
+    """One Simple ring step of latency on the link a point-to-point transfer crosses."""
+    base = nccl.BASE_LATENCY[nccl.Algorithm.RING][2] * nccl.US
+    if crossing:
+        return base + nccl.HW_LATENCY[Transport.NET][nccl.Algorithm.RING][2] * nccl.US + 2 * links.inter_latency
+    return base + nccl.HW_LATENCY[links.intra_transport][nccl.Algorithm.RING][2] * nccl.US + links.intra_latency
+
+
+def _send_recv(size: Any, crossing: bool, links: Links) -> Any:
+    bandwidth = links.rail_bandwidth if crossing else links.group_bandwidth(2)
+    return _p2p_step(links, crossing) + size / bandwidth
+
+
+def _all_to_all(n: Any, r: Any, size: Any, crossing: bool, links: Links) -> Any:
+    """Grouped sends and receives to every peer: one NCCL launch (its Simple base latency), then the
+    n - 1 transfers posted together, each paying the transport's per-message latency (NCCL's
+    lowest, the LL ring step) and the link's own; (n - 1) / n of the buffer leaves each rank, the
+    part for other domains ((n - r) / n) over its NIC rail, the rest over the intra link. No
+    all-to-all is measured in the data; nothing here is fitted."""
+    ring, ll = nccl.Algorithm.RING, 0
+    base = nccl.BASE_LATENCY[ring][2] * nccl.US
+    intra_bw = links.group_bandwidth(r if crossing else n)
+    if not crossing:
+        per_peer = nccl.HW_LATENCY[links.intra_transport][ring][ll] * nccl.US + links.intra_latency
+        return base + (n - 1) * per_peer + (n - 1) / n * size / intra_bw
+    per_peer = nccl.HW_LATENCY[Transport.NET][ring][ll] * nccl.US + links.inter_latency
+    return base + (n - 1) * per_peer + vmax((n - r) / n * size / links.rail_bandwidth, (r - 1) / n * size / intra_bw)
+
+
+def _host(c: Collective, links: Links) -> Any:
+    """gloo's rings: ``latency`` per step and the bus bytes over the bottleneck bandwidth."""
+    n, size, crossing = c.group, c.bytes, c.tier is Tier.INTER
+    a = links.inter_latency if crossing else links.intra_latency
+    bw = vmin(links.group_bandwidth(c.ranks_per_node), c.ranks_per_node * links.rail_bandwidth) if crossing \
+        else links.group_bandwidth(n)
+    if c.kind is CollectiveKind.SEND_RECV:
+        return a + size / (links.rail_bandwidth if crossing else bw)
+    steps = 2 * (n - 1) if c.kind is CollectiveKind.ALL_REDUCE else n - 1
+    return steps * a + bus_factor(c.kind, n) * size / bw
+
+
+def call(c: Collective) -> nccl.Call:
+    """``c`` as NCCL's tuner sees it."""
+    return nccl.Call(kind=c.kind, size=c.bytes, ranks=c.group, per_domain=c.ranks_per_node,
+                     crossing=c.tier is Tier.INTER)
 
 
 def time(c: Collective, links: Links) -> Any:
-    """Seconds for one call of ``c`` (numbers, arrays or SymPy expressions); a host tier's call is
-    its bytes over the host link (or host memory) plus a fixed cost."""
+    """Seconds for one call of ``c`` as NCCL's cost model predicts it (numbers, arrays or SymPy
+    expressions); 0 for a group of one. A host tier's call (offloading) is its bytes over the host
+    link (or host memory) plus a fixed cost."""
     if c.tier is Tier.HOST:
         return links.host_latency + c.bytes / links.host_bandwidth
     if c.tier is Tier.HOST_MEMORY:
         return links.host_latency + c.bytes / links.host_memory_bandwidth
-    if c.tier is Tier.INTRA:
-        return _intra(c.kind, c.group, c.bytes, links)
-    return _inter(c.kind, c.group, c.bytes, c.ranks_per_node, links)
+    crossing = c.tier is Tier.INTER
+    if links.intra_transport is Transport.HOST or (crossing and links.inter_transport is Transport.HOST):
+        t = _host(c, links)
+    elif c.kind is CollectiveKind.SEND_RECV:
+        t = _send_recv(c.bytes, crossing, links)
+    elif c.kind is CollectiveKind.ALL_TO_ALL:
+        t = _all_to_all(c.group, c.ranks_per_node, c.bytes, crossing, links)
+    else:
+        nc = call(c)
+        t = nccl.best(nc, links.fabric(c.ranks_per_node)) + excess(nc, links)
+    return t * vstep(c.group, (1.5,), (0, 1))
+
+
+def excess(c: nccl.Call, links: Links) -> Any:
+    """Seconds a call takes beyond NCCL's model: each link's ``latency`` per ring step on it."""
+    return (c.steps - c.inter_steps) * links.intra_latency + c.inter_steps * links.inter_latency
+
+
+def choice(c: Collective, links: Links) -> tuple[str, str, float]:
+    """(algorithm, protocol, seconds) NCCL picks for a numeric ``c``: for reports and tests. Point-
+    to-point, all-to-all and host links have no NCCL algorithm ("p2p", "Simple"; "gloo", "ring")."""
+    crossing = c.tier is Tier.INTER
+    if c.tier in (Tier.HOST, Tier.HOST_MEMORY):
+        return "copy", "host", float(time(c, links))
+    if links.intra_transport is Transport.HOST or (crossing and links.inter_transport is Transport.HOST):
+        return "gloo", "ring", float(time(c, links))
+    if c.kind in (CollectiveKind.SEND_RECV, CollectiveKind.ALL_TO_ALL):
+        return "p2p", "Simple", float(time(c, links))
+    nc = call(c)
+    a, p, t = nccl.choice(nc, links.fabric(c.ranks_per_node))
+    return a.value, p.value, t + float(excess(nc, links))
 
 
 def bus_factor(kind: CollectiveKind, n: Any) -> Any:

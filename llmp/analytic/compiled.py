@@ -15,7 +15,6 @@ of a kind in one call.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from llmp.analytic import collectives, kernels
 from llmp.analytic.kernels import DIMS, Collective, CollectiveKind, Kernel, Tier
 from llmp.dsl.symbols import registry
 from llmp.errors import SpecError
-from llmp.hardware.spec import Dtype
+from llmp.hardware.spec import Microarch
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +76,7 @@ def compile(exprs: Sequence[Any], args: Sequence[sp.Symbol] | None = None) -> Co
 
 
 # Hardware arguments of a compiled kernel cost, after its dims.
-PEAK, MEM_BW, LAUNCH = sp.symbols("peak mem_bandwidth launch_overhead", positive=True)
+PEAK, MEM_BW, LAUNCH, SMS = sp.symbols("peak mem_bandwidth launch_overhead sms", positive=True)
 _FLAGS = frozenset({"causal", "flash", "rms"})
 
 
@@ -92,8 +91,9 @@ def numeric_dims(k: Kernel) -> tuple[Any, ...]:
 
 
 @functools.cache
-def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
-    """(flops, bytes, time) of one kernel kind as a function of (dims..., peak, bw, launch).
+def kernel_evaluator(key: tuple[Any, ...], microarch: Microarch | None = None) -> tuple[CompiledCost, bool]:
+    """(flops, bytes, time) of one kernel kind as a function of (dims..., peak, bw, launch, sms),
+    its tiles quantized as on ``microarch`` (None: the plain roofline, ``sms`` unused).
 
     Also returns whether the kind runs on tensor cores (which peak to pass).
     """
@@ -102,27 +102,28 @@ def kernel_evaluator(key: tuple[Any, ...]) -> tuple[CompiledCost, bool]:
     dims = {n: flag[n] if n in flag else sp.Symbol(f"dim_{n}", positive=True) for n in DIMS[family]}
     k = Kernel.make(family, dtype, pass_, variant, **dims)
     c = kernels.cost(k)
-    t = kernels.roofline(c, dtype, peak_flops={dtype: PEAK, Dtype.FP32: PEAK},
-                         mem_bandwidth=MEM_BW, launch_overhead=LAUNCH)
-    args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH)
+    t = kernels.roofline(k, c, peak=PEAK, mem_bandwidth=MEM_BW, launch_overhead=LAUNCH,
+                         grid=kernels.Grid(sms=SMS, microarch=microarch))
+    args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH, SMS)
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 
 
 LINK_ARGS = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency",
-             "intra_peer_bandwidth", "host_bandwidth", "host_memory_bandwidth", "host_latency")
+             "intra_peer_bandwidth", "host_bandwidth", "host_memory_bandwidth", "host_latency", "nvls_efficiency")
 """The :class:`~llmp.analytic.collectives.Links` fields a compiled collective cost takes, in order."""
-_LINK = collectives.Links(**{n: sp.Symbol(n, positive=True) for n in LINK_ARGS})
 _COLL = sp.symbols("bytes group ranks_per_node", positive=True)
 
 
 @functools.cache
-def collective_evaluator(kind: CollectiveKind, tier: Tier, mesh: bool = False) -> CompiledCost:
+def collective_evaluator(kind: CollectiveKind, tier: Tier, links_kind: tuple[Any, ...]) -> CompiledCost:
     """Seconds of one collective kind on one tier as a function of (bytes, group, ranks_per_node,
-    then the ``LINK_ARGS``); ``mesh``: the node has no switch, so ``intra_peer_bandwidth`` limits
-    a group (without it that argument is unused)."""
+    then the ``LINK_ARGS``), for links of ``links_kind`` (:attr:`~llmp.analytic.collectives.Links.kind`:
+    NCCL's table row, the transports, NVLS and CollNet, and whether the node is a mesh, in which case
+    ``intra_peer_bandwidth`` limits a group; otherwise that argument is unused)."""
     size, n, r = _COLL
-    links = _LINK if mesh else dataclasses.replace(_LINK, intra_peer_bandwidth=None)
+    arch, intra, inter, nvls, collnet, mesh = links_kind
+    symbols = {name: sp.Symbol(name, positive=True) for name in LINK_ARGS}
+    links = collectives.Links(**{**symbols, "intra_peer_bandwidth": symbols["intra_peer_bandwidth"] if mesh else None},
+                              arch=arch, intra_transport=intra, inter_transport=inter, nvls=nvls, collnet=collnet)
     t = collectives.time(Collective(kind=kind, bytes=size, group=n, ranks_per_node=r, tier=tier), links)
-    args = (size, n, r, *(getattr(_LINK, name) for name in LINK_ARGS))
-    return compile((t,), args)
-
+    return compile((t,), (size, n, r, *symbols.values()))

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from llmp.hardware.spec import Device, Dtype
-from llmp.sym import sympy
+from llmp.analytic import tiles
+from llmp.analytic.algebra import vmax
+from llmp.hardware.spec import Device, Dtype, Microarch
 
 
 class Family(StrEnum):
@@ -398,17 +399,80 @@ def cost(kernel: Kernel) -> KernelCost:
     return _COST[kernel.family](kernel)
 
 
-def roofline(c: KernelCost, dtype: Dtype, *, peak_flops: dict[Dtype, Any], mem_bandwidth: Any,
-             launch_overhead: Any) -> Any:
-    """``max(flops / peak, bytes / bw) + launches * launch`` (Williams et al. 2009, plus a fixed
-    cost per kernel launched).
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """What a kernel's grid of tiles runs on: the device's SMs and the tiles its architecture's
+    libraries launch (:mod:`llmp.analytic.tiles`)."""
 
-    Tensor-core kernels run at the dtype's matrix peak; the rest at the vector FP32 peak
-    (element math is done in FP32 on CUDA cores whatever the storage dtype). ``peak_flops`` is
-    whatever ceiling the caller prices against: the datasheet table, or :func:`ceiling`'s.
+    sms: Any
+    """SMs (compute units on AMD): CTAs run in waves of this many."""
+    microarch: Microarch | None
+    """None: no tile table, kernels are priced as if they filled every SM."""
+
+    @classmethod
+    def of(cls, device: Device) -> Grid:
+        return cls(sms=device.sms, microarch=device.microarch)
+
+
+def roofline(k: Kernel, c: KernelCost, *, peak: Any, mem_bandwidth: Any, launch_overhead: Any,
+             grid: Grid | None = None) -> Any:
+    """Seconds of one call: ``max(flops / peak, bytes / bw) + launches * launch`` (Williams et al.
+    2009, plus a fixed cost per kernel launched), with the tiles of GEMMs and fused attention
+    kernels quantized onto the device's SMs where ``grid`` names an architecture (``tiles``).
+
+    ``peak`` is the compute ceiling the kernel runs against (:func:`ceiling`: tensor-core kernels
+    at their dtype's, the rest at the vector FP32 peak, since element math is done in FP32 on CUDA
+    cores whatever the storage dtype). The same formula serves numbers, numpy arrays and SymPy
+    expressions (``llmp.analytic.algebra``). Quantized, it is never below the plain roofline, and
+    equal to it when the grid fills whole waves of whole tiles.
     """
-    peak = peak_flops[dtype] if c.tensor_core else peak_flops[Dtype.FP32]
-    return sympy().Max(c.flops / peak, c.bytes / mem_bandwidth) + c.launches * launch_overhead
+    return _busy(k, c, peak, mem_bandwidth, grid) + c.launches * launch_overhead
+
+
+def _busy(k: Kernel, c: KernelCost, peak: Any, mem_bandwidth: Any, grid: Grid | None) -> Any:
+    if grid is None or grid.microarch is None or not c.tensor_core:
+        return vmax(c.flops / peak, c.bytes / mem_bandwidth)
+    arch = grid.microarch
+    if k.family is Family.GEMM:
+        m, n, kk, b = (k.dim(d) for d in DIMS[Family.GEMM])
+        return tiles.gemm_seconds(m, n, kk, b, c.bytes, peak=peak, mem_bandwidth=mem_bandwidth, sms=grid.sms,
+                                  tiles=tiles.GEMM[arch])
+    if k.family is Family.ATTENTION and k.dim("flash"):
+        factor = tiles.attention_factor(**_attention_shape(k), sms=grid.sms, tiles=tiles.flash_tiles(k.variant, arch))
+        return vmax(c.flops * factor / peak, c.bytes / mem_bandwidth)
+    return vmax(c.flops / peak, c.bytes / mem_bandwidth)
+
+
+def memory_bound(k: Kernel, c: KernelCost, *, peak: float, mem_bandwidth: float, grid: Grid | None = None) -> bool:
+    """Whether the configuration :func:`roofline` prices a kernel at is limited by its memory
+    traffic rather than its compute (numbers only): what a prediction's op table calls its bound."""
+    if grid is not None and grid.microarch is not None and c.tensor_core and k.family is Family.GEMM:
+        m, n, kk, b = (k.dim(d) for d in DIMS[Family.GEMM])
+        options = tiles.gemm_options(m, n, kk, b, c.bytes, peak=peak, mem_bandwidth=mem_bandwidth, sms=grid.sms,
+                                     tiles=tiles.GEMM[grid.microarch])
+        compute, memory = min(options, key=lambda o: max(o))
+        return bool(memory >= compute)
+    busy = float(_busy(k, c, peak, mem_bandwidth, grid))
+    return bool(float(c.bytes) / mem_bandwidth >= busy * (1 - 1e-12))
+
+
+def _attention_shape(k: Kernel) -> dict[str, Any]:
+    """The dims a fused attention kernel's grid depends on (``tiles.attention_factor``)."""
+    return {"batch": k.dim("batch"), "heads": k.dim("heads"), "seq_q": k.dim("seq_q"), "seq_kv": k.dim("seq_kv"),
+            "head_dim": k.dim("head_dim"), "causal": bool(k.dim("causal")), "backward": k.pass_ is Pass.BWD}
+
+
+def launch_grid(k: Kernel, grid: Grid) -> tuple[Any, Any] | None:
+    """(CTAs, waves over the SMs) of a GEMM's main tile or a fused attention kernel's grid on an
+    architecture with a tile table; None for other kernels (what the residual features describe)."""
+    if grid.microarch is None:
+        return None
+    if k.family is Family.GEMM:
+        return tiles.gemm_grid(k.dim("m"), k.dim("n"), k.dim("batch"), grid.sms, tiles.GEMM[grid.microarch])
+    if k.family is Family.ATTENTION and k.dim("flash"):
+        return tiles.attention_grid(**_attention_shape(k), sms=grid.sms,
+                                    tiles=tiles.flash_tiles(k.variant, grid.microarch))
+    return None
 
 
 class Ceiling(StrEnum):

@@ -9,10 +9,13 @@ Two evaluations of the same formulas (:mod:`llmp.analytic.kernels`, :mod:`~.coll
   and each kind is one call of its compiled cost function (:mod:`~.compiled`).
 
 Roofline (Williams et al. 2009) as in ``kernels.roofline``: ``max(flops / peak, bytes / bw) +
-launch``, tensor-core kernels at their compute ceiling (``kernels.ceiling``: the best rate a
+launch``, GEMM and fused-attention grids quantized onto the SMs (``llmp.analytic.tiles``),
+tensor-core kernels at their compute ceiling (``kernels.ceiling``: the best rate a
 published micro-benchmark measured for the kind, where the catalog has it, else the dtype's
 datasheet peak), the rest at the FP32 vector peak.
-A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its FLOPs are 0.
+A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its FLOPs are 0; its
+seconds are NCCL's cost model (:mod:`~.collectives`), or the machine's own measurement where a
+shipped table covers the call (:mod:`~.measured`, numbers and sweeps; ``Prices.served`` says which).
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import collectives, kernels
-from llmp.analytic.algebra import to_float, vmax
+from llmp.analytic import collectives, kernels, measured
+from llmp.analytic.algebra import to_float
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.analytic.op import OpGraph
 from llmp.dsl.spec import Spec
@@ -44,12 +47,14 @@ class Hardware:
     mem_bandwidth: Any
     launch_overhead: Any
     links: collectives.Links
+    grid: kernels.Grid | None = None
+    """The SMs and tile tables kernels are quantized onto (None: the plain roofline)."""
 
     @classmethod
     def of(cls, spec: Spec) -> Hardware:
         g = spec.cluster.gpu
         return cls(device=g, peak=dict(g.peak_flops), mem_bandwidth=g.mem_bandwidth,
-                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec))
+                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec), grid=kernels.Grid.of(g))
 
     def peak_for(self, k: Kernel, tensor_core: bool) -> Any:
         """The compute ceiling a kernel runs at (:func:`kernels.ceiling`): the best measured rate
@@ -80,19 +85,30 @@ class Prices:
     flops: Any
     bytes: Any
     time: Any
+    served: tuple[measured.Served | None, ...] = ()
+    """Per op (one prediction): what the machine's measured tables said of a collective (None for
+    kernels and for collectives no table knows); empty for sweeps and expressions."""
 
 
 def kernel_price(k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
     """(flops, bytes, seconds) of one kernel call."""
     c = kernels.cost(k)
-    flops, nbytes = to_float(c.flops), to_float(c.bytes)
-    seconds = vmax(flops / hw.peak_for(k, c.tensor_core), nbytes / hw.mem_bandwidth) + c.launches * hw.launch_overhead
-    return flops, nbytes, seconds
+    seconds = kernels.roofline(k, c, peak=hw.peak_for(k, c.tensor_core), mem_bandwidth=hw.mem_bandwidth,
+                               launch_overhead=hw.launch_overhead, grid=hw.grid)
+    return to_float(c.flops), to_float(c.bytes), to_float(seconds)
 
 
-def collective_price(c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
-    """(0, bytes moved per rank, seconds) of one collective call."""
-    return 0, c.bytes * collectives.bus_factor(c.kind, c.group), collectives.time(c, hw.links)
+def collective_price(c: Collective, hw: Hardware) -> tuple[Any, Any, Any, measured.Served | None]:
+    """(0, bytes moved per rank, seconds, what the measured tables said) of one collective call:
+    the machine's own measurement where a table covers it, else NCCL's cost model."""
+    moved = c.bytes * collectives.bus_factor(c.kind, c.group)
+    links = hw.links
+    served = None
+    if type(c.bytes) in _PLAIN and type(c.group) in _PLAIN and type(c.ranks_per_node) in _PLAIN:
+        served = measured.serve(c, links)
+        if served is not None and served.seconds is not None:
+            return 0, moved, served.seconds, served
+    return 0, moved, collectives.time(c, links), served
 
 
 _PLAIN = frozenset({int, float, bool})
@@ -112,7 +128,7 @@ class _Memo:
 
     def __init__(self) -> None:
         self.kernels: dict[Any, tuple[Any, Any, Any]] = {}
-        self.collectives: dict[Any, tuple[Any, Any, Any]] = {}
+        self.collectives: dict[Any, tuple[Any, Any, Any, measured.Served | None]] = {}
 
     def kernel(self, k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
         types = tuple(map(type, map(_value, k.dims)))
@@ -126,7 +142,7 @@ class _Memo:
             found = self.kernels[key] = kernel_price(k, hw)
         return found
 
-    def collective(self, c: Collective, hw: Hardware) -> tuple[Any, Any, Any]:
+    def collective(self, c: Collective, hw: Hardware) -> tuple[Any, Any, Any, measured.Served | None]:
         types = (type(c.bytes), type(c.group), type(c.ranks_per_node))
         if not _PLAIN.issuperset(types):
             return collective_price(c, hw)
@@ -150,10 +166,10 @@ def price(graph: OpGraph, spec: Spec) -> Prices:
     """Price ops one by one (numbers or SymPy expressions); lists aligned with ``graph.ops``."""
     hw = Hardware.of(spec)
     memo: _Memo = _MEMOS.of(hw.device, _Memo)
-    rows = [memo.kernel(op.work, hw) if isinstance(op.work, Kernel) else memo.collective(op.work, hw)
+    rows = [(*memo.kernel(op.work, hw), None) if isinstance(op.work, Kernel) else memo.collective(op.work, hw)
             for op in graph.ops]
-    flops, nbytes, seconds = (list(col) for col in zip(*rows)) if rows else ([], [], [])
-    return Prices(flops=flops, bytes=nbytes, time=seconds)
+    flops, nbytes, seconds, served = (list(col) for col in zip(*rows)) if rows else ([], [], [], [])
+    return Prices(flops=flops, bytes=nbytes, time=seconds, served=tuple(served))
 
 
 def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
@@ -173,21 +189,21 @@ def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
         else:
             comm_kinds[(w.kind, w.tier)].append((i, w))
     links = hw.links
-    mesh = links.intra_peer_bandwidth is not None
     for key, members in kernel_kinds.items():
         idx = [i for i, _ in members]
         first = members[0][1]
-        fn, tensor_core = kernel_evaluator(key)
+        fn, tensor_core = kernel_evaluator(key, hw.device.microarch)
         dims = [np.stack([np.broadcast_to(np.asarray(d, dtype=np.float64), (n,)) for d in numeric_dims(k)])
                 for _, k in members]
         columns = np.stack(dims, axis=1) if dims else np.zeros((0, len(idx), n))
-        args = {s: columns[j] for j, s in enumerate(fn.args[:-3])}
-        args.update(zip(fn.args[-3:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead)))
+        args = {s: columns[j] for j, s in enumerate(fn.args[:-4])}
+        args.update(zip(fn.args[-4:], (hw.peak_for(first, tensor_core), hw.mem_bandwidth, hw.launch_overhead,
+                                       hw.device.sms)))
         f, b, t = fn(args)
         flops[idx], nbytes[idx], seconds[idx] = f, b, t
     for key, comm in comm_kinds.items():
         idx = [i for i, _ in comm]
-        fn = collective_evaluator(*key, mesh=mesh)
+        fn = collective_evaluator(*key, links.kind)
         work = [c for _, c in comm]
         cols = [np.stack([np.broadcast_to(np.asarray(getattr(w, a), dtype=np.float64), (n,)) for w in work])
                 for a in ("bytes", "group", "ranks_per_node")]
@@ -195,7 +211,7 @@ def price_arrays(graph: OpGraph, spec: Spec, n: int) -> Prices:
         link_values = [0.0 if getattr(links, a) is None else getattr(links, a) for a in LINK_ARGS]
         values = dict(zip(fn.args, [*cols, *link_values]))
         (t,) = fn(values)
-        seconds[idx] = t
+        seconds[idx] = [measured.serve_arrays(w, row, links) for w, row in zip(work, t)]
         nbytes[idx] = cols[0] * np.asarray([np.broadcast_to(
             np.asarray(collectives.bus_factor(w.kind, w.group), dtype=np.float64), (n,)) for w in work])
     return Prices(flops=flops, bytes=nbytes, time=seconds)

@@ -5,6 +5,10 @@
 symbols with the spec's own structure, and prices it. The spec's values come back as ``point``,
 to substitute late (``expr.subs(point)`` for one number, :func:`~llmp.analytic.compile` for
 many), so sensitivity analysis can differentiate with respect to any field.
+
+A collective the machine's own measurements price (:mod:`~llmp.analytic.measured`) is a table, not
+a formula: its closed form is NCCL's model scaled to the measurement at the spec's point, so its
+value there is what ``llmp predict`` uses and its derivatives are the model's.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.analytic import specpath
+from llmp.analytic import collectives, specpath
 from llmp.analytic.graph import decompose
+from llmp.analytic.kernels import Collective
 from llmp.analytic.op import Op, OpGraph
 from llmp.analytic.pricing import price
-from llmp.analytic.structure import structure_of
+from llmp.analytic.structure import Structure, structure_of
 from llmp.dsl.spec import Spec
 
 
@@ -53,6 +58,20 @@ def cost(spec: Spec) -> SymbolicCost:
     sym_spec, point = specpath.symbolize(spec)
     graph = decompose(sym_spec, structure)
     prices = price(graph, sym_spec)
-    ops = tuple(OpCost(op=op, flops=sp.sympify(f), bytes=sp.sympify(b), time=sp.sympify(t))
-                for op, f, b, t in zip(graph.ops, prices.flops, prices.bytes, prices.time))
+    scale = _measured_scale(spec, structure, len(graph.ops))
+    ops = tuple(OpCost(op=op, flops=sp.sympify(f), bytes=sp.sympify(b), time=sp.sympify(t) * k)
+                for op, f, b, t, k in zip(graph.ops, prices.flops, prices.bytes, prices.time, scale))
     return SymbolicCost(graph=graph, ops=ops, point=point, spec=sym_spec)
+
+
+def _measured_scale(spec: Spec, structure: Structure, n: int) -> list[Any]:
+    """Per op: measured / model seconds at the point for a collective a table serves, else 1."""
+    graph = decompose(spec, structure)
+    prices = price(graph, spec)
+    if not any(s is not None and s.seconds is not None for s in prices.served):
+        return [1] * n
+    assert len(graph.ops) == n, "the numeric and the symbolic graph have the same ops"
+    links = collectives.Links.of(spec)
+    return [1 if s is None or s.seconds is None or not isinstance(op.work, Collective)
+            else sp.Float(s.seconds) / sp.Float(float(collectives.time(op.work, links)))
+            for op, s in zip(graph.ops, prices.served)]

@@ -11,13 +11,16 @@ The model of one measured step ``r`` of one stack on one cluster::
 * ``memory``: every other kernel family (norms, elementwise, softmax, loss, embedding, optimizer),
 * ``intra`` / ``inter``: collectives inside a node / across nodes (communication efficiency per
   link tier),
+* ``host``: the host thread's dispatch and launch costs (the run's CPU against the one they were
+  measured on; it moves only steps the host paces),
 
 and ``omega * t_ref`` is a fixed per-step overhead in seconds (``t_ref``: the shortest of the
 calibration rows' uncalibrated step times, so ``omega`` is a fraction of the shortest step).
 
 The prior is the uncalibrated model's own uncertainty (``compose.band``): ``theta ~ N(0, S)``
 with ``S = diag(sigma_g^2) + c^2 (1 1^T)``, ``sigma_g`` the time-weighted error of the group's
-families in the calibration rows (store intervals, or the roofline's measured error), ``c^2``
+families in the calibration rows (store intervals, or the roofline's measured error; for the
+host, the spread of host CPUs against the measuring one, ``llmp.stacks.host.HOST_SPEED``), ``c^2``
 the composition term's second moment (what the ops cannot see, shared by every group), and
 ``omega ~ HalfNormal(exp(above) - 1)``: an overhead as large as the composition term lets the
 unseen part of a step be (its upper width ``above``). ``noise`` starts at the composition term's
@@ -51,9 +54,19 @@ import numpy as np
 from llmp.analytic.op import Scope
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
-from llmp.compose.posterior import GROUPS, NOISE_PSEUDO_ROWS, PARAMS, Posterior, Prior, group_index, step_times
+from llmp.compose.posterior import (
+    GROUPS,
+    NOISE_PSEUDO_ROWS,
+    PARAMS,
+    Group,
+    Posterior,
+    Prior,
+    group_index,
+    step_times,
+)
 from llmp.compose.predictor import Priced
 from llmp.errors import InputError
+from llmp.stacks.host import HOST_SPEED
 
 OVERHEAD_EVIDENCE = 1.0
 """Log Bayes factor above which the overhead is fitted: "positive" evidence on Kass and Raftery's
@@ -81,6 +94,9 @@ def prior_of(rows: Sequence[Priced], term: CompositionTerm) -> Prior:
     measured = den > 0
     widest = float(np.sqrt(num[measured] / den[measured]).max()) if measured.any() else 1.0
     sigma = tuple(float(math.sqrt(num[g] / den[g])) if measured[g] else widest for g in range(len(GROUPS)))
+    # The host's factor: the run's CPU against the measuring one (llmp.stacks.host.HOST_SPEED).
+    sigma = tuple(math.sqrt((HOST_SPEED.below**2 + HOST_SPEED.above**2) / 2) if GROUPS[g] is Group.HOST else v
+                  for g, v in enumerate(sigma))
     shift = math.sqrt((term.below**2 + term.above**2) / 2)
     return Prior(sigma=sigma, shift=shift, overhead=max(math.expm1(term.above), 1e-3), noise=max(term.within, 1e-3))
 

@@ -128,6 +128,11 @@ def render(spec: Spec) -> str:
             measured = f", efficiency {_show(link.efficiency, f'{label}.efficiency')}"
         if link.peer_bandwidth is not None:
             measured += f", {format_quantity(link.peer_bandwidth, BANDWIDTH)} per pair"
+        if link.nvls:
+            measured += ", NVLS" + (f" at {_show(link.nvls_efficiency, f'{label}.nvls_efficiency')}"
+                                    if link.nvls_efficiency is not None else "")
+        if link.transport is not None:
+            measured += f", {link.transport.value}"
         out.append(f"  {label:<{_WIDTH}}{link.id}: {bandwidth}, latency {latency}{measured}")
     derivation = gpu.derivation
     title = f"gpu {gpu.id}" + "".join(f" from {base}" for base in (derivation.chain if derivation else ()))

@@ -51,6 +51,7 @@ from llmp.analytic.kernels import Collective, CollectiveKind
 from llmp.analytic.op import OpGraph
 from llmp.compose.correction import Correction
 from llmp.errors import InputError, ResidualSchemaError
+from llmp.stacks.host import Spread
 
 LEVEL = 0.8
 """The band's default level: the share of real steps it should hold."""
@@ -261,9 +262,9 @@ class Term:
 
     name: str
     kind: str
-    """``store`` (a family a store serves), ``roofline`` (a family none serves), ``composition``,
-    ``calibration`` (a factor ``llmp calibrate`` fitted) or ``residual`` (a calibrated stack's
-    run-to-run spread)."""
+    """``store`` (a family a store serves), ``roofline`` (a family none serves), ``host`` (the run's
+    host CPU against the measuring one), ``composition``, ``calibration`` (a factor ``llmp
+    calibrate`` fitted) or ``residual`` (a calibrated stack's run-to-run spread)."""
     sigma_below: float
     sigma_above: float
     share: float
@@ -318,16 +319,17 @@ class Band:
                 "terms": [t.to_dict() for t in sorted(self.terms, key=lambda t: -t.share)]}
 
 
-def compose_draws(compose: Callable[[list[Any]], Any], times: Sequence[float], sigma: np.ndarray,
-                  z: np.ndarray) -> np.ndarray:
+def compose_draws(compose: Callable[..., Any], times: Sequence[float], sigma: np.ndarray,
+                  z: np.ndarray, host: np.ndarray | None = None) -> np.ndarray:
     """Step time per draw: ``compose`` (per-op times -> step time) on each op's time scaled by
-    ``exp(sigma[i] z[:, i])`` (``z``: one column per op); an op of no error keeps its number."""
+    ``exp(sigma[i] z[:, i])`` (``z``: one column per op); an op of no error keeps its number;
+    ``host``: each draw's factor on the host thread's costs (``compose(times, host_scale)``)."""
     err = sigma > 0
     scaled: list[Any] = list(times)
     rows = np.asarray(times, float)[err, None] * np.exp(sigma[err, None] * z[:, err].T)
     for i, row in zip(np.flatnonzero(err), rows):
         scaled[i] = row
-    return np.asarray(compose(scaled), dtype=float)
+    return np.asarray(compose(scaled) if host is None else compose(scaled, host), dtype=float)
 
 
 def shares(log_t: np.ndarray, columns: Mapping[str, np.ndarray]) -> dict[str, float]:
@@ -347,30 +349,40 @@ def quantiles(log_y: np.ndarray, level: float) -> tuple[float, float]:
     return float(math.exp(lo)), float(math.exp(hi))
 
 
-def zero_shot(compose: Callable[[list[Any]], Any], times: Sequence[float], errors: OpErrors,
-              term: CompositionTerm, level: float = LEVEL, draws: int = DRAWS) -> Band:
-    """The uncalibrated band (module docstring): family draws through ``compose``, then the
-    composition term."""
+def zero_shot(compose: Callable[..., Any], times: Sequence[float], errors: OpErrors,
+              term: CompositionTerm, level: float = LEVEL, draws: int = DRAWS, host: Spread | None = None) -> Band:
+    """The uncalibrated band (module docstring): family draws through ``compose``, the host
+    thread's speed (``host``: its spread against the measuring CPU; None where the device is its
+    own host), then the composition term."""
     level = check_level(level)
-    z = normal_draws(draws, len(errors.families) + 1)
-    log_t = np.broadcast_to(np.log(compose_draws(compose, times, errors.sigma, z[:, errors.column])),
+    z = normal_draws(draws, len(errors.families) + 2)
+    eta_host = two_piece(z[:, -2], host.below, host.above) if host is not None else None
+    log_t = np.broadcast_to(np.log(compose_draws(compose, times, errors.sigma, z[:, errors.column],
+                                                 None if eta_host is None else np.exp(eta_host))),
                             (draws,)).copy()  # no error: one value
-    return with_term(log_t, z, errors, term, level)
+    return with_term(log_t, z, errors, term, level, host, eta_host)
 
 
-def with_term(log_t: np.ndarray, z: np.ndarray, errors: OpErrors, term: CompositionTerm, level: float) -> Band:
-    """The band from the ops' draws ``log_t`` (taken with the family columns of ``z``) and ``term``
-    (drawn from the last column)."""
+def with_term(log_t: np.ndarray, z: np.ndarray, errors: OpErrors, term: CompositionTerm, level: float,
+              host: Spread | None = None, eta_host: np.ndarray | None = None) -> Band:
+    """The band from the draws ``log_t`` (taken with the family columns of ``z`` and, where there
+    is a host, its column ``-2`` as ``eta_host``) and ``term`` (drawn from the last column)."""
     eta = two_piece(z[:, -1], term.below, term.above)
     log_y = log_t + eta
     low, high = quantiles(log_y, level)
     widths = {f: float(errors.sigma[errors.column == i].max()) for i, f in enumerate(errors.families)}
-    share = shares(log_y, {**{f: z[:, i] for i, f in enumerate(errors.families) if widths[f] > 0}, "composition": eta})
+    columns = {**{f: z[:, i] for i, f in enumerate(errors.families) if widths[f] > 0}, "composition": eta}
+    if eta_host is not None:
+        columns["host"] = eta_host
+    share = shares(log_y, columns)
     terms = []
     for i, f in enumerate(errors.families):
         if widths[f] > 0:
             terms.append(Term(name=f, kind="store" if errors.covered[i] else "roofline", sigma_below=widths[f],
                               sigma_above=widths[f], share=share[f], source=errors.sources[i]))
+    if host is not None:
+        terms.append(Term(name="host", kind="host", sigma_below=host.below, sigma_above=host.above,
+                          share=share["host"], source=host.source))
     terms.append(Term(name="composition", kind="composition", sigma_below=term.below, sigma_above=term.above,
                       share=share["composition"], source=term.source))
     uncovered = tuple(f for f, c in zip(errors.families, errors.covered) if not c)

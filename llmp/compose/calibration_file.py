@@ -29,7 +29,8 @@ from llmp.dsl.spec import Spec
 from llmp.errors import InputError
 
 FORMAT = "llmp-calibration"
-VERSION = 1
+VERSION = 2
+"""2: a factor on the host thread (the host group); version 1 files predate it and are refused."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -62,6 +62,9 @@ class OverlapRules:
     host: HostRules | None = None
     """The host thread that issues the kernels (:mod:`llmp.stacks.host`); None: the device never
     waits for it (the CPU device, which is its own host, or a caller pricing the device alone)."""
+    host_scale: Any = 1.0
+    """Multiplies every host cost: how much slower (> 1) the run's host CPU is than the one the
+    costs were measured on. A number, or an array (the band's draws, a calibration's posterior)."""
 
     @classmethod
     def of(cls, spec: Spec) -> OverlapRules:
@@ -205,7 +208,7 @@ class Run:
     and ``host + device`` (the two streams overlap, and each op needs both in turn)."""
 
 
-def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
+def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.0) -> Run:
     """:func:`_pass` from the ops' :func:`_static` form and their times, with the host thread.
 
     The host issues the ops in order and the device runs each once it is issued and the previous
@@ -243,7 +246,7 @@ def _run(static: Static, times: Sequence[Any], repeat: Any) -> Run:
     lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
     for (_, _, _, _, h, _), n, b in zip(rows, counts, busy):
         if h:
-            host = host + n * h
+            host = host + n * h * host_scale
             ahead = host - device
             lead = ahead if lead is None else _max(lead, ahead)
         device = device + b
@@ -282,7 +285,7 @@ def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> tuple[Any
     its layers, embedding and head, and a search can bound a layout's step from one priced layer
     (``llmp.search.bound``)."""
     kept = [(op, t) for op, t in ops if op.overlap is not Overlap.PREFETCH]
-    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1)
+    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1, rules.host_scale)
     return run.device, run.host
 
 
@@ -314,7 +317,7 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 done = runs.get(id(group))
                 if done is None:
                     static, indices, repeat = group
-                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat)
+                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat, rules.host_scale)
                 for k, v in done.categories.items():
                     by_cat[k] += v
                 compute += done.free
@@ -433,7 +436,7 @@ def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: 
         elif rule == _UPDATE:
             update[category] += count * t
             if h:
-                host = host + count * h
+                host = host + count * h * rules.host_scale
                 lead = host - device if lead is None else _max(lead, host - device)
             device = device + count * t
         elif rule == _BUCKETED:

@@ -3,8 +3,9 @@ and the band apply. ``llmp.calibrate`` (above this package) fits them; the model
 ``llmp/calibrate/fit.py``'s docstring.
 
 Every op's time is multiplied by ``exp(theta_g)`` of its group ``g`` (the tensor-core kernels,
-the other kernels, collectives inside a node, across nodes), and a fixed per-step overhead is
-added. :class:`Posterior` holds the factors' posterior: its point, and its band by drawing the
+the other kernels, collectives inside a node, across nodes), the host thread's costs by
+``exp(theta_host)`` (the run's CPU against the one they were measured on), and a fixed per-step
+overhead is added. :class:`Posterior` holds the factors' posterior: its point, and its band by drawing the
 factors and one run's spread.
 """
 
@@ -36,9 +37,12 @@ class Group(StrEnum):
     MEMORY = "memory"
     INTRA = "intra"
     INTER = "inter"
+    HOST = "host"
+    """The host thread's costs (no op's device time): how fast the run's CPU issues kernels."""
 
 
 GROUPS: tuple[Group, ...] = tuple(Group)
+HOST_INDEX = GROUPS.index(Group.HOST)
 PARAMS: tuple[str, ...] = (*(g.value for g in GROUPS), "overhead")
 """The fitted parameters: a log factor per group, then the overhead (a fraction of ``t_ref``)."""
 TENSOR_FAMILIES = frozenset({Family.GEMM, Family.ATTENTION})
@@ -58,17 +62,23 @@ def group_index(graph: OpGraph) -> np.ndarray:
 
 def scaled(graph: OpGraph, times: Sequence[Any], theta: np.ndarray) -> list[Any]:
     """Per-op ``times`` (numbers or arrays of configurations) multiplied by their group's factor:
-    ``theta`` holds four log factors, or ``(m, 4)`` of them (then every time becomes ``m`` draws)."""
+    ``theta`` holds a log factor per group, or ``(m, groups)`` of them (then every time becomes ``m``
+    draws); the host's factor multiplies no op (:func:`host_scale`)."""
     factor = np.exp(np.asarray(theta, float))
     per_group = [factor[..., g] for g in range(len(GROUPS))]
     return [t * per_group[g] for t, g in zip(times, group_index(graph))]
 
 
+def host_scale(theta: np.ndarray) -> Any:
+    """The factor on the host thread's costs of each row of ``theta``."""
+    return np.exp(np.asarray(theta, float)[..., HOST_INDEX])
+
+
 def step_times(p: Priced, theta: np.ndarray, overhead_s: np.ndarray | float = 0.0) -> np.ndarray:
-    """Calibrated step time of ``p`` for each row of ``theta`` (``(m, 4)`` log factors): one
+    """Calibrated step time of ``p`` for each row of ``theta`` (``(m, groups)`` log factors): one
     composition on arrays of ``m`` draws, plus the per-step overhead in seconds."""
     theta = np.atleast_2d(np.asarray(theta, float))
-    return np.asarray(p.step_time(scaled(p.graph, p.times, theta)), float) + overhead_s
+    return np.asarray(p.step_time(scaled(p.graph, p.times, theta), host_scale(theta)), float) + overhead_s
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,8 +96,12 @@ class Prior:
 
     @property
     def covariance(self) -> np.ndarray:
+        """``diag(sigma^2)`` plus the shared shift between the device's groups; the host's factor
+        (the run's CPU) shares nothing with them."""
         s = np.asarray(self.sigma)
-        return np.diag(s**2) + self.shift**2 * np.ones((len(s), len(s)))
+        shared = np.ones(len(s))
+        shared[HOST_INDEX] = 0.0
+        return np.diag(s**2) + self.shift**2 * np.outer(shared, shared)
 
     def to_dict(self) -> dict[str, Any]:
         return {"sigma": dict(zip((g.value for g in GROUPS), self.sigma)), "shift": self.shift,
@@ -99,7 +113,7 @@ class Posterior:
     """The fitted factors and their uncertainty (Laplace approximation)."""
 
     mean: tuple[float, ...]
-    """MAP of :data:`PARAMS`: four log factors, then the overhead as a fraction of ``t_ref``."""
+    """MAP of :data:`PARAMS`: a log factor per group, then the overhead as a fraction of ``t_ref``."""
     covariance: tuple[tuple[float, ...], ...]
     t_ref: float
     """Seconds: the shortest uncalibrated step time among the calibration rows (the overhead's unit)."""

@@ -126,6 +126,9 @@ class Provenance:
     calibrated_by: str = ""
     """The ``llmp calibrate`` file that corrected this prediction and what it applied ("": none,
     a zero-shot prediction)."""
+    measured: tuple[str, ...] = ()
+    """Collectives this machine's own measurements priced (no residual correction on top), and
+    those of a measured machine that fell outside its measurements (``llmp.compose.measured``)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ((k, getattr(self, k)) for k in self.__slots__)}
@@ -322,6 +325,8 @@ class Prediction:
             shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
             lines.append(f"outside the fitted shapes (band widened): {len(names)} op{'s' if len(names) > 1 else ''}: "
                          f"{shown}")
+        if p.measured:
+            lines += ["collectives:", *(f"  {note}" for note in p.measured)]
         if p.calibration:
             lines += ["analytic ceilings:", *(f"  {note}" for note in p.calibration)]
         lines += ["", *self.uncertainty.describe()]

@@ -9,6 +9,7 @@ point; the band's draws run through the same schedule, ``compose.band``) → mem
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import operator
 import os
@@ -25,13 +26,13 @@ from llmp.analytic.kernels import Kernel
 from llmp.analytic.op import Op, OpGraph, Part, Scope
 from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
-from llmp.compose import band, calibration, reuse
+from llmp.compose import band, calibration, measured, reuse
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.caveats import caveats
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
-from llmp.compose.posterior import scaled
+from llmp.compose.posterior import host_scale, scaled
 from llmp.compose.prediction import (
     MemoryReport,
     OpRow,
@@ -44,6 +45,7 @@ from llmp.compose.step import Step, compose, schedule_plan
 from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
 from llmp.stacks import padded_vocab
+from llmp.stacks.host import HOST_SPEED
 from llmp.sym import has_free_symbols
 
 ROOFLINE_ONLY = "roofline only (no residual models)"
@@ -118,14 +120,17 @@ def _flop_terms(graph: OpGraph, keep: Callable[[Op], bool]) -> tuple[tuple[FlopT
     return out
 
 
-def _bound(op_work: Any, f: float, b: float, t: float, hw: Hardware) -> str:
+def _bound(op_work: Any, t: float, hw: Hardware) -> str:
     if not isinstance(op_work, Kernel):
         return "network"
-    launch = kernels.cost(op_work).launches * float(hw.launch_overhead)
+    c = kernels.cost(op_work)
+    launch = c.launches * float(hw.launch_overhead)
     body = t - launch
     if launch > body:
         return "latency"
-    return "memory" if b / float(hw.mem_bandwidth) >= body * (1 - 1e-12) else "compute"
+    memory = kernels.memory_bound(op_work, c, peak=float(hw.peak_for(op_work, c.tensor_core)),
+                                  mem_bandwidth=float(hw.mem_bandwidth), grid=hw.grid)
+    return "memory" if memory else "compute"
 
 
 def _rows(graph: OpGraph, prices: Prices, corr: Correction, hw: Hardware) -> tuple[OpRow, ...]:
@@ -135,7 +140,7 @@ def _rows(graph: OpGraph, prices: Prices, corr: Correction, hw: Hardware) -> tup
         rows.append(OpRow(name=op.name, family=op.family, category=op.category, phase=op.phase.value,
                           scope=op.scope.value, rank_kind=op.rank_kind.value if op.rank_kind else None,
                           count=float(op.count), flops=f, bytes=b, roofline_s=t, factor=float(corr.factor[i]),
-                          covered=bool(corr.covered[i]), bound=_bound(op.work, f, b, t, hw)))
+                          covered=bool(corr.covered[i]), bound=_bound(op.work, t, hw)))
     return tuple(rows)
 
 
@@ -152,12 +157,13 @@ def choose_residuals(residuals: Residuals | str | os.PathLike[str] | None, spec:
     return residuals, "given"
 
 
-def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction) -> ResidualUse:
+def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction, served: np.ndarray) -> ResidualUse:
     flagged = corr.out_of_domain if corr.out_of_domain is not None else [False] * len(graph.ops)
     path = getattr(residuals, "path", None)
     return ResidualUse(id=residuals.id, path=str(path) if path is not None else "",
                        scope=getattr(residuals, "scope", "custom"),
-                       covered=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if c})),
+                       covered=tuple(sorted({op.family for op, c, m in zip(graph.ops, corr.covered, served)
+                                             if c and not m})),
                        out_of_domain=tuple(sorted({op.name for op, f in zip(graph.ops, flagged) if f})))
 
 
@@ -184,12 +190,23 @@ class Priced:
         return list(map(operator.mul, map(float, self.prices.time),
                         np.asarray(self.correction.factor, dtype=float).tolist()))
 
-    def compose(self, times: Sequence[Any]) -> Step:
-        """The step for per-op ``times`` (floats, or arrays of draws)."""
-        return compose(self.graph, times, OverlapRules.of(self.spec), self.spec.parallel.schedule)
+    def compose(self, times: Sequence[Any], host_scale: Any = 1.0) -> Step:
+        """The step for per-op ``times`` (floats, or arrays of draws), the host's costs multiplied by
+        ``host_scale`` (a number, or an array of draws)."""
+        rules = OverlapRules.of(self.spec)
+        if not (isinstance(host_scale, (int, float)) and host_scale == 1.0):
+            rules = dataclasses.replace(rules, host_scale=host_scale)
+        return compose(self.graph, times, rules, self.spec.parallel.schedule)
 
-    def step_time(self, times: Sequence[Any]) -> Any:
-        return self.compose(times).step_time
+    def step_time(self, times: Sequence[Any], host_scale: Any = 1.0) -> Any:
+        return self.compose(times, host_scale).step_time
+
+
+def zero_shot(p: Priced, term: band.CompositionTerm, level: float = band.LEVEL) -> band.Band:
+    """The uncalibrated band of ``p`` with composition term ``term``: its ops' errors, the host
+    thread's speed where a host issues the kernels (``llmp.stacks.host.HOST_SPEED``), the term."""
+    host = HOST_SPEED if OverlapRules.of(p.spec).host is not None else None
+    return band.zero_shot(p.step_time, p.times, p.errors, term, level, host=host)
 
 
 def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> Priced:
@@ -204,14 +221,15 @@ def priced(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "d
 
     def make() -> tuple[Residuals | None, Prices, Correction, band.OpErrors, float]:
         n = len(graph.ops)
+        prices = price(graph, spec)
         corr = (Correction.identity(n) if residuals is None else
                 residuals.correct([op.work for op in graph.ops], spec).check(n))
+        corr = measured.apply(corr, prices)  # a machine's own measurements are not corrected again
         for a in (corr.factor, corr.low, corr.high, corr.covered, corr.out_of_domain):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False  # shared by every prediction that reuses it
         errors = band.op_errors(graph, corr, spec.cluster.gpu.id)
         errors.sigma.flags.writeable = errors.column.flags.writeable = False
-        prices = price(graph, spec)
         return residuals, prices, corr, errors, gpu_flops(graph, prices.flops)
 
     which = None if transient else _store_identity(residuals)
@@ -256,13 +274,13 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     if calibration is None:
         step = p.compose(times)
         t = float(step.step_time)
-        return _prediction(p, step, t, lambda: band.zero_shot(p.step_time, times, p.errors, band.composition_term(),
-                                                              level), hw, model_id)
+        return _prediction(p, step, t, lambda: zero_shot(p, band.composition_term(), level), hw, model_id)
     cal = as_calibration(calibration)
     assert cal is not None, "a calibration was given"
     cal.check(spec)
     post = cal.basis(model_id).posterior
-    step = p.compose(scaled(graph, times, np.asarray(post.mean[:-1])))
+    theta = np.asarray(post.mean[:-1])
+    step = p.compose(scaled(graph, times, theta), float(host_scale(theta)))
     t = float(step.step_time) + post.overhead_s
     factors = ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
     what = (f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} on {cal.gpu}; "
@@ -315,10 +333,12 @@ def _model_counts(spec: Spec, graph: OpGraph) -> tuple[float, float, float]:
 
 def _provenance(p: Priced, model_id: str, calibrated: str) -> Provenance:
     spec, graph, corr, residuals = p.spec, p.graph, p.correction, p.residuals
+    served = measured.served_mask(p.prices, len(graph.ops))
     return Provenance(spec_hash=spec_hash(spec), source=spec.source, residuals=model_id,
                       uncorrected=tuple(sorted({op.family for op, c in zip(graph.ops, corr.covered) if not c})),
                       residuals_note=p.note,
-                      residual_store=None if residuals is None else _residual_use(residuals, graph, corr),
+                      residual_store=None if residuals is None else _residual_use(residuals, graph, corr, served),
+                      measured=measured.notes(graph, p.prices),
                       calibration=calibration.notes(graph, spec), stack=spec.train.stack.value,
                       calibrated_by=calibrated)
 

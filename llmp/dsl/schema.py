@@ -38,7 +38,7 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
-from llmp.hardware.spec import Dtype
+from llmp.hardware.spec import Dtype, Microarch, Transport
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
 
@@ -154,6 +154,9 @@ GPU = _section("gpu", "An accelerator (or a CPU socket used as one), as on its d
     _real("host_memory_bandwidth", BANDWIDTH,
           "Host memory bandwidth one device's share of its host gets (a host-side optimizer streams "
           "through it); 0 if not given.", default="0 B/s", bound=Bound.NONNEGATIVE),
+    _enum("microarch", Microarch, "Instruction-set target (sm70, sm80, sm86, sm90, sm100, gfx942, gfx950): "
+          "which tiles its GEMM and attention kernels launch, and so how their grids fill the SMs. "
+          "Absent: kernels are priced as if they filled every SM."),
 ], subs={"flops": "flops", "achievable": "achievable", "flash_attention": "flash_attention"})
 
 FLOPS = _section("flops", "Dense peak FLOP/s per dtype (tensor cores where they exist); a "
@@ -180,7 +183,9 @@ FLASH_ATTENTION = _section("flash_attention", "The best fused-attention rate per
 LINK = _section("link", "A network tier: bandwidth per endpoint per direction and latency.", [
     _real("bandwidth", BANDWIDTH, "Per endpoint (per GPU inside a node, per node between "
           "nodes), per direction.", required=True),
-    _real("latency", TIME, "One-way latency of a small message (the alpha of alpha-beta).",
+    _real("latency", TIME, "Latency this link adds to every step of a collective, on top of "
+          "NCCL's own per-step hardware latency for its transport (a NIC's: what NCCL's network "
+          "plugin reports, 0 for InfiniBand); for a host link, the whole per-step latency.",
           required=True, bound=Bound.NONNEGATIVE),
     _real("efficiency", COUNT, "Fraction of `bandwidth` that collectives reach on large "
           "messages (nccl-tests bus bandwidth over line rate); 1 = line rate.", default="1",
@@ -188,6 +193,16 @@ LINK = _section("link", "A network tier: bandwidth per endpoint per direction an
     _real("peer_bandwidth", BANDWIDTH, "Bandwidth between one pair of endpoints, per direction, "
           "where endpoints are wired to each other without a switch (a mesh); a group of r "
           "endpoints then gets at most (r - 1) x this. Absent: every pair gets `bandwidth`."),
+    _enum("transport", Transport, "What NCCL's cost model treats the link as: nvlink (a GPU "
+          "fabric, Infinity Fabric too), pci, net (a NIC) or host (gloo between CPU processes: a "
+          "plain alpha-beta ring). Absent: by its role, nvlink as a node's intra link, net as inter."),
+    _bool("nvls", "The switch reduces and multicasts in hardware (NVLink SHARP, NVSwitch 3 and "
+          "later): NCCL may run its NVLS and NVLS-tree algorithms.", "false"),
+    _real("nvls_efficiency", COUNT, "With nvls: the fraction of the achievable bandwidth NCCL's NVLS "
+          "runs at before all-reduce doubles it (NCCL's nvlsEfficiency), as measured. Absent: NCCL's "
+          "constant (Hopper 0.85, Blackwell 0.74).", bound=Bound.EFFICIENCY),
+    _bool("in_network_reduction", "The network reduces in its switches (InfiniBand SHARP through "
+          "NCCL's CollNet, NCCL_COLLNET_ENABLE=1): NCCL may run CollNet and multi-node NVLS.", "false"),
 ])
 
 NODE = _section("node", "A server: identical devices, an intra-node link and a network link.", [
@@ -198,9 +213,9 @@ NODE = _section("node", "A server: identical devices, an intra-node link and a n
              "(bandwidth per device).", required=True, bound=None),
     FieldDef(name="inter", kind=Kind.LINK, doc="The node's injection into the network "
              "(bandwidth per node, all NICs together).", required=True, bound=None),
-    _count("nvlink_domain", "GPUs joined by the intra link's switch fabric, a whole number of "
-           "nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups inside it run on intra.",
-           default="gpus_per_node"),
+    _count("nvlink_domain", "The scale-up domain: GPUs joined by the intra link's switch "
+           "fabric, a whole number of nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups "
+           "inside it run on intra, the NICs stay per node.", default="gpus_per_node"),
 ])
 
 CLUSTER = _section("cluster", "`nodes` identical nodes on one network.", [

@@ -58,6 +58,27 @@ class Dtype(StrEnum):
         return self.bits <= 8
 
 
+class Microarch(StrEnum):
+    """The instruction-set target a device's kernels are compiled for (``nvcc -arch``, ``hipcc
+    --offload-arch``): it decides which tile shapes its GEMM and attention libraries launch, and so
+    how a kernel's grid of tiles fills the SMs (``llmp.analytic.tiles``)."""
+
+    SM70 = "sm70"
+    """Volta (V100)."""
+    SM80 = "sm80"
+    """Ampere GA100 (A100)."""
+    SM86 = "sm86"
+    """Ampere GA10x (A40, A10, RTX 30): less shared memory per SM, other FlashAttention tiles."""
+    SM90 = "sm90"
+    """Hopper (H100, H200, H800, GH200)."""
+    SM100 = "sm100"
+    """Blackwell data-centre parts (B200, GB200; B300 and GB300, sm103, launch the same tiles)."""
+    GFX942 = "gfx942"
+    """AMD CDNA3 (MI300X, MI325X)."""
+    GFX950 = "gfx950"
+    """AMD CDNA4 (MI350X, MI355X)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Attainable:
     """Rates one kind of kernel reaches at best on a device, as a published micro-benchmark
@@ -124,6 +145,9 @@ class Device:
     host_memory_bandwidth: Real = 0.0
     """The host memory bandwidth one device's share of its host gets, bytes/s: what an optimizer
     offloaded to the host streams through. 0: not given."""
+    microarch: Microarch | None = None
+    """Which tiles its kernels launch (:class:`Microarch`). None (a CPU, or a device whose target is
+    not given): kernels are priced as if they filled every SM, the plain roofline."""
     achievable: Attainable | None = None
     """Best measured dense-GEMM rates (``achievable { }``): the GEMM compute ceiling. None: no
     micro-benchmark facts, GEMMs run against ``peak_flops``."""
@@ -134,15 +158,32 @@ class Device:
     """How a derived device got its values; None for a device written out in full."""
 
 
+class Transport(StrEnum):
+    """How a link carries a collective: NCCL's hardware classes (``NCCL_HW_NVLINK``, ``_PCI``,
+    ``_NET`` in NVIDIA/nccl src/tuning/cost_model.cc, whose latency tables are indexed by them),
+    or host processes exchanging buffers through gloo, which NCCL's tuning model does not describe."""
+
+    NVLINK = "nvlink"
+    """A GPU-to-GPU fabric: NVLink/NVSwitch, or AMD Infinity Fabric (RCCL's fork keeps the class)."""
+    PCI = "pci"
+    """GPUs talking over PCIe (no scale-up fabric)."""
+    NET = "net"
+    """A NIC: InfiniBand, RoCE, Slingshot, EFA."""
+    HOST = "host"
+    """CPU processes through gloo (a plain alpha-beta ring: latency per step, bytes over bandwidth)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Link:
-    """A network tier: bandwidth per endpoint per direction and one-way latency."""
+    """A network tier: bandwidth per endpoint per direction and its per-step latency."""
 
     id: str
     bandwidth: Real
     """Bytes/s per endpoint (per GPU for intra-node, per node for inter-node), per direction."""
     latency: Real
-    """Seconds of one-way latency for a small message (the alpha of the alpha-beta model)."""
+    """Seconds this link adds to every step of a collective, on top of NCCL's own hardware latency
+    for its transport (what NCCL's network plugin reports as a NIC's latency, ``graph->latencyInter``);
+    for a ``host`` link, the whole per-step latency (the alpha of the alpha-beta ring)."""
     efficiency: Real = 1.0
     """Fraction of ``bandwidth`` collectives reach on large messages (0 < efficiency <= 1):
     protocol and synchronisation overhead measured by nccl-tests; 1 = line rate."""
@@ -150,6 +191,19 @@ class Link:
     """Bytes/s per direction between one pair of endpoints wired directly to each other (a mesh,
     no switch): a group of r endpoints gets at most (r - 1) x this. None: a switch gives every
     pair the full ``bandwidth``."""
+    transport: Transport | None = None
+    """What NCCL's cost model treats the link as; None: by its role (a node's ``intra`` is
+    NVLink, an ``inter`` link a NIC)."""
+    nvls: bool = False
+    """The switch reduces and multicasts in hardware (NVLink SHARP, NVSwitch 3 and later), so
+    NCCL can run its NVLS and NVLS-tree algorithms over it."""
+    nvls_efficiency: Real | None = None
+    """Fraction of the achievable ring bandwidth NVLS runs at before NCCL doubles it for all-reduce
+    (NCCL's ``nvlsEfficiency``), as nccl-tests measure it; None: NCCL's own constant (Hopper 0.85,
+    Blackwell 0.74)."""
+    in_network_reduction: bool = False
+    """The network reduces in its switches (InfiniBand SHARP through NCCL's CollNet plugin, with
+    ``NCCL_COLLNET_ENABLE=1``), so NCCL can run CollNet Direct/Chain and multi-node NVLS over it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -164,13 +218,14 @@ class Node:
     inter: Link
     """The node's injection into the network (bandwidth per node per direction, all NICs)."""
     nvlink_domain: Count | None = None
-    """GPUs joined by the ``intra`` link's switch fabric, a whole number of nodes: 72 for a GB200
-    NVL72 rack of 18 four-GPU trays. Groups inside one domain run on ``intra``; beyond it, on
-    the NICs. None: the node itself."""
+    """GPUs joined by the ``intra`` link's switch fabric (the scale-up domain), a whole number of
+    nodes: 72 for a GB200 NVL72 rack of 18 four-GPU trays. Groups inside one domain run on
+    ``intra`` (NCCL treats such a multi-node NVLink domain as one node, its MNNVL mode); beyond
+    it, on the NICs, which stay per node (per tray). None: the node itself."""
 
     @property
     def domain(self) -> Count:
-        """GPUs per NVLink domain (``nvlink_domain``, else ``gpus_per_node``)."""
+        """GPUs per scale-up domain (``nvlink_domain``, else ``gpus_per_node``)."""
         return self.gpus_per_node if self.nvlink_domain is None else self.nvlink_domain
 
 

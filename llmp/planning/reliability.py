@@ -139,7 +139,8 @@ class Goodput:
         point = self.work_s[0] / self.wall_s[0]
         low = self.work_s[2] / self.wall_s[2]
         high = self.work_s[1] / self.wall_s[1]
-        return point, min(low, high), max(low, high)
+        # The band holds the point (its ends can meet it, and must not miss it by a rounding).
+        return point, min(low, high, point), max(low, high, point)
 
 
 def goodput(work_s: tuple[float, float, float], *, gpus: int, failures: FailureModel, checkpoint_s: float,

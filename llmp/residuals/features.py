@@ -8,9 +8,8 @@ last wave), dim alignment, dtype, and the device's own spec numbers (peak, bandw
 cache, clock), so one model can serve many devices. Column order is the schema's, never
 positional guesswork (STYLE.md rule 20): ``FEATURES[family]`` names every column.
 
-The roofline here is ``kernels.cost`` + the formula of ``kernels.roofline`` evaluated with
-numpy (a test checks it equals the SymPy ``kernels.roofline`` value), so the residual factor
-multiplies exactly the roofline the analytic graph uses.
+The roofline here is ``kernels.roofline`` evaluated on the device's numbers (tiles quantized onto
+its SMs), so the residual factor multiplies exactly the roofline the analytic graph uses.
 
 Monotone constraints (``MONOTONE``), where physics or every GPU generation so far agrees:
   * GEMM and attention: efficiency does not fall as the work of the same-shaped problem grows
@@ -37,9 +36,12 @@ from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Family, Kernel, Pass, Tier
 from llmp.hardware.spec import Device, Dtype
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+"""5: GEMM and attention waves from the kernel's own tiles on the device's architecture
+(``llmp.analytic.tiles``), ``log_quant``, rooflines quantized; shape cells in the domain."""
 TILE = 128
-"""Output tile edge of the wave model (cuBLAS/CUTLASS and FlashAttention tiles are 64-256)."""
+"""Output tile edge of the waves described for a device without a tile table (``microarch``
+absent, e.g. a CPU)."""
 
 _COMMON = ("pass_bwd", "dtype_bytes", "dtype_bf16", "dtype_tf32", "log_flops", "log_bytes", "log_t_roof",
            "log_launch_frac", "log_intensity_rel", "log_bytes_l2")
@@ -54,9 +56,9 @@ def _variant_names(family: Family) -> tuple[str, ...]:
 
 _SPECIFIC: dict[str, tuple[str, ...]] = {
     Family.GEMM: ("log_m", "log_n", "log_k", "log_batch", "align_m", "align_n", "align_k", "log_waves",
-                  "wave_util"),
+                  "wave_util", "log_quant"),
     Family.ATTENTION: ("log_batch", "log_heads", "log_group", "log_seq_q", "log_seq_kv", "log_head_dim",
-                       "log_head_dim_v", "log_window_frac", "causal", "flash", "log_waves", "wave_util"),
+                       "log_head_dim_v", "log_window_frac", "causal", "flash", "log_waves", "wave_util", "log_quant"),
     Family.NORM: ("log_tokens", "log_hidden", "rms", "align_hidden"),
     Family.ELEMENTWISE: ("log_elements",),
     Family.SOFTMAX: ("log_rows", "log_cols", "align_cols"),
@@ -102,9 +104,25 @@ def _align(x: int) -> float:
     return float(min(7, (x & -x).bit_length() - 1)) if x > 0 else 0.0
 
 
-def _waves(tiles: float, sms: float) -> tuple[float, float]:
-    waves = tiles / sms
-    return _log(waves), waves / math.ceil(waves) if waves > 0 else 0.0
+def _waves(k: Kernel, d: dict[str, int], device: Device, c: kernels.KernelCost, peak: float) -> list[float]:
+    """How the kernel's grid fills the device: log waves of CTAs over the SMs, the fill of the
+    last wave (1 = full), and ``log_quant``, the log of how much the tile and wave quantization
+    lengthens its busy time (``kernels.roofline`` with and without the grid; 0 without a tile
+    table). Without one, the waves of 128 x 128 tiles (a query's row of ``TILE``) are described."""
+    grid = kernels.Grid.of(device)
+    launched = kernels.launch_grid(k, grid)
+    if launched is None:
+        if k.family is Family.GEMM:
+            ctas = math.ceil(d["m"] / TILE) * math.ceil(d["n"] / TILE) * d["batch"]
+        else:
+            ctas = d["batch"] * d["heads"] * math.ceil(d["seq_q"] / TILE)
+        waves = ctas / float(device.sms)
+    else:
+        waves = float(launched[1])
+    bw = float(device.mem_bandwidth)
+    plain = kernels.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=0.0)
+    quantized = kernels.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=0.0, grid=grid)
+    return [_log(waves), waves / math.ceil(waves) if waves > 0 else 0.0, _log(float(quantized) / float(plain))]
 
 
 def peak_for(kernel: Kernel, cost: kernels.KernelCost, device: Device) -> float:
@@ -115,10 +133,12 @@ def peak_for(kernel: Kernel, cost: kernels.KernelCost, device: Device) -> float:
 
 
 def roofline_seconds(kernel: Kernel, device: Device) -> tuple[kernels.KernelCost, float]:
-    """``kernels.roofline`` evaluated numerically: ``max(F/peak, B/bw) + launches * launch`` in seconds."""
+    """``kernels.roofline`` on ``device`` in seconds: ``max(F/peak, B/bw) + launches * launch`` with
+    the kernel's tiles quantized onto the device's SMs, the very time ``llmp predict`` composes."""
     c = kernels.cost(kernel)
-    t = max(float(c.flops) / peak_for(kernel, c, device), float(c.bytes) / float(device.mem_bandwidth))
-    return c, t + c.launches * float(device.launch_overhead)
+    t = kernels.roofline(kernel, c, peak=peak_for(kernel, c, device), mem_bandwidth=float(device.mem_bandwidth),
+                         launch_overhead=float(device.launch_overhead), grid=kernels.Grid.of(device))
+    return c, float(t)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -151,17 +171,14 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
               _log((max(flops, 1.0) / nbytes) / (peak / bw)),
               _log(nbytes / l2)]
     d = {n: int(v) for n, v in k.dims}
-    sms = float(device.sms)
     f = k.family
     if f is Family.GEMM:
-        tiles = math.ceil(d["m"] / TILE) * math.ceil(d["n"] / TILE) * d["batch"]
         specific = [_log(d["m"]), _log(d["n"]), _log(d["k"]), _log(d["batch"]), _align(d["m"]), _align(d["n"]),
-                    _align(d["k"]), *_waves(tiles, sms)]
+                    _align(d["k"]), *_waves(k, d, device, c, peak)]
     elif f is Family.ATTENTION:
-        tiles = d["batch"] * d["heads"] * math.ceil(d["seq_q"] / TILE)
         specific = [_log(d["batch"]), _log(d["heads"]), _log(d["heads"] / d["kv_heads"]), _log(d["seq_q"]),
                     _log(d["seq_kv"]), _log(d["head_dim"]), _log(d["head_dim_v"]), _log(d["window"] / d["seq_kv"]),
-                    float(d["causal"]), float(d["flash"]), *_waves(tiles, sms)]
+                    float(d["causal"]), float(d["flash"]), *_waves(k, d, device, c, peak)]
     elif f is Family.NORM:
         specific = [_log(d["tokens"]), _log(d["hidden"]), float(d["rms"]), _align(d["hidden"])]
     elif f is Family.ELEMENTWISE:

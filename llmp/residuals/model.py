@@ -12,6 +12,11 @@ every sample for calibration (rather than a separate calibration split) matters 
 has 30-100 samples. Optional bootstrap members estimate where the model is unsure (used to
 pick samples actively on a new device, ``adapt.py``).
 
+Domain: a group knows the feature ranges and the shapes it was fitted on (``domain.Shapes``); a
+query beyond them is flagged out of domain (its band widens in the store). Beyond the sizes it
+measured, it gets the group's model only where that model was seen to extrapolate better than the
+roofline (``extrapolates``), else the bare, tile-quantized roofline.
+
 Fitted groups are kept as :class:`~llmp.residuals.forest.Forest` (the trees as numpy arrays):
 xgboost fits them, but predicting never imports it, so a loaded store and a freshly fitted
 model predict through the same code.
@@ -31,6 +36,7 @@ from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
 from llmp.progress import Progress, tick
 from llmp.residuals import features
+from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
 
 GROUP_FIELDS = ("family", "device", "dtype", "pass")
@@ -42,6 +48,13 @@ DOMAIN_FEATURES = ("log_flops", "log_bytes", "log_t_roof", "log_t_base", *featur
 """Features whose training range defines a group's sampled domain (queries outside are flagged)."""
 DOMAIN_MARGIN = {"log_flops": math.log(2.0), "log_bytes": math.log(2.0), "log_t_roof": math.log(2.0),
                  "log_t_base": math.log(2.0)}
+EXTRAPOLATION_SHARE = 0.25
+"""Rows held out at each end of a group's sizes to test how its model extrapolates. On the public
+data (training data split by size: benchmarks/fit_public.py's extrapolation table, and the
+shipped manifests' ``extrapolation``), models of memory-bound families fitted on large shapes were
+far worse on small ones than the roofline (A100 norms 106% vs 18% MAPE, H100 embeddings 211% vs
+36%), attention models far better (A100 12% vs 41%), GEMMs either way by GPU: so each group is
+tested at each end, not assumed."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -145,6 +158,8 @@ class ResidualModel:
         self.cv_error_: dict[tuple, dict[str, float]] = {}
         self.conformal_q_: dict[tuple, float] = {}
         self.domain_: dict[tuple, dict[str, tuple[float, float]]] = {}
+        self.shapes_: dict[tuple, Shapes] = {}
+        self.extrapolation_: dict[tuple, dict[str, float]] = {}
         self.skipped_groups_: dict[tuple, int] = {}
         for n, (key, group) in enumerate(sorted(grouped.items())):
             tick(progress, n, len(grouped))
@@ -168,6 +183,8 @@ class ResidualModel:
             names = features.FEATURES[family]
             self.domain_[key] = {f: (float(X[:, names.index(f)].min()), float(X[:, names.index(f)].max()))
                                  for f in DOMAIN_FEATURES if f in names}
+            self.shapes_[key] = Shapes.fitted(family, X, names)
+            self.extrapolation_[key] = self._extrapolation(family, X, y, w, seed)
         tick(progress, len(grouped), len(grouped))
         if not self.models_:
             raise InputError(f"no group has {self.min_samples}+ samples; nothing to fit",
@@ -187,6 +204,37 @@ class ResidualModel:
             X.append(row)
             y.append(math.log(o.seconds / base))
         return np.asarray(X), np.asarray(y), family
+
+    def _extrapolation(self, family: str, X: np.ndarray, y: np.ndarray, w: np.ndarray,
+                       seed: int) -> dict[str, float]:
+        """How the group's model does on shapes far beyond those it was fitted on, against the bare
+        (quantized) roofline, at each end of its sizes (bytes moved): fitted on the larger half of
+        its rows and scored on the smallest ``EXTRAPOLATION_SHARE`` (``below``: a quarter of the
+        sizes lies between them, as between a store's shapes and a narrow shard's), then fitted
+        on the smaller half and scored on the largest (``above``). ``cut`` is the group's median
+        size, which says which end an out-of-domain query is at."""
+        size = X[:, features.FEATURES[family].index("log_bytes")]
+        cut = float(np.median(size))
+        out = {"cut": cut}
+        for end, test, train in (("below", size < np.quantile(size, EXTRAPOLATION_SHARE), size > cut),
+                                 ("above", size > np.quantile(size, 1 - EXTRAPOLATION_SHARE), size < cut)):
+            if train.sum() < self.min_samples or not test.any():
+                out |= {f"{end}_mape": 0.0, f"{end}_roofline_mape": 0.0, f"{end}_n": 0.0}  # too few: not served
+                continue
+            reg = self._regressor(family, seed + 97).fit(X[train], y[train], sample_weight=w[train])
+            out |= {f"{end}_mape": float(np.mean(np.abs(np.exp(reg.predict(X[test]) - y[test]) - 1))),
+                    f"{end}_roofline_mape": float(np.mean(np.abs(np.exp(-y[test]) - 1))),
+                    f"{end}_n": float(test.sum())}
+        return out
+
+    def extrapolates(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
+        """Per row: whether the group's model beat the roofline at the end of its sizes the row is
+        at (``_extrapolation``): its answer is served out of domain there, else the roofline is."""
+        e = self.extrapolation_.get(key)
+        if e is None:
+            return np.zeros(len(X), dtype=bool)
+        ok = {end: e[f"{end}_n"] > 0 and e[f"{end}_mape"] < e[f"{end}_roofline_mape"] for end in ("below", "above")}
+        return np.where(X[:, names.index("log_bytes")] < e["cut"], ok["below"], ok["above"])
 
     def _folds(self, n: int) -> int:
         return max(2, min(self.cv_folds, n))
@@ -235,21 +283,37 @@ class ResidualModel:
                 continue
             idx = np.asarray(rows)
             X = block.X[idx]
-            out.log_factor[idx] = self.models_[key].predict(X)
+            inside = self._in_domain(key, block.names, X)
+            # Beyond the sizes it measured, the model only where it extrapolated well; between them
+            # (a gap in its shapes) and out of domain by the device's numbers alone (a store adapted
+            # to a new device), it keeps its answer, flagged.
+            served = self._within_sizes(key, block.names, X) | self.extrapolates(key, block.names, X)
+            out.log_factor[idx] = np.where(served, self.models_[key].predict(X), 0.0)
             out.q[idx] = self.conformal_q_[key]
             out.has_model[idx] = True
-            out.in_domain[idx] = self._in_domain(key, block.names, X)
+            out.in_domain[idx] = inside
             members = (self.members_.get(key) or []) if spread else []
             if members:
                 out.spread[idx] = np.std([m.predict(X) for m in members], axis=0)
         return out
 
+    def _within_sizes(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
+        """Bytes moved within the fitted range (with ``DOMAIN_MARGIN``): not an extrapolation in size."""
+        lo, hi = self.domain_[key].get("log_bytes", (-math.inf, math.inf))
+        col = X[:, names.index("log_bytes")]
+        return (col >= lo - DOMAIN_MARGIN["log_bytes"]) & (col <= hi + DOMAIN_MARGIN["log_bytes"])
+
     def _in_domain(self, key: tuple, names: tuple[str, ...], X: np.ndarray) -> np.ndarray:
+        """Inside the fitted range of every ``DOMAIN_FEATURES`` column, and near a measured shape of
+        the same kind (``domain.Shapes``)."""
         inside = np.ones(len(X), dtype=bool)
         for f, (lo, hi) in self.domain_[key].items():
             margin = DOMAIN_MARGIN.get(f, 0.02 * max(abs(lo), abs(hi), 1e-9))
             col = X[:, names.index(f)]
             inside &= (col >= lo - margin) & (col <= hi + margin)
+        shapes = self.shapes_.get(key)
+        if shapes is not None and inside.any():
+            inside[inside] = shapes.covers(X[inside], names)
         return inside
 
     def families(self) -> tuple[str, ...]:

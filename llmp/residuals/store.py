@@ -3,7 +3,8 @@
 Layout (STYLE.md rule 21)::
 
     MODELDIR/manifest.json        versions, feature schema, groups (structured keys), sample counts,
-                                  CV error, conformal half-widths, domains, seed, the devices it
+                                  CV error, conformal half-widths, domains (feature ranges and the
+                                  measured shapes, ``domain.py``), seed, the devices it
                                   serves and the fingerprints of their spec numbers
     MODELDIR/groups/<i>.ubj       the XGBoost model of group i (Universal Binary JSON)
     MODELDIR/groups/<i>.m<j>.ubj  bootstrap member j of group i (optional)
@@ -52,6 +53,7 @@ from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.recent import Recent
 from llmp.residuals import features
+from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, stratum_of
 
@@ -59,8 +61,10 @@ if TYPE_CHECKING:  # imported when a cross-GPU store is read (it needs more than
     from llmp.residuals.transfer import CrossGpuModel
 
 FORMAT = "llmp-residuals"
-FORMAT_VERSION = 2
-"""2: ``serves``, fingerprints with the measured ceilings, per-(operator, pass) adjustments."""
+FORMAT_VERSION = 3
+"""2: ``serves``, fingerprints with the measured ceilings, per-(operator, pass) adjustments.
+3: the measured shapes of every group and unit (``domain.Shapes``), the device's ``microarch`` in
+its fingerprint, per-operator transfer evidence in cross-GPU units."""
 ANY = "any"
 """``serves`` of a cross-GPU store."""
 CROSS_GPU = "cross_gpu"
@@ -89,14 +93,16 @@ _SCALAR_NUMBERS = ("mem_bandwidth", "sms", "clock", "l2_cache", "launch_overhead
 
 def _numbers(device: Device) -> dict[str, Any]:
     """The spec numbers a device's features and rooflines are computed from (``features.py``,
-    ``kernels.ceiling``): peaks, measured ceilings, bandwidth, SMs, clock, cache, launch cost."""
+    ``kernels.ceiling``, ``kernels.roofline``): peaks, measured ceilings, bandwidth, SMs, clock,
+    cache, launch cost, and the architecture whose tiles quantize its kernels."""
     def rates(table: Any) -> dict[str, float]:
         return {str(k): float(v) for k, v in sorted(table.items())}
 
     return {"peak_flops": rates(device.peak_flops),
             "achievable": rates(device.achievable.rates) if device.achievable else {},
             "flash_attention": rates(device.flash_attention.rates) if device.flash_attention else {},
-            **{name: float(getattr(device, name)) for name in _SCALAR_NUMBERS}}
+            **{name: float(getattr(device, name)) for name in _SCALAR_NUMBERS},
+            "microarch": device.microarch.value if device.microarch is not None else ""}
 
 
 def _digest(numbers: dict[str, Any]) -> str:
@@ -111,10 +117,10 @@ def device_fingerprint(device: Device) -> dict[str, object]:
 
 def _differences(recorded: dict[str, Any], numbers: dict[str, Any]) -> list[str]:
     out = []
-    for name in (*_RATE_TABLES, *_SCALAR_NUMBERS):
+    for name in (*_RATE_TABLES, *_SCALAR_NUMBERS, "microarch"):
         a, b = recorded.get(name), numbers[name]
         if a != b:
-            out.append(f"{name} {a} -> {b}" if name in _SCALAR_NUMBERS else f"{name}")
+            out.append(f"{name} {a} -> {b}" if name not in _RATE_TABLES else f"{name}")
     return out
 
 
@@ -387,6 +393,8 @@ def save(model: ResidualModel | CrossGpuModel, directory: str | os.PathLike[str]
                        "n_samples": model.n_samples_per_group_[key], "cv": model.cv_error_[key],
                        "conformal_q": model.conformal_q_[key],
                        "domain": {k: list(v) for k, v in model.domain_[key].items()},
+                       "shapes": model.shapes_[key].to_manifest(),
+                       "extrapolation": model.extrapolation_[key],
                        "monotone": features.MONOTONE[fam] if model.monotone else {}})
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "llmp": __version__, "xgboost": ",".join(sorted(versions)),
@@ -530,6 +538,7 @@ def _check_hardware(c: _Checker, m: dict[str, Any]) -> None:
         numbers: dict[str, Any] = {name: {d: float(r) for d, r in sorted(c.mapping(h, name, "number", where).items())}
                                    for name in _RATE_TABLES}
         numbers |= {name: float(c.get(h, name, "number", where)) for name in _SCALAR_NUMBERS}
+        numbers["microarch"] = c.get(h, "microarch", "str", where)
         if _digest(numbers) != h["sha256"]:
             raise c.fail(f"the fingerprint of device '{h['id']}' does not match its numbers (the manifest was edited)")
     ids = [h["id"] for h in entries]
@@ -654,6 +663,7 @@ def load(directory: str | os.PathLike[str]) -> Residuals:
                           alpha=manifest["alpha"], cv_folds=manifest["cv_folds"], min_samples=manifest["min_samples"])
     models, members = {}, {}
     model.n_samples_per_group_, model.cv_error_, model.conformal_q_, model.domain_ = {}, {}, {}, {}
+    model.shapes_, model.extrapolation_ = {}, {}
     model.skipped_groups_ = {}
     model.feature_names_in_ = {fam: tuple(names) for fam, names in schema.items()}
     groups = c.items(manifest, "groups", "dict")
@@ -671,6 +681,12 @@ def load(directory: str | os.PathLike[str]) -> Residuals:
         model.cv_error_[key] = {k: float(v) for k, v in group["cv"].items()}
         model.conformal_q_[key] = float(group["conformal_q"])
         model.domain_[key] = {k: (float(v[0]), float(v[1])) for k, v in group["domain"].items()}
+        model.shapes_[key] = Shapes.from_manifest(fam, c.get(group, "shapes", "dict", f"groups[{i}]."),
+                                                  f"residual store {directory}: groups[{i}].shapes")
+        extrapolation = c.get(group, "extrapolation", "dict", f"groups[{i}].")
+        model.extrapolation_[key] = {k: float(c.value(extrapolation.get(k), "number", f"groups[{i}].extrapolation.{k}"))
+                                     for k in ("cut", *(f"{end}_{what}" for end in ("below", "above")
+                                                        for what in ("mape", "roofline_mape", "n")))}
     model.models_, model.members_ = _Lazy(models), _Lazy(members)
     return Residuals(path=directory, manifest=manifest, model=model, adjustments=_check_adjustments(c, manifest))
 

@@ -17,6 +17,13 @@ worse than the bare roofline for some families. So this model is built to be *sa
   roofline whenever ``0 < m < 4 y`` (or the mirror for negative ``y``), i.e. whenever the other
   GPU's factor has the right sign and is not four times too extreme.
 
+Where the evidence for a transfer is missing, the query is out of domain (``FamilyFit.in_domain``:
+flagged, its band widened by the store): an operator only one GPU measured (issue 24 found
+embedding and LayerNorm backward, measured on the seed's A100 alone, worse than the roofline on a
+GPU the project never saw, unflagged), a shape no GPU measured, a tree feature beyond its fitted
+range (the tree is then left out, not extrapolated). An operator no GPU measured, or one that made
+a held-out GPU worse than the roofline, is served at the roofline and flagged.
+
 Collectives are treated alike, per kind, with the machine (GPU and links) in place of the GPU and
 the tier (intra- or inter-node) in place of the kernel's operator: the alpha-beta time stays the
 base, so a group size or a link never measured still scales physically.
@@ -30,10 +37,11 @@ errors, so it says how far off a GPU nobody measured tends to be, not how well t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +52,7 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
+from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import DEFAULT_XGB, GroupPrediction, Observation
 
@@ -107,9 +116,8 @@ class FamilyFit:
     family: str
     candidate: Candidate
     offsets: dict[str, float]
-    """Operator -> median log factor over the GPUs that measured it (equal weight per GPU)."""
-    default_offset: float
-    """For an operator no GPU measured: the median of the family's operator offsets."""
+    """Operator -> median log factor over the GPUs that measured it (equal weight per GPU). An
+    operator no GPU measured is served at the roofline, out of domain."""
     columns: tuple[str, ...]
     """Features the tree reads (empty without a tree)."""
     forest: Forest | None
@@ -121,15 +129,53 @@ class FamilyFit:
     logo: dict[str, dict[str, float]]
     """Held-out GPU -> {"mape": chosen candidate, "roofline_mape": bare roofline, "n": rows}."""
     n_samples: int
+    lone: tuple[str, ...] = ()
+    """Operators one GPU measured: served (at the unit's shrinkage), but out of domain, since
+    nothing shows that their factor carries over to another GPU."""
+    vetoed: tuple[str, ...] = ()
+    """Operators that made a held-out GPU with ``VETO_MIN_ROWS`` rows of them worse than the
+    roofline: served at the roofline, out of domain."""
+    shapes: Shapes | None = None
+    """The shapes any GPU measured (``domain.Shapes``); None: not recorded (no domain check)."""
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """The fitted range of each tree column: beyond it the tree is not extrapolated."""
 
-    def predict(self, X: np.ndarray, names: tuple[str, ...], ops: Sequence[str]) -> np.ndarray:
+    def _served(self, ops: Sequence[str]) -> np.ndarray:
+        return np.asarray([op in self.offsets and op not in self.vetoed for op in ops], dtype=bool)
+
+    def predict(self, X: np.ndarray, names: tuple[str, ...], ops: Sequence[str],
+                tree: np.ndarray | None = None) -> np.ndarray:
+        """Log factors: ``lam * (offset + tree)`` for the operators it serves, 0 (the roofline)
+        for the others; ``tree``: rows whose tree part is added (default all)."""
         if self.candidate.kind == "roofline":
             return np.zeros(len(ops))
-        base = np.asarray([self.offsets.get(op, self.default_offset) for op in ops])
+        served = self._served(ops)
+        base = np.asarray([self.offsets.get(op, 0.0) for op in ops])
         if self.forest is not None:
             cols = [names.index(c) for c in self.columns]
-            base = base + self.forest.predict(X[:, cols])
-        return self.candidate.lam * base
+            grown = self.forest.predict(X[:, cols])
+            base = base + (grown if tree is None else np.where(tree, grown, 0.0))
+        return np.where(served, self.candidate.lam * base, 0.0)
+
+    def in_domain(self, X: np.ndarray, names: tuple[str, ...], ops: Sequence[str]) -> np.ndarray:
+        """Rows whose operator it serves, near a shape some GPU measured, inside the tree's ranges.
+        A unit that serves the roofline is in domain for every operator two or more GPUs measured
+        (its band is the roofline's error on them, held out one GPU at a time)."""
+        inside = self._served(ops) & np.asarray([op not in self.lone for op in ops], dtype=bool)
+        if self.candidate.kind == "roofline":
+            return inside
+        inside &= self._ranged(X, names)
+        if self.shapes is not None and inside.any():
+            inside[inside] = self.shapes.covers(X[inside], names)
+        return inside
+
+    def _ranged(self, X: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+        inside = np.ones(len(X), dtype=bool)
+        for c, (lo, hi) in self.ranges.items():
+            col = X[:, names.index(c)]
+            margin = 0.02 * max(abs(lo), abs(hi), 1e-9)
+            inside &= (col >= lo - margin) & (col <= hi + margin)
+        return inside
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,19 +201,18 @@ def _gpu_weights(gpu: np.ndarray) -> np.ndarray:
     return np.asarray([1.0 / counts[str(g)] for g in gpu])
 
 
-def _offsets(rows: _Rows) -> tuple[dict[str, float], float]:
+def _offsets(rows: _Rows) -> dict[str, float]:
     per_op: dict[str, list[float]] = defaultdict(list)
     for op in sorted(set(rows.op.tolist())):
         for g in sorted(set(rows.gpu.tolist())):
             sel = (rows.op == op) & (rows.gpu == g)
             if sel.any():
                 per_op[op].append(float(np.median(rows.y[sel])))
-    offsets = {op: float(np.median(v)) for op, v in per_op.items()}
-    return offsets, float(np.median(list(offsets.values()))) if offsets else 0.0
+    return {op: float(np.median(v)) for op, v in per_op.items()}
 
 
 def _fit_family(unit: str, family: str, rows: _Rows, candidate: Candidate, seed: int) -> FamilyFit:
-    offsets, default = _offsets(rows)
+    offsets = _offsets(rows)
     columns: tuple[str, ...] = ()
     forest = None
     if candidate.kind == "offsets+tree":
@@ -182,8 +227,7 @@ def _fit_family(unit: str, family: str, rows: _Rows, candidate: Candidate, seed:
                                           "monotone_constraints": tuple(mono.get(c, 0) for c in columns)})
         booster.fit(rows.X[:, cols], rows.y - base, sample_weight=_gpu_weights(rows.gpu))
         forest = Forest.of(booster)
-    return FamilyFit(unit=unit, family=family, candidate=candidate, offsets=offsets, default_offset=default,
-                     columns=columns,
+    return FamilyFit(unit=unit, family=family, candidate=candidate, offsets=offsets, columns=columns,
                      forest=forest, q=0.0, gpus=tuple(sorted(set(rows.gpu.tolist()))), logo={},
                      n_samples=len(rows.y))
 
@@ -196,15 +240,33 @@ def _candidates(n_gpus: int) -> list[Candidate]:
 
 
 def _held_out(unit: str, family: str, rows: _Rows, candidate: Candidate,
-              seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per GPU: (predicted log factors, measured log factors) of a fit on the other GPUs."""
+              seed: int) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per GPU: (predicted log factors, measured log factors, operators) of a fit on the other GPUs."""
     out = {}
     names = features.FEATURES[family]
     for g in sorted(set(rows.gpu.tolist())):
         test = rows.gpu == g
         fit = _fit_family(unit, family, rows.take(~test), candidate, seed)
-        out[g] = (fit.predict(rows.X[test], names, rows.op[test].tolist()), rows.y[test])
+        out[g] = (fit.predict(rows.X[test], names, rows.op[test].tolist()), rows.y[test], rows.op[test])
     return out
+
+
+def _lone(rows: _Rows) -> tuple[str, ...]:
+    """Operators only one GPU measured (``FamilyFit.lone``)."""
+    return tuple(op for op in sorted(set(rows.op.tolist())) if len(set(rows.gpu[rows.op == op].tolist())) < 2)
+
+
+def _vetoed(candidate: Candidate, held: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[str, ...]:
+    """Operators the candidate made worse than the roofline on a held-out GPU (``FamilyFit.vetoed``)."""
+    if candidate.kind == "roofline":
+        return ()
+    out = set()
+    for p, y, ops in held.values():
+        for op in set(ops.tolist()):
+            sel = ops == op
+            if sel.sum() >= VETO_MIN_ROWS and _ape(p[sel], y[sel]) > _ape(np.zeros(int(sel.sum())), y[sel]):
+                out.add(op)
+    return tuple(sorted(out))
 
 
 VETO_MIN_ROWS = 50
@@ -213,10 +275,10 @@ but cannot veto a candidate on its own: a handful of wall-clock rows is not evid
 transfer fails."""
 
 
-def _criterion(held: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[bool, float]:
+def _criterion(held: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[bool, float]:
     """(worse than the roofline on some held-out GPU with enough rows, mean error ratio to the
     roofline)."""
-    ratios = {g: _ape(p, y) / max(_ape(np.zeros_like(y), y), 1e-12) for g, (p, y) in held.items()}
+    ratios = {g: _ape(p, y) / max(_ape(np.zeros_like(y), y), 1e-12) for g, (p, y, _) in held.items()}
     worse = any(r > 1.0 for g, r in ratios.items() if len(held[g][1]) >= VETO_MIN_ROWS)
     return worse, float(np.mean(list(ratios.values())))
 
@@ -255,20 +317,22 @@ class CrossGpuModel:
             _, best, held = min(scored, key=lambda s: (s[0], s[1].kind != "roofline", -s[1].lam))
             fit = _fit_family(unit, family, rows, best, seed)
             if held:
-                errors = np.concatenate([np.abs(p - y) for p, y in held.values()])
-                weights = np.concatenate([np.full(len(y), 1.0 / len(y)) for _, y in held.values()])
+                errors = np.concatenate([np.abs(p - y) for p, y, _ in held.values()])
+                weights = np.concatenate([np.full(len(y), 1.0 / len(y)) for _, y, _ in held.values()])
                 q = _weighted_quantile(errors, weights, 1 - self.alpha)
                 logo = {g: {"mape": _ape(p, y), "roofline_mape": _ape(np.zeros_like(y), y), "n": float(len(y))}
-                        for g, (p, y) in held.items()}
+                        for g, (p, y, _) in held.items()}
             else:  # one GPU: no transfer evidence, so the band is as wide as that GPU's spread around the offsets
                 pred = fit.predict(rows.X, features.FEATURES[family], rows.op.tolist())
-                q = (float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha))
-                     + abs(SINGLE_GPU_SHRINK * fit.default_offset))
+                q = float(np.quantile(np.abs(pred - rows.y), 1 - self.alpha)) + SINGLE_GPU_SHRINK * float(
+                    np.median(np.abs(list(fit.offsets.values()))))
                 logo = {}
-            self.families_[unit] = FamilyFit(
-                unit=unit, family=family, candidate=best, offsets=fit.offsets, default_offset=fit.default_offset,
-                columns=fit.columns, forest=fit.forest, q=float(q), gpus=fit.gpus, logo=logo,
-                n_samples=fit.n_samples)
+            names = features.FEATURES[family]
+            self.families_[unit] = dataclasses.replace(
+                fit, q=float(q), logo=logo, lone=_lone(rows), vetoed=_vetoed(best, held),
+                shapes=Shapes.fitted(family, rows.X, names),
+                ranges={c: (float(rows.X[:, names.index(c)].min()), float(rows.X[:, names.index(c)].max()))
+                        for c in fit.columns})
         if not self.families_:
             raise InputError(f"no family and dtype has {self.min_samples}+ samples; nothing to fit")
         return self
@@ -294,9 +358,12 @@ class CrossGpuModel:
         """Log factors for ``items`` on any ``device`` (families without a fit: 0, uncovered).
         ``spread`` is accepted for the store's interface; this model has no bootstrap members.
 
-        ``in_domain`` is True where a unit answers: its band is already the error on GPUs it never
-        saw (held out one at a time), so widening it again as "out of domain" would count the
-        transfer twice. The provenance names the store as cross-GPU.
+        ``in_domain`` (``FamilyFit.in_domain``) is False where nothing shows the unit's factor
+        carries over: an operator without transfer evidence (served at the roofline), a shape no
+        GPU measured, or a tree feature outside its fitted range (offsets only, the tree is not
+        extrapolated). Its band widens there (``store.OUT_OF_DOMAIN_WIDEN``); elsewhere the band
+        is already the error on GPUs the unit never saw, held out one at a time. The provenance
+        names the store as cross-GPU.
         """
         self._check_fitted()
         n = len(items)
@@ -314,10 +381,12 @@ class CrossGpuModel:
                 rows = np.flatnonzero(units == unit)
                 where = block.index[rows]
                 ops = [operator_of(items[i], d) for i, d in zip(where, dtypes[rows])]
-                out.log_factor[where] = fit.predict(block.X[rows], block.names, ops)
+                X = block.X[rows]
+                inside = fit.in_domain(X, block.names, ops)
+                out.log_factor[where] = fit.predict(X, block.names, ops, tree=inside)
                 out.q[where] = fit.q
                 out.has_model[where] = True
-                out.in_domain[where] = True
+                out.in_domain[where] = inside
         return out
 
 
@@ -353,11 +422,11 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) ->
 
 
 # -- persistence (called by ``store.save`` / ``store.load`` for a manifest of kind ``cross_gpu``) --
-def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]]:
+def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, Any]]:
     """Write each unit's tree to ``directory/groups/<family>_<dtype>.ubj``; return the manifest entries."""
     model._check_fitted()
     (directory / "groups").mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries: list[dict[str, Any]] = []
     for unit, fit in sorted(model.families_.items()):
         file = None
         if fit.forest is not None:
@@ -365,9 +434,12 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, object]
             (directory / file).write_bytes(fit.forest.raw)
         entries.append({"unit": unit, "family": fit.family,
                         "candidate": {"kind": fit.candidate.kind, "lam": fit.candidate.lam},
-                        "offsets": dict(sorted(fit.offsets.items())), "default_offset": fit.default_offset,
+                        "offsets": dict(sorted(fit.offsets.items())), "lone": list(fit.lone),
+                        "vetoed": list(fit.vetoed),
                         "columns": list(fit.columns), "file": file, "q": fit.q, "gpus": list(fit.gpus),
-                        "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples})
+                        "logo": {g: dict(v) for g, v in sorted(fit.logo.items())}, "n_samples": fit.n_samples,
+                        "shapes": fit.shapes.to_manifest() if fit.shapes is not None else None,
+                        "ranges": {c: list(r) for c, r in sorted(fit.ranges.items())}})
     return entries
 
 
@@ -391,9 +463,15 @@ def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alph
             if any(c not in features.FEATURES[family] for c in columns):
                 raise ValueError("tree columns are not features of the family")
             offsets = {str(k): float(v) for k, v in dict(e["offsets"]).items()}
-            numbers = [*offsets.values(), float(e["default_offset"]), float(e["q"])]
+            lone, vetoed = (tuple(str(op) for op in e[key]) for key in ("lone", "vetoed"))
+            ranges = {str(c): (float(r[0]), float(r[1])) for c, r in dict(e["ranges"]).items()}
+            numbers = [*offsets.values(), float(e["q"]), *(x for r in ranges.values() for x in r)]
             if not all(math.isfinite(x) for x in numbers) or float(e["q"]) < 0:
-                raise ValueError("non-finite offsets or band")
+                raise ValueError("non-finite offsets, band or ranges")
+            if any(c not in columns for c in ranges) or any(lo > hi for lo, hi in ranges.values()):
+                raise ValueError("ranges must be [low, high] of tree columns")
+            shapes = (None if e["shapes"] is None else
+                      Shapes.from_manifest(family, e["shapes"], f"residual store {directory}: {unit} shapes"))
             forest = None
             if e.get("file"):
                 rel = Path(str(e["file"]))
@@ -410,8 +488,8 @@ def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alph
                                       hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)"
                                       ) from err
         model.families_[unit] = FamilyFit(
-            unit=unit, family=family, candidate=candidate, offsets=offsets, default_offset=float(e["default_offset"]),
-            columns=columns, forest=forest, q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
+            unit=unit, family=family, candidate=candidate, offsets=offsets, columns=columns, forest=forest,
+            q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),
             logo={str(g): {k: float(x) for k, x in dict(v).items()} for g, v in dict(e["logo"]).items()},
-            n_samples=int(e["n_samples"]))
+            n_samples=int(e["n_samples"]), lone=lone, vetoed=vetoed, shapes=shapes, ranges=ranges)
     return model

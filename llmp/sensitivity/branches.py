@@ -73,6 +73,8 @@ class Branches:
                                 hint="give every free field a value (--at or --set)") from None
         if e.is_Number:
             return float(e)
+        if isinstance(e, sp.Piecewise):
+            return self.value(self._active_piece(e))
         args = [self.value(a) for a in e.args]
         if e.is_Add:
             return math.fsum(args)
@@ -88,6 +90,25 @@ class Branches:
             return math.log(args[0])
         return float(e.func(*(sp.Float(a) for a in args)))
 
+    def _holds(self, cond: sp.Basic) -> bool:
+        """A ``Piecewise`` condition (a comparison, or ``True``) at the point."""
+        if cond is sp.true or cond is sp.false:
+            return bool(cond)
+        if isinstance(cond, sp.core.relational.Relational):
+            return bool(cond.func(sp.Float(self.value(cond.lhs)), sp.Float(self.value(cond.rhs))))
+        if isinstance(cond, sp.Or):
+            return any(map(self._holds, cond.args))
+        if isinstance(cond, sp.And):
+            return all(map(self._holds, cond.args))
+        if isinstance(cond, sp.Not):
+            return not self._holds(cond.args[0])
+        raise SpecError(f"cannot evaluate the condition {cond} at the point")
+
+    def _active_piece(self, e: sp.Piecewise) -> sp.Basic:
+        """The expression of the first piece whose condition holds at the point (a table lookup,
+        e.g. a kernel's tile by head dim: locally constant, so it is also the local form)."""
+        return next(piece for piece, cond in e.args if self._holds(cond))
+
     def reduce(self, expr: sp.Basic) -> sp.Basic:
         """``expr`` with every ``Max``/``Min`` replaced by its argument active at the point."""
         cached = self._reduced.get(expr)
@@ -99,6 +120,8 @@ class Branches:
     def _reduce(self, e: sp.Basic) -> sp.Basic:
         if not e.args:
             return e
+        if isinstance(e, sp.Piecewise):
+            return self.reduce(self._active_piece(e))
         if isinstance(e, KINKED):
             values = [self.value(a) for a in e.args]
             best = max(values) if isinstance(e, MAXIMA) else min(values)

@@ -27,7 +27,7 @@ from llmp.analytic.symbolic import SymbolicCost
 from llmp.compose.prediction import Prediction
 from llmp.dsl.symbols import path_for
 from llmp.sensitivity.along import Along, nearest
-from llmp.sensitivity.branches import KINKED, MAXIMA, Branches
+from llmp.sensitivity.branches import KINKED, MAXIMA, MINIMA, Branches
 from llmp.sensitivity.closed import op_weight
 from llmp.sensitivity.report import CommRegime, FamilyRegime, Flip, StepRegime
 
@@ -107,14 +107,35 @@ def step_regime(prediction: Prediction) -> StepRegime:
     return StepRegime(dominant=max(shares, key=lambda k: shares[k]), shares=shares)
 
 
-def _roofline_names(sc: SymbolicCost) -> dict[sp.Basic, tuple[str, sp.Expr, sp.Expr]]:
-    """Each kernel's roofline ``Max`` node (as it appears in the step time) → (op name, compute
-    seconds, memory seconds)."""
+def _active(expr: sp.Basic, at: Branches) -> list[sp.Basic]:
+    """The ``Max``/``Min`` nodes of ``expr`` that its value at the point goes through: below each,
+    only its active argument is followed (a GEMM's tile configurations are a ``Min`` of rooflines,
+    and the kinks of a configuration not chosen are not kinks of the step)."""
+    out, stack, seen = [], [expr], set()
+    while stack:
+        e = stack.pop()
+        if e in seen or not e.args:
+            continue
+        seen.add(e)
+        if isinstance(e, KINKED):
+            out.append(e)
+            values = [at.value(arg) for arg in e.args]
+            stack.append(e.args[values.index(max(values) if isinstance(e, MAXIMA) else min(values))])
+        else:
+            stack.extend(e.args)
+    return out
+
+
+def _roofline_names(sc: SymbolicCost, at: Branches) -> dict[sp.Basic, tuple[str, sp.Expr, sp.Expr]]:
+    """Each kernel's active roofline nodes (as they appear in the step time) → (op name, compute
+    seconds, memory seconds): its ``Max`` of compute and memory (``kernels.roofline`` puts compute
+    first), or the ``Min`` choosing its tile configuration (``llmp.analytic.tiles``; empty sides)."""
     names: dict[sp.Basic, tuple[str, sp.Expr, sp.Expr]] = {}
-    for c, (_, _, name, _, tc, tm, _) in zip((c for c in sc.ops if isinstance(c.op.work, Kernel)), _sides(sc)):
-        for term in sp.Add.make_args(c.time):  # max(FLOPs / peak, bytes / bandwidth) + launch
-            if isinstance(term, MAXIMA):
-                names.setdefault(term, (name, tc, tm))
+    for c in sc.ops:
+        if isinstance(c.op.work, Kernel):
+            for node in _active(c.time, at):
+                sides = node.args if isinstance(node, MAXIMA) and len(node.args) == 2 else (sp.S.Zero, sp.S.Zero)
+                names.setdefault(node, (c.op.name, sides[0], sides[1]))
     return names
 
 
@@ -131,10 +152,10 @@ def kinks(step: sp.Expr, sc: SymbolicCost, at: Branches, a: Along) -> tuple[Flip
     the point, then restricted to the field).
     """
     moving = a.symbols
-    names = _roofline_names(sc)
+    names = _roofline_names(sc, at)
     total = abs(at.value(step))
     found: list[tuple[float, sp.Basic]] = []
-    for node in step.atoms(*KINKED):
+    for node in _active(step, at):
         if not node.free_symbols & moving:
             continue
         values = [at.value(arg) for arg in node.args]
@@ -147,7 +168,12 @@ def kinks(step: sp.Expr, sc: SymbolicCost, at: Branches, a: Along) -> tuple[Flip
     for r in nearest(sorted({r for r, _ in found}), a.current, floor=a.floor):
         node = next(n for root, n in found if root == r)
         below, above = (a.at(r * f) for f in (1 - 1e-6, 1 + 1e-6))
-        if node in names:
+        if node in names and isinstance(node, MINIMA):
+            nx = a(node)
+            lo, hi = (_slope(nx, a, r * f) for f in (1 - 1e-6, 1 + 1e-6))
+            out.append(Flip(path=a.path, at=r, current=a.current, subject=f"tile configuration of {names[node][0]}",
+                            below=f"its slope {lo:.3g}", above=f"its slope {hi:.3g}"))
+        elif node in names:
             name, tc, tm = names[node]
             tcx, tmx = a(tc), a(tm)
             out.append(Flip(path=a.path, at=r, current=a.current, subject=f"roofline of {name}",

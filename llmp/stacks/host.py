@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -51,6 +52,28 @@ class Measured:
     """What the replicas ran on (CPU, Python, torch)."""
     date: str
     command: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Spread:
+    """How much slower (or faster) than the measuring CPU the run's host may be, as a two-piece
+    normal in log space: widths below (a faster host) and above (a slower one)."""
+
+    below: float
+    above: float
+    source: str
+
+
+_Z90 = 1.6449  # the standard normal quantile at 95%: a 90% interval's half-width in sigmas
+HOST_SPEED = Spread(
+    below=math.log(1.2) / _Z90, above=math.log(1.5) / _Z90,
+    source=("the host CPUs of GPU servers span several generations, from the AMD EPYC 7742 (Zen 2) of the "
+            "DGX A100 to Zen 5 parts and NVIDIA Grace; AMD's launch figures put Zen 3's instructions per clock "
+            "19% above Zen 2's (Ryzen 5000 launch, Oct 2020) and Zen 4's 13% above Zen 3's (Ryzen 7000 launch, "
+            "Aug 2022), so at like clocks a 2019 host issues kernels about 1.5x slower than the Zen 4 the "
+            "dispatch costs were measured on (host_costs.json names it) and the newest about 1.2x faster: "
+            "a 90% range [1/1.2, 1.5]"))
+"""The run's host against the measuring machine: the band's host term and a calibration's prior."""
 
 
 @functools.cache

@@ -2,18 +2,24 @@
 
 Rows name their GPU by catalog id (``gpu_id``, resolved through the catalog's aliases) but not
 the server, so the node is looked up among the catalog's nodes built from that GPU: the row's
-``gpus_per_node`` must match, the ``interconnect_inter`` cell (read for its meaning: the network
-technology, a bandwidth and whether it is per GPU, per node or per NIC) narrows the choice, then
-:data:`DEFAULT_NODE` (the vendor reference server) decides. A network the chosen node does not
-have becomes a cluster-level link override: a catalog link of that technology and bandwidth, or
-an inline link with the stated bandwidth. A GPU or a node size the catalog does not have is a
-skip naming what the catalog has. Catalog nodes and links come from :mod:`llmp.dsl.catalog`, so
-what is compared here is exactly what a spec would get.
+``gpus_per_node`` must match, an NVLink domain the ``interconnect_intra`` cell states ("NVL72",
+"NVL36x2", "8-GPU NVLink domain") must match the node's scale-up domain, the
+``interconnect_inter`` cell (read for its meaning: the network technology, a bandwidth and whether
+it is per GPU, per node or per NIC) narrows the choice, then :data:`DEFAULT_NODE` (the vendor
+reference server) decides. A GB200/GB300 row that says 4 GPUs per node thus gets the NVL72
+compute tray, whose 72-GPU NVLink domain spans 18 trays, unless its cells say otherwise; a job of
+128 GPUs or more runs in 16 trays (64 GPUs) of each rack, as NVIDIA's Slurm block scheduling
+recommends (:func:`job_domain`). A
+network the chosen node does not have becomes a cluster-level link override: a catalog link of
+that technology and bandwidth, or an inline link with the stated bandwidth. A GPU or a node size
+the catalog does not have is a skip naming what the catalog has. Catalog nodes and links come
+from :mod:`llmp.dsl.catalog`, so what is compared here is exactly what a spec would get.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from llmp.dsl import catalog
@@ -33,15 +39,34 @@ DEFAULT_NODE: dict[str, str] = {
     "v100_sxm3_32gb": "dgx2_v100",
     "b200": "dgx_b200",
     "b300": "dgx_b300",
-    "gb200": "gb200_nvl72",
-    "gb300": "gb300_nvl72",
+    "gb200": "gb200_nvl72_tray",
+    "gb300": "gb300_nvl72_tray",
     "gh200_96gb": "alps_gh200",
     "mi300x": "mi300x_platform",
     "mi325x": "mi325x_platform",
     "mi355x": "mi355x_platform",
     "cpu": "cpu_host",
 }
-"""The server a GPU most often comes in (the vendor's reference DGX/HGX/platform), when a row does not say."""
+"""The server a GPU most often comes in (the vendor's reference DGX/HGX/platform), when a row does not say.
+GB200 and GB300 come in NVL72 racks: the 4-GPU compute tray is the node (what schedulers and
+recipes count), the rack its 72-GPU NVLink domain."""
+
+NOT_FOR_ROWS: dict[str, str] = {
+    "perlmutter_seed": "the seed paper's Perlmutter with the ~1.2 GB/s-per-GPU network its NCCL samples saw; "
+                       "a published run ran on a healthy Perlmutter (perlmutter_gpu_80gb)",
+}
+"""Catalog nodes that describe one measured setup, never chosen for a published row."""
+
+
+def stated_domain(cell: str) -> int | None:
+    """The NVLink domain size an ``interconnect_intra`` cell states, if any: ``NVL72``, ``NVL36x2``
+    (two 36-GPU racks joined into one 72-GPU domain), ``72-GPU NVLink domain``."""
+    text = cell.lower()
+    m = re.search(r"\bnvl\s*(\d+)(?:\s*x\s*(\d+))?\b", text)
+    if m:
+        return int(m.group(1)) * int(m.group(2) or 1)
+    m = re.search(r"(\d+)[- ]gpus?\s+(?:nvlink\s+)?domain", text)
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -108,7 +133,36 @@ class ClusterPlan:
     """GPUs per node in use: the node's own count, or fewer when the run used part of one node."""
     inter: str | None = None
     """Cluster-level inter-node link override (a link id or an inline ``link { ... }``)."""
+    nvlink_domain: int | None = None
+    """The scale-up domain as the job got it, when smaller than the hardware's (None: the node's)."""
     assumptions: tuple[str, ...] = ()
+
+
+SEGMENT_NODES = 16
+"""Nodes (trays) of one NVL72 rack a large job gets: NVIDIA recommends Slurm block scheduling with
+``--segment=16`` for jobs of 128 GPUs and more, 16 of a rack's 18 compute trays (the other two left
+to faults and small jobs) ("Unlock Exascale Performance on NVIDIA GB200 NVL72 with Slurm
+Topology-Aware Job Scheduling", developer.nvidia.com technical blog, segment sizing)."""
+SEGMENT_FROM_GPUS = 128
+"""Job size from which that recommendation applies (smaller jobs fit one rack's block)."""
+
+
+def job_domain(node: Node, num_gpus: int, notes: list[str]) -> int | None:
+    """The NVLink domain a row's job ran in when it is smaller than the node's: a job of 128 GPUs
+    or more on multi-node NVLink domains runs in segments of :data:`SEGMENT_NODES` nodes per rack
+    (64 GPUs of an NVL72), when its GPUs divide into them."""
+    gpn, domain = int(node.gpus_per_node), int(node.domain)
+    segment = SEGMENT_NODES * gpn
+    if domain <= gpn or num_gpus <= domain or segment >= domain:
+        return None
+    if num_gpus >= SEGMENT_FROM_GPUS and num_gpus % segment == 0:
+        notes.append(f"nvlink_domain = {segment}: {num_gpus} GPUs run as {num_gpus // segment} segments of "
+                     f"{SEGMENT_NODES} {node.id} nodes, one per {domain}-GPU rack (Slurm block scheduling, "
+                     f"--segment={SEGMENT_NODES}, NVIDIA's recommendation for jobs of {SEGMENT_FROM_GPUS}+ GPUs)")
+        return segment
+    notes.append(f"{num_gpus} GPUs on {domain}-GPU NVLink domains: laid out contiguously, groups may straddle "
+                 "a rack boundary")
+    return None
 
 
 def _fits(node: Node, num_gpus: int) -> bool:
@@ -125,7 +179,7 @@ def _matches(node: Node, net: Network) -> bool:
 
 
 def _choose(row: Row, gpu_id: str, num_gpus: int, net: Network, notes: list[str]) -> Node:
-    candidates = catalog.nodes_with(gpu_id)
+    candidates = tuple(n for n in catalog.nodes_with(gpu_id) if n.id not in NOT_FOR_ROWS)
     if not candidates:
         raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has gpu_id {gpu_id!r} (catalog GPUs: "
                            f"{', '.join(g for g in catalog_ids()['gpu'])})")
@@ -136,6 +190,14 @@ def _choose(row: Row, gpu_id: str, num_gpus: int, net: Network, notes: list[str]
             raise Unmodellable(SkipReason.UNKNOWN_GPU, f"no catalog node has {gpn} x {gpu_id} (nodes with this GPU: "
                                + ", ".join(f"{n.id} ({n.gpus_per_node})" for n in candidates) + ")")
         candidates = sized
+        domain = stated_domain(row.text("interconnect_intra"))
+        if domain is not None:
+            spanning = tuple(n for n in candidates if int(n.domain) == domain)
+            if not spanning:
+                raise Unmodellable(SkipReason.UNKNOWN_GPU, f"interconnect_intra says a {domain}-GPU NVLink domain; no "
+                                   f"catalog node with {gpn} x {gpu_id} has one (" + ", ".join(
+                                       f"{n.id}: {n.domain}" for n in candidates) + ")")
+            candidates = spanning
     else:
         whole = tuple(n for n in candidates if _fits(n, num_gpus))
         if not whole:
@@ -200,4 +262,6 @@ def plan_cluster(row: Row) -> ClusterPlan:
     if num_gpus % gpn:
         raise Unmodellable(SkipReason.MISSING_LAYOUT,
                            f"num_gpus {num_gpus} is not a whole number of {node.id} nodes ({gpn} GPUs each)")
-    return ClusterPlan(node=node, nodes=num_gpus // gpn, gpus_per_node=gpn, inter=inter, assumptions=tuple(notes))
+    domain = job_domain(node, num_gpus, notes)
+    return ClusterPlan(node=node, nodes=num_gpus // gpn, gpus_per_node=gpn, inter=inter, nvlink_domain=domain,
+                       assumptions=tuple(notes))

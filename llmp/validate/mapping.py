@@ -210,6 +210,12 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
         lines += [f"node {node_id} {{   # {cluster.gpus_per_node} of the {node.gpus_per_node} GPUs of a {node.id}",
                   f"  gpu = {node.gpu.id}", f"  gpus_per_node = {cluster.gpus_per_node}",
                   f"  intra = {_link_text(node.intra)}", f"  inter = {_link_text(node.inter)}", "}", ""]
+    elif cluster.nvlink_domain is not None:
+        node_id = f"{node.id}_{cluster.nvlink_domain}gpu_domain"
+        lines += [f"node {node_id} {{   # a {node.id} in the {cluster.nvlink_domain}-GPU NVLink domain the job got",
+                  f"  gpu = {node.gpu.id}", f"  gpus_per_node = {node.gpus_per_node}",
+                  f"  nvlink_domain = {cluster.nvlink_domain}",
+                  f"  intra = {_link_text(node.intra)}", f"  inter = {_link_text(node.inter)}", "}", ""]
     lines += [f"model {_ident(model.name)} {{", f"  arch = {model.arch}", f"  layers = {model.layers}",
               f"  hidden = {model.hidden}", f"  heads = {model.heads}", f"  kv_heads = {model.kv_heads}",
               f"  ffn_hidden = {model.ffn_hidden}", f"  vocab = {model.vocab}", f"  seq_len = {model.seq_len}"]

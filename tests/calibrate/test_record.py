@@ -48,9 +48,9 @@ def _broken(calibration, edit) -> dict:
 
 @pytest.mark.parametrize("edit, what", [
     (lambda d: d.pop("gpu"), "gpu"),
-    (lambda d: d.update(version=2), "version"),
+    (lambda d: d.update(version=1), "version"),
     (lambda d: d.update(bases=[]), "no fitted basis"),
-    (lambda d: d["bases"][0]["posterior"].update(mean=[0.0] * 4), "mean"),
+    (lambda d: d["bases"][0]["posterior"].update(mean=[0.0] * 5), "mean"),
     (lambda d: d["bases"][0]["posterior"]["covariance"][0].__setitem__(1, 5.0), "symmetric"),
     (lambda d: d["bases"][0]["posterior"].update(noise=-1.0), "positive"),
     (lambda d: d["bases"][0]["posterior"].update(t_ref_s="fast"), "t_ref_s"),

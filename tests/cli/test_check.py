@@ -53,7 +53,8 @@ def test_json_has_spec_and_derived(capsys: pytest.CaptureFixture[str]) -> None:
                                     "router": "softmax", "expert_bias": False, "aux_loss": False,
                                     "first_dense_layers": 0, "every": 1}
     assert data["cluster"]["inter"] == {"id": "two.inter", "bandwidth": 200e9, "latency": 1e-05, "efficiency": 1.0,
-                                        "peer_bandwidth": None}
+                                        "peer_bandwidth": None, "transport": None, "nvls": False,
+                                        "nvls_efficiency": None, "in_network_reduction": False}
     assert data["cluster"]["node"]["gpu"]["peak_flops"]["bf16"] == 989e12
     derived = data["derived"]
     assert derived["world_size"] == 16 and derived["microbatches"] == 8

@@ -125,3 +125,18 @@ def test_every_stack_names_a_measured_style():
     for profile in PROFILES.values():
         assert profile.host_style.value in styles
         assert all(v > 0 for v in styles[profile.host_style.value].values())
+
+
+def test_the_band_carries_the_host_cpu_where_a_host_paces_the_step():
+    p = predict(_spec(), None)
+    host = next(t for t in p.uncertainty.terms if t.name == "host")
+    assert host.kind == "host" and host.share > 0.05 and host.sigma_above > host.sigma_below
+    large = make_spec(gpt(layers=4, hidden=8192, heads=64, seq_len=4096, vocab=50304), tp=2, global_batch=16)
+    paced = predict(with_train(large, stack=Stack.MEGATRON_DEEPSPEED, micro_batch=4), None)
+    assert next(t for t in paced.uncertainty.terms if t.name == "host").share < 0.02
+
+
+def test_the_cpu_device_has_no_host_term():
+    from llmp.dsl import load
+
+    assert all(t.name != "host" for t in predict(load("examples/tiny_cpu.llmp"), None).uncertainty.terms)

@@ -25,17 +25,24 @@ def test_schema_names_every_family_and_is_unique():
 
 
 @pytest.mark.parametrize("family", design.FAMILIES)
-def test_numeric_roofline_equals_the_sympy_roofline(family, cpu):
+def test_numeric_roofline_equals_the_sympy_roofline(family):
+    """The factor's baseline (floats) is ``kernels.roofline`` evaluated exactly in SymPy (tile and
+    wave quantization on an A100 included)."""
+    import sympy as sp
+
     from llmp.residuals import dataset
 
-    for case in design.design((family,), design.RANGES["cuda"], ("fp32",), 1, 5):
+    gpu = dataset.catalog_device("a100_sxm4_80gb")
+    for case in design.design((family,), design.RANGES["cuda"], ("fp16",), 1, 5):
         k = dataset.kernel_of({"family": case.family, "pass": case.pass_, "variant": case.variant,
                                "dtype": case.dtype, **{n: str(v) for n, v in case.dims}})
-        _, t = features.roofline_seconds(k, cpu)
-        exact = kernels.roofline(kernels.cost(k), k.dtype, peak_flops=cpu.peak_flops,
-                                 mem_bandwidth=cpu.mem_bandwidth, launch_overhead=cpu.launch_overhead)
+        c, t = features.roofline_seconds(k, gpu)
+        exact = kernels.roofline(k, kernels.cost(k), peak=sp.Float(features.peak_for(k, c, gpu), 30),
+                                 mem_bandwidth=sp.Float(gpu.mem_bandwidth, 30),
+                                 launch_overhead=sp.Rational(5, 10**6), grid=kernels.Grid(
+                                     sms=sp.Integer(gpu.sms), microarch=gpu.microarch))
         assert t == pytest.approx(float(exact), rel=1e-12)
-        row, _ = features.kernel_row(k, cpu)
+        row, _ = features.kernel_row(k, gpu)
         assert len(row) == len(features.FEATURES[family]) and all(math.isfinite(v) for v in row)
 
 
@@ -80,7 +87,8 @@ def test_residual_baseline_is_the_calibrated_roofline_predict_uses():
 
     spec = load(Path(__file__).resolve().parents[2] / "examples" / "llama3_8b_dgx_h100.llmp")
     gpu = spec.cluster.gpu
-    gemm = K.Kernel.make(K.Family.GEMM, D.BF16, m=8192, n=8192, k=8192, batch=1)
+    # 11 x 12 tiles of 128 x 128: one full wave on the H100's 132 SMs, so no quantization.
+    gemm = K.Kernel.make(K.Family.GEMM, D.BF16, m=11 * 128, n=12 * 128, k=16384, batch=1)
     cost, seconds = F.roofline_seconds(gemm, gpu)
     assert gpu.achievable is not None and float(gpu.achievable.rates[D.BF16]) < float(gpu.peak_flops[D.BF16])
     assert seconds == pytest.approx(float(cost.flops) / float(gpu.achievable.rates[D.BF16])

@@ -59,15 +59,41 @@ def test_where_gpus_disagree_in_sign_the_roofline_is_kept(devices):
     assert np.all(pred.log_factor == 0) and np.all(pred.has_model)
 
 
-def test_a_family_measured_on_one_gpu_transfers_at_half_strength(devices):
+def test_a_family_measured_on_one_gpu_transfers_at_half_strength_out_of_domain(devices):
+    # Issue 24: one GPU's factor made embedding and LayerNorm backward worse than the roofline on
+    # a GPU nobody measured, unflagged. One GPU is no evidence that a factor transfers: flagged.
     obs = synthetic(devices["a100_sxm4_80gb"], ("softmax",), 30)
     model = CrossGpuModel().fit(obs)
     fit = model.families_["softmax/fp32"]
     assert fit.candidate.lam == SINGLE_GPU_SHRINK and fit.logo == {}
     op = operator_of(obs[0].item)
+    assert op in fit.lone
     pred = model.predict([obs[0].item], devices["h100_sxm5_80gb"])
     assert pred.log_factor[0] == pytest.approx(SINGLE_GPU_SHRINK * fit.offsets[op])
-    assert fit.q > 0
+    assert pred.has_model[0] and not pred.in_domain[0] and fit.q > 0
+
+
+def test_an_operator_one_gpu_measured_is_flagged_where_others_transfer(devices):
+    data = [o for i, (g, d) in enumerate(devices.items()) if g != "mi300x" for o in synthetic(d, ("norm",), 40, seed=i)]
+    ops = sorted({operator_of(o.item) for o in data})
+    lone = ops[0]  # keep this operator's rows on one GPU only
+    data = [o for o in data if operator_of(o.item) != lone or o.device.id == "b200"]
+    model = CrossGpuModel().fit(data)
+    fit = model.families_["norm/fp32"]
+    assert fit.lone == (lone,) and fit.candidate.kind != "roofline"
+    items = [o.item for o in data if o.device.id == "b200"]
+    pred = model.predict(items, devices["mi300x"])
+    is_lone = np.asarray([operator_of(it) == lone for it in items])
+    assert is_lone.any() and not pred.in_domain[is_lone].any() and pred.in_domain[~is_lone].any()
+
+
+def test_an_operator_no_gpu_measured_serves_the_roofline_out_of_domain(devices):
+    data = [o for i, (g, d) in enumerate(devices.items()) for o in synthetic(d, ("norm",), 40, seed=i)]
+    model = CrossGpuModel().fit([o for o in data if o.item.pass_.value == "fwd"])
+    bwd = [o.item for o in data if o.item.pass_.value == "bwd"][:5]
+    assert bwd and all(operator_of(it) not in model.families_["norm/fp32"].offsets for it in bwd)
+    pred = model.predict(bwd, devices["b200"])
+    assert np.all(pred.log_factor == 0) and pred.has_model.all() and not pred.in_domain.any()
 
 
 def test_the_band_comes_from_held_out_gpus_and_covers_them(devices):

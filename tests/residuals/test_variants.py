@@ -61,8 +61,7 @@ def test_every_variant_of_every_family_has_a_cost(family):
 def test_roofline_pays_one_launch_per_kernel():
     launch = sp.Symbol("launch", positive=True)
     k = _norm(Fusion.UNFUSED, Pass.FWD, 8, 8)
-    t = kernels.roofline(kernels.cost(k), Dtype.FP16, peak_flops={Dtype.FP16: 1e15, Dtype.FP32: 1e15},
-                         mem_bandwidth=1e18, launch_overhead=launch)
+    t = kernels.roofline(k, kernels.cost(k), peak=1e15, mem_bandwidth=1e18, launch_overhead=launch)
     assert t.coeff(launch) == 5
 
 

@@ -6,6 +6,7 @@ from kinks (checked: none is one-sided and no kink lies within the finite-differ
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -45,20 +46,32 @@ FD_FIELDS = [
 ]
 
 
+def load(path, extra=()):
+    """The spec on its GPU without a tile table (``microarch`` dropped): tile and wave quantization
+    makes the step a staircase in the dims, whose derivative llmp takes as the staircase's trend
+    (``sympy_functions.Ceil``), so a finite difference over a few elements would measure a step,
+    not the composition's derivative these tests check."""
+    spec = dsl.load(path, list(extra))
+    node = spec.cluster.node
+    gpu = dataclasses.replace(node.gpu, microarch=None)
+    cluster = dataclasses.replace(spec.cluster, node=dataclasses.replace(node, gpu=gpu))
+    return dataclasses.replace(spec, cluster=cluster)
+
+
 def _resolve(extra):
-    return dsl.load(SMALL, list(extra))
+    return load(SMALL, extra)
 
 
 @pytest.fixture(scope="module")
 def small():
-    op = operating_point(dsl.load(SMALL), None, _resolve)
+    op = operating_point(load(SMALL), None, _resolve)
     return op, analyze(op)
 
 
 def test_closed_form_equals_prediction_at_the_point(small):
     _op, result = small
     assert result.closed_form_s == pytest.approx(result.step_time_s, rel=1e-9)
-    assert result.step_time_s == pytest.approx(predict(dsl.load(SMALL)).step_time_s, rel=1e-12)
+    assert result.step_time_s == pytest.approx(predict(load(SMALL)).step_time_s, rel=1e-12)
 
 
 @pytest.mark.parametrize(("path", "h", "text"), FD_FIELDS, ids=[f[0] for f in FD_FIELDS])
@@ -68,8 +81,8 @@ def test_derivative_matches_finite_difference_of_predict(small, path, h, text):
     assert not field.one_sided
     x = op.value(path)
     assert not [k for k in result.kinks if k.path == path and abs(k.at - x) <= h]
-    up = predict(dsl.load(SMALL, [f"{path}={text(x + h)}"])).step_time_s
-    down = predict(dsl.load(SMALL, [f"{path}={text(x - h)}"])).step_time_s
+    up = predict(load(SMALL, [f"{path}={text(x + h)}"])).step_time_s
+    down = predict(load(SMALL, [f"{path}={text(x - h)}"])).step_time_s
     fd = (up - down) / (2 * h)
     assert field.derivative == pytest.approx(fd, rel=0.01)
     assert field.elasticity == pytest.approx(x * fd / result.step_time_s, rel=0.01)
@@ -86,9 +99,9 @@ def test_derivations_follow_the_spec(small):
 
 def test_hidden_derivative_includes_head_dim():
     # head_dim = hidden / heads by default: --set model.hidden moves it, and so must dT/dhidden.
-    op = operating_point(dsl.load(SMALL), None, _resolve)
+    op = operating_point(load(SMALL), None, _resolve)
     (total,) = derivatives(op, ["model.hidden"])
-    alone = operating_point(dsl.load(SMALL), None, None)
+    alone = operating_point(load(SMALL), None, None)
     (partial,) = derivatives(alone, ["model.hidden"])
     assert not partial.derivations_known and partial.moves == ()
     (head,) = derivatives(op, ["model.head_dim"])
@@ -96,14 +109,14 @@ def test_hidden_derivative_includes_head_dim():
 
 
 def test_free_symbol_closed_form_matches_pinned_prediction():
-    spec = dsl.load(SYMBOLIC)
-    op = operating_point(spec, {"model.hidden": 4096.0}, lambda e: dsl.load(SYMBOLIC, list(e)))
-    pinned = predict(dsl.load(SYMBOLIC, ["model.hidden=4096"])).step_time_s
+    spec = load(SYMBOLIC)
+    op = operating_point(spec, {"model.hidden": 4096.0}, lambda e: load(SYMBOLIC, e))
+    pinned = predict(load(SYMBOLIC, ["model.hidden=4096"])).step_time_s
     assert op.branches.value(op.local) == pytest.approx(pinned, rel=1e-9)
     (f,) = derivatives(op, ["hidden"])
     assert f.path == "model.hidden" and set(f.moves) == {"model.head_dim", "model.ffn_hidden"}
-    up = predict(dsl.load(SYMBOLIC, ["model.hidden=4112"])).step_time_s
-    down = predict(dsl.load(SYMBOLIC, ["model.hidden=4080"])).step_time_s
+    up = predict(load(SYMBOLIC, ["model.hidden=4112"])).step_time_s
+    down = predict(load(SYMBOLIC, ["model.hidden=4080"])).step_time_s
     assert f.derivative == pytest.approx((up - down) / 32, rel=0.01)
 
 
@@ -142,3 +155,14 @@ def test_step_elasticities_to_all_peaks_and_bandwidth_sum_to_at_most_one(spec):
     fields = derivatives(op, ["gpu.mem_bandwidth", *_rates(spec)])
     assert all(f.elasticity <= 1e-12 for f in fields)  # faster hardware never slows a step
     assert sum(abs(f.elasticity) for f in fields) <= 1 + 1e-9
+
+
+def test_with_tiles_a_dim_derivative_is_the_trend_of_the_staircase():
+    # On the GPU's own tile table (sm90) the step is a staircase in ffn_hidden (2816 per GPU = 22
+    # tiles of 128): its derivative is the slope over whole tiles, a central difference of +-2
+    # tiles per GPU (+-512 in ffn_hidden at tp 2).
+    op = operating_point(dsl.load(SMALL), None, lambda e: dsl.load(SMALL, list(e)))
+    (f,) = derivatives(op, ["model.ffn_hidden"])
+    up = predict(dsl.load(SMALL, ["model.ffn_hidden=6144"])).step_time_s
+    down = predict(dsl.load(SMALL, ["model.ffn_hidden=5120"])).step_time_s
+    assert f.derivative == pytest.approx((up - down) / 1024, rel=0.05)

@@ -43,15 +43,48 @@ def test_gpu_ids_resolve_through_the_catalog_aliases(map_snippet):
     assert any("'gh200' is the catalog's 'gh200_96gb'" in a for a in m.assumptions)
 
 
-@pytest.mark.parametrize("gpus, gpn, node, nodes", [
-    ("8", "4", "gb200_nvl72_tray", 2), ("144", "", "gb200_nvl72", 2), ("128", "", "gb200_nvl72_tray", 32),
-    ("72", "72", "gb200_nvl72", 1),
+@pytest.mark.parametrize("gpus, gpn, node, nodes, domain", [
+    ("8", "4", "gb200_nvl72_tray", 2, 72), ("144", "", "gb200_nvl72_tray", 36, 72),
+    ("128", "", "gb200_nvl72_tray_64gpu_domain", 32, 64), ("512", "4", "gb200_nvl72_tray_64gpu_domain", 128, 64),
+    ("72", "72", "gb200_nvl72", 1, 72),
 ])
-def test_gb200_trays_and_racks(map_snippet, gpus, gpn, node, nodes):
+def test_gb200_trays_and_racks(map_snippet, gpus, gpn, node, nodes, domain):
+    # a tray is the node, the NVL72 rack its NVLink domain; a job of 128+ GPUs gets 16 trays of each
+    # rack (Slurm --segment=16), so its domain is 64 GPUs
     row = _row(P.README2020_8B_1024, gpu_id="gb200", num_gpus=gpus, gpus_per_node=gpn, tp="4",
                dp=str(int(gpus) // 4), global_batch=str(int(gpus) // 4 * 2), dtype="bf16")
     m = _mapped(map_snippet(row))
     assert (m.spec.cluster.node.id, m.spec.cluster.nodes) == (node, nodes)
+    assert m.spec.cluster.node.domain == domain
+    assert (domain == 64) == any("--segment=16" in a for a in m.assumptions)
+
+
+@pytest.mark.parametrize("gpu", ["gb200", "gb300"])
+def test_a_rack_scale_row_with_four_gpus_per_node_spans_trays_on_nvlink(map_snippet, gpu):
+    row = _row(P.README2020_8B_1024, gpu_id=gpu, num_gpus="16", gpus_per_node="4", tp="8", dp="2",
+               global_batch="4", dtype="bf16")
+    m = _mapped(map_snippet(row))
+    assert m.spec.cluster.node.id == f"{gpu}_nvl72_tray" and m.spec.cluster.node.domain == 72
+    from llmp.analytic.kernels import Tier
+    from llmp.analytic.structure import structure_of
+    assert structure_of(m.spec).tier("tp") is Tier.INTRA  # 2 trays, one NVLink domain
+
+
+@pytest.mark.parametrize("cell, outcome", [("GB200 NVL36x2", "gb200_nvl72_tray"), ("NVL72", "gb200_nvl72_tray"),
+                                           ("NVL8", "no catalog node")])
+def test_a_stated_nvlink_domain_must_match_the_node(map_snippet, cell, outcome):
+    row = _row(P.README2020_8B_1024, gpu_id="gb200", num_gpus="8", gpus_per_node="4", tp="4", dp="2",
+               global_batch="4", dtype="bf16", interconnect_intra=cell)
+    result = map_snippet(row)
+    if outcome.startswith("no"):
+        assert result.reason is SkipReason.UNKNOWN_GPU and "8-GPU NVLink domain" in result.detail
+    else:
+        assert _mapped(result).spec.cluster.node.id == outcome
+
+
+def test_the_seeds_measured_perlmutter_is_never_picked_for_a_published_row(map_snippet):
+    m = _mapped(map_snippet(_row(P.SC21_1P7B, gpus_per_node="4")))
+    assert m.spec.cluster.node.id == "perlmutter_gpu_80gb"
 
 
 def test_a_network_the_node_has_picks_that_node(map_snippet):
