@@ -1,6 +1,6 @@
 """Unseen GPU and unseen source: how the shipped residual models transfer (issue 10's report).
 
-    python benchmarks/unseen_gpu.py --data ../shared/data [--out out/public] [--no-record]
+    python benchmarks/unseen_gpu.py --data ../shared/data [--out out/public] [--record]
 
 Data: the public operator measurements, imported exactly as benchmarks/fit_public.py imports them
 (llmp's own FLOP and byte counts; each source's faults handled by llmp.residuals.importers).
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import fit_public
-from recording import commit, machine, record
+from recording import commit, data_folder, machine, record
 
 from llmp.analytic.kernels import Kernel
 from llmp.residuals import adapt, dataset, features
@@ -157,10 +157,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "public")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     t0 = time.monotonic()
-    manifests = fit_public.import_all(args.data, args.out / "samples")
+    manifests = fit_public.import_all(data_folder(args.data), args.out / "samples")
     per_device = fit_public.load_observations(args.out / "samples", manifests)
     print("leave one GPU out:")
     gpu_rows = leave_one_gpu_out(per_device, args.seed)
@@ -168,7 +168,7 @@ def main() -> None:
     print("leave one source out:")
     source_rows = leave_one_source_out(args.out / "samples", manifests, args.seed)
     print("\n".join(_source_table(source_rows)))
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## Unseen GPU and unseen source (issue 10) — {time.strftime('%Y-%m-%d')}", "",
             f"- command: `python benchmarks/unseen_gpu.py --data {args.data}`",
