@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from recording import data_folder
 
 from llmp.analytic.collectives import bus_factor

@@ -366,7 +366,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "public")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--ship", action="store_true", help="write the stores to llmp/hardware/defaults (default: score only)")
+    parser.add_argument("--ship", action="store_true",
+                        help="write the stores to llmp/hardware/defaults (default: score only)")
     parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     parser.add_argument("--heading", default="Public GPU residual stores, L0 on held-out shapes",
                         help="the RESULTS.md section's title (the date is appended)")
