@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from llmp.cli import main
 from llmp.progress import bar
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +49,8 @@ COMMANDS = {
     "planning": ["plan", "examples/llama3_8b_dgx_h100.llmp", "--tokens", "1T", "--deadline", "30d"],
     "searching": ["search", "examples/llama3_8b_dgx_h100.llmp", "--gpus", "64", "--top", "3"],
     "calibrating": ["calibrate", "examples/calibration/sc21_three_runs.csv", "-o", "{tmp}/stack.json"],
+    "fitting": ["fit", "{tmp}/samples", "-o", "{tmp}/store"],
+    "scoring": ["score", "{tmp}/samples", "--residuals", "none"],
 }
 
 
@@ -66,7 +69,19 @@ def test_a_terminal_sees_the_bar_and_quiet_or_a_pipe_sees_nothing(tmp_path: Path
 @pytest.mark.slow
 @pytest.mark.parametrize("label", [k for k in COMMANDS if k != "sensitivity"])
 def test_every_long_command_draws_its_bar_only_on_a_terminal(label: str, tmp_path: Path) -> None:
+    if label in ("fitting", "scoring"):  # on the seed samples the README imports
+        assert main(["import-samples", "--format", "seed", str(ROOT / "examples/samples/seed_perlmutter_a100"),
+                     "--device", "a100_sxm4_80gb", "-o", str(tmp_path / "samples")]) == 0
     args = _args(label, tmp_path)
+    if label == "fitting":  # each run writes its own store
+        args[3] = str(tmp_path / "drawn")
+        status, drawn = _stderr(args, tty=True, cwd=ROOT)
+        assert status == 0 and label.encode() in drawn
+        args[3] = str(tmp_path / "quiet")
+        assert _stderr([*args, "--quiet"], tty=True, cwd=ROOT)[1] == b""
+        args[3] = str(tmp_path / "piped")
+        assert _stderr(args, tty=False, cwd=ROOT)[1] == b""
+        return
     status, drawn = _stderr(args, tty=True, cwd=ROOT)
     assert status == 0 and label.encode() in drawn
     assert _stderr([*args, "--quiet"], tty=True, cwd=ROOT)[1] == b""
