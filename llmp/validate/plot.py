@@ -8,7 +8,6 @@ from llmp.errors import InputError
 from llmp.plotting import pyplot
 from llmp.validate.score import Report
 
-
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 

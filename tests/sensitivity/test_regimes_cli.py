@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -148,4 +149,4 @@ def test_plot_tick_labels_never_overlap():
         boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels(which="both")
                         if t.get_visible() and t.get_text()), key=lambda b: b.x0)
         assert len(boxes) >= 2
-        assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [b.bounds for b in boxes]
+        assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [b.bounds for b in boxes]
