@@ -72,6 +72,11 @@ def read(path: str | Path) -> SampleTable:
         return SampleTable(path=path, meta=meta, columns=(), rows=(), dropped=dropped)
     reader = csv.reader(body)
     columns = tuple(next(reader))
+    if "key" not in columns:  # a data row where the column line belongs
+        raise ResidualSchemaError(f"{path}: the third line must name the columns (key,family,...), "
+                                  f"got {body[0][:80]!r}",
+                                  hint="sample files are written by `llmp sample` or `llmp import-samples`; "
+                                       "restore the column line")
     rows: dict[str, dict[str, str]] = {}
     for values in reader:
         if len(values) != len(columns):

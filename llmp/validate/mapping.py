@@ -107,7 +107,16 @@ _EXACT = (Quantity.STEP_TIME, Quantity.TOKEN_RATE, Quantity.SAMPLE_RATE)
 def _check_agreement(read: tuple[tuple[Reading, Row], ...], context: StepContext) -> None:
     """Refuse a run whose rows give different step times: two different numbers for one configuration
     are two runs or a typo, and scoring their mean would score a run nobody measured."""
-    times = [(metrics.step_time(r, context), r, row) for r, row in read if r.quantity in _EXACT]
+    exact = [(metrics.step_time(r, context), r, row) for r, row in read if r.quantity in _EXACT]
+    # FLOP rates convert through the source's FLOP convention, which may count otherwise than a
+    # time row of the same run does: they are compared with each other only
+    rates = [(metrics.step_time(r, context), r, row) for r, row in read
+             if r.quantity is Quantity.FLOP_RATE and context.flops_per_step is not None]
+    for times in (exact, rates):
+        _agree(times)
+
+
+def _agree(times: list[tuple[float, Reading, Row]]) -> None:
     if len(times) < 2:
         return
     low, high = min(times, key=lambda t: t[0]), max(times, key=lambda t: t[0])
