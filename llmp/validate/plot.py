@@ -17,8 +17,8 @@ def styles(n: int) -> list[tuple[tuple[float, ...], str]]:
     than the 10 colours of the default cycle)."""
     from matplotlib import colormaps
 
-    colours = colormaps["tab20"].colors
-    return [(tuple(colours[i % len(colours)]), MARKERS[i % len(MARKERS)]) for i in range(n)]
+    tab20 = colormaps["tab20"]
+    return [(tuple(tab20(i % 20)), MARKERS[i % len(MARKERS)]) for i in range(n)]
 
 
 def plot(report: Report, path: str | Path, *, title: str = "llmp validate: step time") -> Path:
