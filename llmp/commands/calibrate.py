@@ -1,4 +1,5 @@
-"""``llmp calibrate MEASURED.csv [...] -o STACK.json [--residuals DIR | --no-residuals] [--source NAME ...] [--json]``.
+"""``llmp calibrate MEASURED.csv [...] -o STACK.json [--residuals DIR | --no-residuals] [--source NAME ...] [--json]``,
+and ``llmp calibrate --suggest N --spec SPEC [--gpus G ...] [--set ...]``.
 
 Fits a calibration of one stack on one cluster from its measured steps (rows in the
 published-measurement schema, e.g. what ``llmp measure --csv`` appends): the tensor-core and
@@ -7,6 +8,9 @@ per-step overhead, shrunk toward the uncalibrated model (``llmp.calibrate``). Pr
 and each row's measured, zero-shot and calibrated step time; writes STACK.json for
 ``llmp predict/search/validate --calibration STACK.json``. Rows of several GPUs or stacks,
 contradictory rows and rows llmp cannot model are refused (exit 1) with the rows named.
+
+``--suggest N`` measures nothing and fits nothing: it lists the N layouts of SPEC worth running
+first, those whose steps lean on different factors (``llmp.calibrate.suggest``).
 """
 
 from __future__ import annotations
@@ -17,14 +21,23 @@ import math
 
 from llmp import files
 from llmp.commands.flags import add_quiet
+from llmp.dsl import add_set_argument
+from llmp.errors import InputError
 from llmp.progress import bar
 from llmp.units import format_time
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("csv", nargs="+", metavar="MEASURED.csv",
+    parser.add_argument("csv", nargs="*", metavar="MEASURED.csv",
                         help="measured steps of one stack on one cluster (published-measurement schema)")
-    parser.add_argument("-o", "--output", required=True, metavar="STACK.json", help="where to write the calibration")
+    parser.add_argument("-o", "--output", metavar="STACK.json", help="where to write the calibration")
+    plan = parser.add_argument_group("choosing the runs to measure")
+    plan.add_argument("--suggest", type=int, metavar="N",
+                      help="list the N layouts of --spec worth measuring first (most informative about the factors)")
+    plan.add_argument("--spec", metavar="SPEC.llmp", help="with --suggest: the spec whose layouts are candidates")
+    plan.add_argument("--gpus", type=int, nargs="+", default=[], metavar="G",
+                      help="with --suggest: layouts on G GPUs (default: the spec's own count)")
+    add_set_argument(parser)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--residuals", metavar="DIR", default="default",
                        help="residual store the predictions it corrects are made with (default: as llmp predict)")
@@ -57,9 +70,43 @@ def _table(cal) -> str:
     return "\n".join(lines)
 
 
+def _suggestion(s) -> str:
+    lines = [f"{len(s.picks)} of {s.candidates} feasible layouts of {s.spec} worth measuring, in this order:", ""]
+    for i, p in enumerate(s.picks, 1):
+        leans = ", ".join(f"{k} {v:.2f}" for k, v in p.shares.items() if abs(v) >= 0.01)
+        lines += [f"{i}. llmp predict {s.spec} " + " ".join(f"--set {o}" for o in p.overrides),
+                  f"   predicted {format_time(p.step_time_s)}; its step leans on: {leans}; adds {p.gain:.2f} nats"]
+    lines += ["", "what the runs would leave unknown (80% factor range, before -> after measuring them):"]
+    for k in s.prior_sd:
+        lines.append(f"  {k:<10} x{math.exp(1.2816 * s.prior_sd[k]):.2f} -> x{math.exp(1.2816 * s.expected_sd[k]):.2f}"
+                     if k != "overhead" else
+                     f"  {k:<10} {s.prior_sd[k]:.2f} -> {s.expected_sd[k]:.2f} of the shortest step")
+    lines.append("\nmeasure them (llmp measure, or your own logs), then: llmp calibrate MEASURED.csv -o STACK.json")
+    return "\n".join(lines)
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from llmp.calibrate.suggest import suggest
+
+    if args.spec is None:
+        raise InputError("--suggest needs the spec whose layouts to choose from", hint="add --spec SPEC.llmp")
+    if args.csv or args.output:
+        raise InputError("--suggest proposes runs to measure; it reads no measurements and writes no calibration",
+                         hint="drop the CSV files and -o, or drop --suggest to calibrate")
+    result = suggest(args.spec, args.suggest, gpus=args.gpus, sets=args.set,
+                     residuals="none" if args.no_residuals else args.residuals)
+    print(json.dumps(result.to_dict(), indent=1) if args.json else _suggestion(result))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from llmp.calibrate import calibrate
 
+    if args.suggest is not None:
+        return _suggest(args)
+    if not args.csv or args.output is None:
+        raise InputError("calibrate needs measured steps and where to write the calibration",
+                         hint="llmp calibrate MEASURED.csv -o STACK.json (or --suggest N --spec SPEC to plan the runs)")
     files.output_file(args.output, "the calibration")
     with bar("calibrating", quiet=args.quiet) as advance:
         cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source,

@@ -79,7 +79,7 @@ def build_node(resolver: Resolver) -> Node:
     frame = resolver.frame("node")
     return Node(id=frame.block_id, gpu=build_device(resolver),
                 gpus_per_node=resolver.get(frame, "gpus_per_node"),
-                nvlink_domain=resolver.get(frame, "nvlink_domain"),
+                nvlink_domain=resolver.get(frame, "nvlink_domain"), host_cpu=resolver.get(frame, "host_cpu"),
                 intra=build_link(resolver, "node.intra"), inter=build_link(resolver, "node.inter"))
 
 

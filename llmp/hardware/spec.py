@@ -79,6 +79,18 @@ class Microarch(StrEnum):
     """AMD CDNA4 (MI350X, MI355X)."""
 
 
+class HostCpu(StrEnum):
+    """The core of the CPU whose thread issues a node's kernels (``llmp.stacks.host`` prices its
+    dispatch against the core the host costs were measured on)."""
+
+    ZEN2 = "zen2"
+    """AMD EPYC 7002 (Rome): the DGX A100's EPYC 7742, Azure NDv4's EPYC 7V12."""
+    ZEN3 = "zen3"
+    """AMD EPYC 7003 (Milan): Perlmutter's EPYC 7763."""
+    ZEN4 = "zen4"
+    """AMD EPYC 9004 (Genoa)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Attainable:
     """Rates one kind of kernel reaches at best on a device, as a published micro-benchmark
@@ -222,6 +234,9 @@ class Node:
     nodes: 72 for a GB200 NVL72 rack of 18 four-GPU trays. Groups inside one domain run on
     ``intra`` (NCCL treats such a multi-node NVLink domain as one node, its MNNVL mode); beyond
     it, on the NICs, which stay per node (per tray). None: the node itself."""
+    host_cpu: HostCpu | None = None
+    """The host CPU's core, where the catalog knows it: the host thread issues kernels at that
+    core's speed. None: at the speed of the CPU the dispatch costs were measured on."""
 
     @property
     def domain(self) -> Count:

@@ -429,5 +429,28 @@ def machine() -> dict[str, str]:
         cpu = names[0] if names else cpu
     except OSError:
         pass
-    return {"cpu": cpu, "python": platform.python_version(), "torch": torch.__version__,
+    return {"cpu": cpu, "core": core(), "python": platform.python_version(), "torch": torch.__version__,
             "system": f"{platform.system()} {platform.release()}"}
+
+
+ZEN_MODELS = {(23, range(0x30, 0x100)): "zen2", (25, range(0x00, 0x10)): "zen3", (25, range(0x20, 0x30)): "zen3",
+              (25, range(0x40, 0x60)): "zen3", (25, range(0x10, 0x20)): "zen4", (25, range(0x60, 0x80)): "zen4",
+              (25, range(0xa0, 0xb0)): "zen4"}
+"""AMD's (family, model) numbers of its Zen 2-4 cores (family 17h models 30h and up are Zen 2;
+19h is Zen 3 and Zen 4, told apart by model: Linux's arch/x86 model tables and AMD's Processor
+Programming References)."""
+
+
+def core() -> str:
+    """The core this machine's host thread ran on, as :class:`llmp.hardware.spec.HostCpu` names it
+    ("" when it is not one llmp compares against: then node CPUs are not compared)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line)
+    except OSError:
+        return ""
+    info = {k.strip(): v.strip() for k, v in fields.items()}
+    if info.get("vendor_id") != "AuthenticAMD":
+        return ""
+    family, model = int(info.get("cpu family", "0")), int(info.get("model", "0"))
+    return next((name for (fam, models), name in ZEN_MODELS.items() if fam == family and model in models), "")

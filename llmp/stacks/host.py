@@ -10,6 +10,8 @@ every op costs host time as well as device time:
   ``host_costs.json`` as seconds per kernel launch of each pass (the replica's time over the
   launches llmp's graph counts for the same layer): the forward and its backward, and under full
   recompute the checkpointed forward and the backward that recomputes it.
+  A node whose catalog entry names its host CPU's core (``host_cpu``) dispatches at that core's
+  speed: the measured costs scale by the ratio of instructions per clock (:data:`IPC`).
 * **launch**: the CUDA driver and runtime per kernel launch, the device's ``launch_overhead``
   (each catalog GPU cites its figure).
 
@@ -35,9 +37,11 @@ import json
 import math
 from dataclasses import dataclass
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 from llmp.dsl.spec import Recompute, Spec
+from llmp.hardware.spec import HostCpu, Node
 from llmp.stacks.catalog import PROFILES
 
 PASSES = ("fwd", "bwd", "full_fwd", "full_bwd")
@@ -74,6 +78,23 @@ HOST_SPEED = Spread(
             "dispatch costs were measured on (host_costs.json names it) and the newest about 1.2x faster: "
             "a 90% range [1/1.2, 1.5]"))
 """The run's host against the measuring machine: the band's host term and a calibration's prior."""
+
+
+IPC = MappingProxyType({HostCpu.ZEN2: 1.0, HostCpu.ZEN3: 1.19, HostCpu.ZEN4: 1.19 * 1.13})
+"""Instructions per clock of each host core, relative to Zen 2: Zen 3 19% above Zen 2 (AMD, Ryzen 5000
+launch, Oct 2020; the same +19% for EPYC 7003 at its Mar 2021 launch), Zen 4 13% above Zen 3 (AMD,
+Ryzen 7000 launch, Aug 2022). Dispatch is one thread of Python and C++, so a node's host issues
+kernels at its core's IPC; clocks (EPYC 7742 3.4 GHz boost, 7763 3.5, Genoa 3.7-4.4) stay in the
+band's :data:`HOST_SPEED` spread."""
+
+
+def speed(node: Node) -> float:
+    """How much longer the node's host takes per dispatch than the CPU the costs were measured on:
+    the ratio of their cores' :data:`IPC`; 1 where either core is not one llmp compares."""
+    here = measured().machine.get("core", "")
+    if node.host_cpu is None or here not in IPC:
+        return 1.0
+    return IPC[HostCpu(here)] / IPC[node.host_cpu]
 
 
 @functools.cache
@@ -127,7 +148,9 @@ class HostRules:
             forward, recompute, backward = costs["full_fwd"], costs["full_bwd"], costs["full_bwd"]
         else:
             forward, recompute, backward = costs["fwd"], costs["fwd"], costs["bwd"]
-        return cls(forward=forward, recompute=recompute, backward=backward, step=costs["fwd"],
+        slower = speed(spec.cluster.node)
+        return cls(forward=forward * slower, recompute=recompute * slower, backward=backward * slower,
+                   step=costs["fwd"] * slower,
                    launch=gpu.launch_overhead,
                    pipeline_sync=bool(p.pipeline_host_sync.value) and int(spec.parallel.pp) > 1,
                    batch_sync=bool(p.batch_host_sync.value),

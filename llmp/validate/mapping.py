@@ -19,7 +19,7 @@ from llmp import dsl
 from llmp.dsl.spec import Dispatcher, Router, Spec, Stack
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
-from llmp.hardware.spec import Dtype, Link
+from llmp.hardware.spec import Dtype, Link, Node
 from llmp.validate import cells, finetuning, metrics, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
@@ -201,6 +201,11 @@ def _link_text(link: Link) -> str:
             f"efficiency = {float(link.efficiency):.6g} }}")
 
 
+def _host(node: Node) -> list[str]:
+    """A node block written for a part of a catalog node keeps the catalog's host CPU."""
+    return [] if node.host_cpu is None else [f"  host_cpu = {node.host_cpu}"]
+
+
 def _field(name: str, value: Any, indent: str = "  ") -> str:
     return f"{indent}{name} = {value_text(value)}"
 
@@ -218,13 +223,13 @@ def render(row: Row, model: ModelPlan, cluster: ClusterPlan, train: TrainPlan, n
         node_id = f"{node.id}_{cluster.gpus_per_node}gpu"
         lines += [f"node {node_id} {{   # {cluster.gpus_per_node} of the {node.gpus_per_node} GPUs of a {node.id}",
                   f"  gpu = {node.gpu.id}", f"  gpus_per_node = {cluster.gpus_per_node}",
-                  f"  intra = {_link_text(node.intra)}", f"  inter = {_link_text(node.inter)}", "}", ""]
+                  f"  intra = {_link_text(node.intra)}", f"  inter = {_link_text(node.inter)}", *_host(node), "}", ""]
     elif cluster.nvlink_domain is not None:
         node_id = f"{node.id}_{cluster.nvlink_domain}gpu_domain"
         lines += [f"node {node_id} {{   # a {node.id} in the {cluster.nvlink_domain}-GPU NVLink domain the job got",
                   f"  gpu = {node.gpu.id}", f"  gpus_per_node = {node.gpus_per_node}",
                   f"  nvlink_domain = {cluster.nvlink_domain}",
-                  f"  intra = {_link_text(node.intra)}", f"  inter = {_link_text(node.inter)}", "}", ""]
+                  f"  intra = {_link_text(node.intra)}", f"  inter = {_link_text(node.inter)}", *_host(node), "}", ""]
     lines += [f"model {_ident(model.name)} {{", f"  arch = {model.arch}", f"  layers = {model.layers}",
               f"  hidden = {model.hidden}", f"  heads = {model.heads}", f"  kv_heads = {model.kv_heads}",
               f"  ffn_hidden = {model.ffn_hidden}", f"  vocab = {model.vocab}", f"  seq_len = {model.seq_len}"]

@@ -16,8 +16,9 @@ from llmp.compose import predict
 from llmp.compose.overlap import _COMPUTE, OverlapRules, _run, chunk_works, host_seconds
 from llmp.compose.predictor import priced
 from llmp.dsl.spec import Recompute, Stack
+from llmp.hardware.spec import HostCpu
 from llmp.stacks import PROFILES
-from llmp.stacks.host import HostRules, measured
+from llmp.stacks.host import IPC, HostRules, measured
 
 seconds = st.floats(min_value=0.0, max_value=1e-3, allow_nan=False)
 
@@ -140,3 +141,30 @@ def test_the_cpu_device_has_no_host_term():
     from llmp.dsl import load
 
     assert all(t.name != "host" for t in predict(load("examples/tiny_cpu.llmp"), None).uncertainty.terms)
+
+
+@pytest.mark.parametrize("core", list(HostCpu))
+def test_a_node_dispatches_at_its_host_cores_speed(core):
+    spec = _spec()
+    node = dataclasses.replace(spec.cluster.node, host_cpu=core)
+    named = dataclasses.replace(spec, cluster=dataclasses.replace(spec.cluster, node=node))
+    plain, slower = HostRules.of(spec), HostRules.of(named)
+    ratio = IPC[HostCpu(measured().machine["core"])] / IPC[core]
+    for field in ("forward", "recompute", "backward", "step"):
+        assert getattr(slower, field) == pytest.approx(ratio * getattr(plain, field), rel=1e-12)
+    assert slower.launch == plain.launch  # the driver's launch is the GPU's, cited per device
+    # an older core never issues faster, and only the host's share of the step moves
+    older = predict(named, None)
+    base = predict(spec, None)
+    assert (older.step_time_s >= base.step_time_s) == (ratio >= 1)
+    assert older.breakdown.get("gemm") == pytest.approx(base.breakdown.get("gemm"))
+
+
+def test_the_catalog_names_the_host_cpus_its_data_names():
+    from llmp.dsl import loads
+
+    for node, core in (("dgx_a100", HostCpu.ZEN2), ("perlmutter_gpu_80gb", HostCpu.ZEN3)):
+        spec = loads(f'use "{node}"\n'
+                     "model m { arch = gpt layers = 2 hidden = 256 heads = 4 vocab = 512 seq_len = 128 }\n"
+                     f"cluster c {{ node = {node} }}\ntrain {{ global_batch = 8 micro_batch = 1 }}\n")
+        assert spec.cluster.node.host_cpu is core

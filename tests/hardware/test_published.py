@@ -62,9 +62,9 @@ def test_known_values_and_transfers(derived: dict[str, Ceilings]):
 
 
 def test_parts_that_were_not_measured_keep_the_datasheet(derived: dict[str, Ceilings]):
-    # gh200_96gb: MAMF measured the 144 GB HBM3e 900 W version; mi350x: the 1400 W MI355X; the 500 W
-    # 96 GB H100: only the 700 W part; gb300, a40: nothing published.
-    for gpu in ("gh200_96gb", "v100_sxm3_32gb", "cpu", "mi350x", "h100_sxm_96gb_hbm2e_500w", "gb300", "a40"):
+    # gh200_96gb: MAMF measured the 144 GB HBM3e 900 W version; mi350x: the 1400 W MI355X; gb300, a40:
+    # nothing published.
+    for gpu in ("gh200_96gb", "v100_sxm3_32gb", "cpu", "mi350x", "gb300", "a40"):
         assert not derived[gpu].achievable and not derived[gpu].flash_attention, gpu
     assert not derived["b200"].flash_attention and Dtype.TF32 not in derived["h100_sxm5_80gb"].achievable
 
@@ -83,7 +83,20 @@ def test_newly_catalogued_measured_parts_take_their_own_rows(gpu: str, bf16: flo
     assert (Dtype.FP8 in table) == (fp8 is not None)
     if fp8 is not None:
         assert table[Dtype.FP8].rate == pytest.approx(fp8 * TERA)
-    assert not derived[gpu].flash_attention  # the FlashAttention figures are A100/H100 SXM only
+    # the FlashAttention figures are A100/H100 SXM only: the 300 W A100 PCIe takes the 400 W SXM4's as a bound
+    assert not derived[gpu].flash_attention or "upper bound" in derived[gpu].flash_attention[Dtype.FP16].how
+
+
+def test_the_same_silicon_held_to_less_power_takes_the_measured_rate_as_an_upper_bound(derived: dict[str, Ceilings]):
+    capped, full = derived["h100_sxm_96gb_hbm2e_500w"], derived["h100_sxm5_80gb"]
+    for table, measured in ((capped.achievable, full.achievable), (capped.flash_attention, full.flash_attention)):
+        assert {d: f.rate for d, f in table.items()} == {d: f.rate for d, f in measured.items()}
+        assert all("an upper bound: measured on h100_sxm5_80gb at 700 W" in f.how for f in table.values())
+    pcie = derived["a100_pcie_80gb"]
+    assert pcie.flash_attention[Dtype.FP16].rate == derived["a100_sxm4_80gb"].flash_attention[Dtype.FP16].rate
+    # a part at more power never takes a lower-power part's rate, and a measured part keeps its own
+    assert "measured on" not in derived["h100_sxm5_80gb"].achievable[Dtype.BF16].how
+    assert "measured on" not in pcie.achievable[Dtype.BF16].how
 
 
 def test_h800_takes_the_h100_ceilings_as_the_same_silicon(derived: dict[str, Ceilings]):

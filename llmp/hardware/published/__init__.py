@@ -23,7 +23,12 @@ What is derived (:func:`derive`), per catalog GPU:
   only and sets no training ceiling.
 * A GPU that is not a measured part takes a measured part's rate only when it has the same SM
   count, clock, board power and dtype peak (A100 SXM4 40GB from the 80GB part; H200 and H800 from
-  H100, as the MAMF source itself says of H200). Every other GPU keeps its datasheet peak.
+  H100, as the MAMF source itself says of H200). The same silicon held to a lower board power
+  (torchtitan's 500 W H100) takes it as an upper bound: a power limit makes the GPU lower its
+  clocks under load and never raises its throughput (NVIDIA's nvidia-smi ``--power-limit``: "the
+  GPU will throttle its clocks to stay under the limit"), so the higher-power part's best rate is
+  a tighter roof than the datasheet peak, still optimistic. Every other GPU keeps its datasheet
+  peak.
 
 ``python -m llmp.hardware.published`` prints the derivation, which is what the catalog's
 ``achievable`` and ``flash_attention`` lines hold (a test checks they agree).
@@ -126,23 +131,35 @@ def flash_attention_facts() -> dict[str, dict[Dtype, Fact]]:
     return out
 
 
-def _same_part(a: Device, b: Device, dtype: Dtype) -> bool:
-    """Same SMs, clock, board power and datasheet peak of ``dtype``: the same silicon at the same
-    operating point, so a compute-bound best-shape rate carries over."""
-    return ((a.sms, a.clock, a.tdp) == (b.sms, b.clock, b.tdp)
-            and dtype in a.peak_flops and a.peak_flops.get(dtype) == b.peak_flops.get(dtype))
+def _same_silicon(a: Device, b: Device, dtype: Dtype) -> str | None:
+    """How a compute-bound best-shape rate measured on ``b`` carries to ``a``: "same" for the same
+    SMs, clock, board power and datasheet peak of ``dtype`` (the same silicon at the same operating
+    point), "capped" when ``a`` is that silicon at a lower board power (the rate is then an upper
+    bound), None otherwise."""
+    if not ((a.sms, a.clock) == (b.sms, b.clock) and dtype in a.peak_flops
+            and a.peak_flops.get(dtype) == b.peak_flops.get(dtype)):
+        return None
+    if a.tdp == b.tdp:
+        return "same"
+    return "capped" if a.tdp is not None and b.tdp is not None and float(a.tdp) < float(b.tdp) else None
 
 
 def _for_device(device: Device, devices: Mapping[str, Device],
                 measured: Mapping[str, dict[Dtype, Fact]]) -> dict[Dtype, Fact]:
     table = dict(measured.get(device.id, {}))
-    for other, facts in sorted(measured.items()):
-        if other == device.id or other not in devices:
-            continue
+    others = [(o, devices[o], facts) for o, facts in sorted(measured.items()) if o != device.id and o in devices]
+    for other, part, facts in others:  # the same silicon at the same operating point first
         for dtype, fact in facts.items():
-            if dtype not in table and _same_part(device, devices[other], dtype):
+            if dtype not in table and _same_silicon(device, part, dtype) == "same":
                 table[dtype] = replace(fact, how=f"{fact.how}; measured on {other}, the same SMs, clock, "
                                                  "board power and peak")
+    capped = [(fact.rate, dtype, other, part, fact) for other, part, facts in others for dtype, fact in facts.items()
+              if dtype not in table and _same_silicon(device, part, dtype) == "capped"]
+    for _, dtype, other, part, fact in sorted(capped, key=lambda c: (c[0], c[2])):  # the tightest bound
+        if dtype not in table:
+            table[dtype] = replace(fact, how=f"{fact.how}; an upper bound: measured on {other} at "
+                                             f"{float(part.tdp or 0):.0f} W, the same silicon held to "
+                                             f"{float(device.tdp or 0):.0f} W here")
     for missing, twin in TWIN_DTYPES:
         peaks = device.peak_flops
         if missing not in table and twin in table and missing in peaks and peaks[missing] == peaks.get(twin):
