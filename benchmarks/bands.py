@@ -1,7 +1,7 @@
 """Band coverage and calibration curves on the published runs in validation/, and the shipped
 composition term.
 
-    python benchmarks/bands.py [--draws 20] [--seed 0] [--ship] [--no-record]
+    python benchmarks/bands.py [--draws 20] [--seed 0] [--ship] [--record]
 
 1. Every measurement of validation/*.csv llmp can model is predicted zero-shot (the shipped
    residual stores, as ``llmp predict``), keeping the draws of its operator errors
@@ -202,7 +202,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=20, help="random draws of k runs per stack (default 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ship", action="store_true", help=f"write the term fitted on every source to {TERM}")
-    parser.add_argument("--no-record", action="store_true", help="do not append to benchmarks/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     t0 = time.monotonic()
     cases = collect()
@@ -218,7 +218,7 @@ def main() -> None:
         TERM.write_text(json.dumps(term.to_dict(), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {TERM}")
     curves = calibration_section(cases, loso, args.draws, args.seed)
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## Bands and calibration (issue: calibrated bands, llmp calibrate) — {time.strftime('%Y-%m-%d')}", "",
             f"- command: `python benchmarks/bands.py --draws {args.draws} --seed "

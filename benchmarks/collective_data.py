@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from recording import data_folder
 
 from llmp.analytic.collectives import bus_factor
 from llmp.analytic.kernels import CollectiveKind, Tier
@@ -229,7 +230,9 @@ def vidur() -> Iterator[Group]:
 
 
 def every() -> list[Group]:
-    """Every series of every source."""
+    """Every series of every source (a clear exit when the data folder is not there)."""
+    for folder in (MICRO, SEED, VIDUR):
+        data_folder(DATA, str(folder.relative_to(DATA)))
     return [*ml_engineering(), *reference_points(), *seed(), *vidur()]
 
 

@@ -1,6 +1,6 @@
 """Rebuild the collective tables llmp serves for the machines that were measured (one command).
 
-    python benchmarks/collective_tables.py [--check]
+    python benchmarks/collective_tables.py [--ship]
 
 Reads the public collective measurements (``collective_data.py``: the seed paper's Perlmutter NCCL
 samples, Vidur's DGX A100/H100 profiles, ml-engineering's nccl-tests sweeps) and writes
@@ -164,7 +164,7 @@ def build() -> tuple[str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the shipped files; write nothing")
+    parser.add_argument("--ship", action="store_true", help="write the tables llmp ships (default: compare with them)")
     args = parser.parse_args(argv)
     text, manifest = build()
     manifest_text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
@@ -175,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{catalog_rail / 1e9:.3f} GB/s per GPU)")
     if abs(round(rail / 1e9, 2) - catalog_rail / 1e9) > 1e-9:
         print(f"  the catalog's {SEED_LINK} should read 4 * {rail / 1e9:.2f} GB/s", file=sys.stderr)
-    if args.check:
+    if not args.ship:
         same = (OUT / TABLES).read_text() == text and (OUT / MANIFEST).read_text() == manifest_text
-        print("shipped tables are up to date" if same else "shipped tables differ: rerun without --check")
+        print("shipped tables are up to date" if same else "shipped tables differ: rerun with --ship to write them")
         return 0 if same else 1
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / TABLES).write_text(text)

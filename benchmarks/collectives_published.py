@@ -1,7 +1,7 @@
 """llmp's collective model (NCCL's cost model on the catalog links) against collective measurements.
 
-    python benchmarks/collectives_published.py [--no-record]
-    python benchmarks/collectives_published.py --llmp ../main --no-record   # another checkout's model
+    python benchmarks/collectives_published.py [--record]
+    python benchmarks/collectives_published.py --llmp ../main   # another checkout's model
 
 Data (``collective_data.py``, read from ../shared/data, nothing copied), two splits never mixed:
 
@@ -255,7 +255,7 @@ def bucket_cells(e: np.ndarray, g: data.Group) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     parser.add_argument("--llmp", default=None, help="score the collective model of the llmp checkout at PATH")
     args = parser.parse_args(argv)
     groups = data.every()
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                       *(name for _, _, name in BUCKETS), "excluded because"], series_rows), ""]
     text = "\n".join(lines)
     print(text)
-    if not args.no_record:
+    if args.record:
         record(text)
     return 0
 

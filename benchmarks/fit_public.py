@@ -1,6 +1,6 @@
 """Rebuild every shipped GPU residual store from the public measurements, and score them (L0).
 
-    python benchmarks/fit_public.py --data ../shared/data [--out out/public] [--no-ship] [--no-record]
+    python benchmarks/fit_public.py --data ../shared/data [--out out/public] [--ship] [--record]
 
 1. Import (``llmp import-samples``'s library function, ``llmp.residuals.importers.run``): each
    public source in ``JOBS`` becomes an llmp sample directory under OUT/samples/<job>/, with
@@ -10,7 +10,7 @@
    (its sorted dims: the forward, dgrad and wgrad of one layer share a shape, and so does one
    shape measured by two sources), fitted on the 80 and scored on the 20 (MAPE and p90 of
    |predicted / measured - 1| per family, beside the bare roofline's error on the same rows).
-3. Ship (unless ``--no-ship``): per device with measurements, a store fitted on all of its rows
+3. Ship (with ``--ship``): per device with measurements, a store fitted on all of its rows
    in ``llmp/hardware/defaults/<device>/``; and the cross-GPU store in
    ``llmp/hardware/defaults/cross_gpu/`` (``llmp.residuals.transfer``), which serves every other
    device. Each manifest names every source (``owner/repo@commit:path``), licence and rows used,
@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recording import commit, machine, record
+from recording import commit, data_folder, machine, record
 
 from llmp.analytic import kernels
 from llmp.analytic.kernels import Kernel
@@ -366,14 +366,15 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "public")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-ship", action="store_true", help="score only; leave llmp/hardware/defaults as it is")
-    parser.add_argument("--no-record", action="store_true", help="do not append to benchmarks/RESULTS.md")
+    parser.add_argument("--ship", action="store_true",
+                        help="write the stores to llmp/hardware/defaults (default: score only)")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     parser.add_argument("--heading", default="Public GPU residual stores, L0 on held-out shapes",
                         help="the RESULTS.md section's title (the date is appended)")
     args = parser.parse_args()
     t0 = time.monotonic()
     print("import:")
-    manifests = import_all(args.data, args.out / "samples")
+    manifests = import_all(data_folder(args.data), args.out / "samples")
     per_device = load_observations(args.out / "samples", manifests)
     print("L0 on held-out shapes:")
     rows = l0(per_device, args.seed)
@@ -383,15 +384,15 @@ def main() -> None:
     print(f"extrapolation: fitted on shapes above {LARGE} elements, scored on the small-work slice:")
     beyond = small_from_large(per_device, args.seed)
     print("\n".join(_md_extrapolation(beyond)))
-    sizes = {} if args.no_ship else ship(per_device, manifests, args.seed)
+    sizes = ship(per_device, manifests, args.seed) if args.ship else {}
     for name, size in sizes.items():
         print(f"shipped {name}: {size / 1e6:.2f} MB")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "l0.json").write_text(json.dumps(rows, indent=1))
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## {args.heading} — {time.strftime('%Y-%m-%d')}", "",
-            f"- command: `python benchmarks/fit_public.py --data {args.data}`",
+            f"- command: `python benchmarks/fit_public.py --data {args.data}{' --ship' if args.ship else ''} --record`",
             f"- machine: {machine()}", f"- llmp commit: {commit()}",
             "- data: the public operator measurements in ../shared/data (training data); split: per device, 20% of "
             "shapes held out by a hash of the sorted kernel dims (passes and sources of one shape stay together)",

@@ -1,7 +1,7 @@
 """Measure the host thread's dispatch cost per kernel launch, per stack style, and write it to
 ``llmp/stacks/host_costs.json`` (the file llmp ships and reads to price the host).
 
-    python benchmarks/host_costs.py [--calls 200] [--repeats 9] [--check]
+    python benchmarks/host_costs.py [--calls 200] [--repeats 9] [--ship] [--record]
 
 For each style of :mod:`llmp.measure.host` (a torch replica of one stack's layer code path, on
 CPU tensors of a few elements), time its passes (forward, backward, and under full recompute the
@@ -9,8 +9,9 @@ checkpointed forward and the backward that recomputes it) with this thread's CPU
 each by the kernel launches llmp's own graph counts for the same layer and pass: the result is the dispatch
 seconds one launch costs the host in that pass (Python, the stack's wrappers, the dispatcher;
 the CUDA launch itself is the GPU's ``launch_overhead``, added by ``llmp.stacks.host``).
-``--check`` measures again and prints the change against the shipped file without writing.
-Not a test: run it by hand on a quiet machine; its figures go to benchmarks/RESULTS.md too.
+Without flags it prints the figures and the change against the shipped file and writes nothing;
+``--ship`` writes the file, ``--record`` appends the figures to benchmarks/RESULTS.md (tracked files
+change only when asked). Not a test: run it by hand on a quiet machine.
 """
 
 from __future__ import annotations
@@ -96,25 +97,27 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=200, help="layer calls per timed repeat (default 200)")
     ap.add_argument("--repeats", type=int, default=9, help="timed repeats; the median is kept (default 9)")
-    ap.add_argument("--check", action="store_true", help="measure and compare with the shipped file; write nothing")
+    ap.add_argument("--ship", action="store_true", help=f"write the figures to {OUT.relative_to(ROOT)}")
+    ap.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = ap.parse_args()
     data = measure(args.calls, args.repeats)
     print("\n".join(_table(data)))
-    if args.check:
-        shipped = json.loads(OUT.read_text())
-        for style, v in data["styles"].items():  # type: ignore[attr-defined]
-            for p in PASSES:
-                old = shipped["styles"][style]["per_launch_s"][p]
-                print(f"{style} {p}: {1e6 * v['per_launch_s'][p]:.1f} µs per launch (shipped {1e6 * old:.1f})")
-        return 0
-    OUT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    record("\n".join([f"## Host dispatch per kernel launch, per stack style — {data['date']}", "",
-                      "- command: `python benchmarks/host_costs.py`",
-                      f"- machine: {machine()}; torch {data['machine']['torch']}",  # type: ignore[index]
-                      f"- llmp commit: {commit()}",
-                      "- what: torch replicas of each stack's layer code path (llmp/measure/host.py) on CPU tensors "
-                      "of a few elements, thread CPU time, median of the repeats, over the launches llmp's graph "
-                      "counts for the same layer; written to llmp/stacks/host_costs.json", "", *_table(data), ""]))
+    shipped = json.loads(OUT.read_text())
+    for style, v in data["styles"].items():  # type: ignore[attr-defined]
+        for p in PASSES:
+            old = shipped["styles"][style]["per_launch_s"][p]
+            print(f"{style} {p}: {1e6 * v['per_launch_s'][p]:.1f} µs per launch (shipped {1e6 * old:.1f})")
+    if args.ship:
+        OUT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    if args.record:
+            record("\n".join([f"## Host dispatch per kernel launch, per stack style — {data['date']}", "",
+                          "- command: `python benchmarks/host_costs.py --ship --record`",
+                          f"- machine: {machine()}; torch {data['machine']['torch']}",  # type: ignore[index]
+                          f"- llmp commit: {commit()}",
+                          "- what: torch replicas of each stack's layer code path (llmp/measure/host.py) on CPU "
+                          "tensors of a few elements, thread CPU time, median of the repeats, over the launches "
+                          "llmp's graph counts for the same layer; written to llmp/stacks/host_costs.json", "",
+                          *_table(data), ""]))
     return 0
 
 

@@ -1,6 +1,6 @@
 """The scaling-law properties run thoroughly: N runs of 1,000 random examples each, one seed per run.
 
-    python benchmarks/properties.py [--runs 20] [--seed0 1] [--test NAME ...] [--no-record]
+    python benchmarks/properties.py [--runs 20] [--seed0 1] [--test NAME ...] [--record]
 
 A property test that passes its 40 examples in the everyday suite can still fail on the one
 example in a few thousand that breaks it (the hardware-monotonicity property did, until each
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--seed0", type=int, default=1, help="the first run's --hypothesis-seed")
     parser.add_argument("--test", action="append", default=[], metavar="NAME",
                         help=f"a property of {FILE} to run (repeatable; default: {', '.join(DEFAULT_TESTS)})")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -115,7 +115,7 @@ def main() -> None:
             lines += [f"Seed {r.seed} failed:", "", "```", r.failure, "```", ""]
     text = "\n".join(lines)
     print(text)
-    if not args.no_record:
+    if args.record:
         record(text)
 
 

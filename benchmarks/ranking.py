@@ -1,6 +1,6 @@
 """Ranking fidelity: does llmp order configurations of one job the way the measurements do?
 
-    python benchmarks/ranking.py [--no-record]
+    python benchmarks/ranking.py [--record]
 
 Choosing a configuration is the main use of a predictor, so beyond the error on each row this
 asks whether the predicted *order* is right (DESIGN.md, validation protocol). Rows are published
@@ -154,12 +154,12 @@ def section(config: Sequence[Group], workload: Sequence[Group], skipped: int, co
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     config, workload, skipped = collect(FILES)
     text = section(config, workload, skipped, "python benchmarks/ranking.py")
     print(text)
-    if not args.no_record:
+    if args.record:
         record(text)
     return 0
 

@@ -1,5 +1,6 @@
 """What every benchmark records with its figures: the machine, the commit, and the section it
-appends to benchmarks/RESULTS.md (other sections are left as they are)."""
+appends to benchmarks/RESULTS.md (other sections are left as they are) when run with ``--record``;
+without it a benchmark only prints, so a checkout's tracked files change only when asked."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+
+
+def data_folder(path: Path, needs: str = "") -> Path:
+    """``path`` (the public data folder, ``../shared/data`` beside the checkout) when it holds
+    ``needs``; else exit with a message saying what is missing and where to get it, not a traceback."""
+    if not (path / needs).is_dir():
+        raise SystemExit(f"error: no data folder at {path / needs}\n  hint: these benchmarks read the public "
+                         "measurements from ../shared/data beside the checkout (each source's README there "
+                         "names its public repository); pass --data DIR where the command takes it")
+    return path
 
 
 def machine() -> str:
@@ -40,7 +51,8 @@ def commit() -> str:
 
 
 def record(text: str) -> None:
-    """Append a section to RESULTS.md (other sections are left as they are)."""
+    """Append a section to RESULTS.md (other sections are left as they are); scripts call it only
+    under ``--record``."""
     new = not RESULTS.exists()
     with RESULTS.open("a", encoding="utf-8") as f:
         f.write(("# Benchmark results\n\n" if new else "\n") + text)

@@ -1,6 +1,6 @@
 """The seed paper's ten runs (examples/seed/), as they ran, predicted with and without residual stores.
 
-    python benchmarks/seed_runs.py [--no-record]
+    python benchmarks/seed_runs.py [--record]
 
 The seed paper (arXiv 2509.22832, DebarghaG/estimate-train-time) validated on GPT-NeoX-20B in three
 layouts, a Llama-13B shape and Llemma-7B, on Perlmutter (4 A100-80GB per node) and TACC Vista (one
@@ -31,7 +31,7 @@ GIB = 2**30
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     lines = ["| run | GPUs | layout pp/tp/dp | roofline only | llmp (default stores) | band | MFU | memory / GPU | "
              "residual store |",
@@ -48,7 +48,7 @@ def main() -> None:
                      f"{pred.memory.total / GIB:.1f} GiB{' (OOM)' if pred.memory.oom else ''} | "
                      f"{store.scope if store else 'none'} |")
         print(lines[-1], flush=True)
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## The seed paper's ten runs, predicted (issue 11) — {time.strftime('%Y-%m-%d')}", "",
             "- command: `python benchmarks/seed_runs.py`", f"- machine: {machine()}", f"- llmp commit: {commit()}",

@@ -1,6 +1,6 @@
 """Which kernels of published runs the shipped residual stores measured (issue 21, item 2).
 
-    python benchmarks/shape_coverage.py [CSV ...] [--no-record]
+    python benchmarks/shape_coverage.py [CSV ...] [--record]
 
 For every run of the given published-measurement files (default: the vTrain A100 grid and the
 Megatron-LM CI tests, the small-work runs of issue 21), the spec ``llmp validate`` maps it to is
@@ -78,7 +78,7 @@ def table(share: dict) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("csv", nargs="*", type=Path, default=list(DEFAULT))
-    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     t0 = time.monotonic()
     share, worst = coverage(args.csv)
@@ -88,7 +88,7 @@ def main() -> None:
         top = sorted(ops.items(), key=lambda kv: -kv[1])[:3]
         heavy.append(f"- {key[0]} on {key[1]}: " + "; ".join(name for name, _ in top))
     print("\n".join([*lines, "", "heaviest kernels out of domain:", *heavy]))
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## Shapes of published small-work runs against the stores' measured shapes (issue 21) — "
             f"{time.strftime('%Y-%m-%d')}", "",

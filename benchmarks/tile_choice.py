@@ -1,6 +1,6 @@
 """Which GEMM tiles explain the public measurements best (the choice in ``llmp/analytic/tiles.py``).
 
-    python benchmarks/tile_choice.py --data ../shared/data [--out out/public] [--no-record]
+    python benchmarks/tile_choice.py --data ../shared/data [--out out/public] [--record]
 
 For every GEMM measured by a public source (imported as ``benchmarks/fit_public.py`` does; training
 data), the roofline is priced with several tile tables: none (the plain roofline), the shipped one
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import fit_public
-from recording import commit, machine, record
+from recording import commit, data_folder, machine, record
 
 from llmp.analytic import kernels, tiles
 from llmp.analytic.kernels import Family, Kernel
@@ -64,10 +64,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "public")
-    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     t0 = time.monotonic()
-    manifests = fit_public.import_all(args.data, args.out / "samples")
+    manifests = fit_public.import_all(data_folder(args.data), args.out / "samples")
     names = list(tables())
     lines = ["| source | rows | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     rng = np.random.default_rng(0)
@@ -88,7 +88,7 @@ def main() -> None:
                          f"{np.mean(y < math.log(0.9)):.0%}")
         lines.append(f"| {job.name} | {len(obs)} | " + " | ".join(cells) + " |")
     print("\n".join(lines))
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## GEMM tile tables against the public measurements (issue 21) — {time.strftime('%Y-%m-%d')}", "",
             f"- command: `python benchmarks/tile_choice.py --data {args.data}`", f"- machine: {machine()}",

@@ -1,7 +1,7 @@
 """Unseen GPU and unseen source: how the shipped residual models transfer (issues 10 and 24).
 
     python benchmarks/unseen_gpu.py --data ../shared/data [--out out/public] [--seeds 3] [--sources]
-                                    [--no-record]
+                                    [--record]
 
 Data: the public operator measurements, imported exactly as benchmarks/fit_public.py imports them
 (llmp's own FLOP and byte counts; each source's faults handled by llmp.residuals.importers).
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import fit_public
-from recording import commit, machine, record
+from recording import commit, data_folder, machine, record
 
 from llmp.analytic.kernels import Kernel
 from llmp.residuals import adapt, dataset, features, split
@@ -230,10 +230,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "public")
     parser.add_argument("--seeds", type=int, default=3, help="splits and random picks (default 3)")
     parser.add_argument("--sources", action="store_true", help="also leave one source out")
-    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = parser.parse_args()
     t0 = time.monotonic()
-    manifests = fit_public.import_all(args.data, args.out / "samples")
+    manifests = fit_public.import_all(data_folder(args.data), args.out / "samples")
     per_device = fit_public.load_observations(args.out / "samples", manifests)
     print("leave one GPU out:")
     gpu_rows = leave_one_gpu_out(per_device, args.seeds)
@@ -244,7 +244,7 @@ def main() -> None:
         print("leave one source out:")
         source_rows = leave_one_source_out(args.out / "samples", manifests, 0)
         print("\n".join(_source_table(source_rows)))
-    if not args.no_record:
+    if args.record:
         record("\n".join([
             f"## Unseen GPU per (operator, pass), random and active picks (issue 24) — {time.strftime('%Y-%m-%d')}",
             "", f"- command: `python benchmarks/unseen_gpu.py --data {args.data} --seeds {args.seeds}"

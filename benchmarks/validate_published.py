@@ -1,6 +1,6 @@
 """Score llmp on the published multi-GPU measurements (validation/*.csv, a TEST set) and record it.
 
-    python benchmarks/validate_published.py [--residuals DIR|default] [--plot OUT.png] [--no-record]
+    python benchmarks/validate_published.py [--residuals DIR|default] [--plot OUT.png] [--record]
 
 Prints, and appends to benchmarks/RESULTS.md under "Published validation (issue 4)":
 the per-source table (rows predicted, skipped, MAPE, median, max, bias, worst rows), skips per
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--residuals", help="residual store directory, or 'default' (shipped store per GPU)")
     parser.add_argument("--plot", help="also write predicted vs measured to this image")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the section to benchmarks/RESULTS.md")
     parser.add_argument("--heading", default="Published validation (issue 4)", help="title of the recorded section")
     args = parser.parse_args(argv)
     files = sorted(str(p) for p in (ROOT / "validation").glob("*.csv"))
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.plot:
         plot.plot(report, args.plot)
-    if not args.no_record:
+    if args.record:
         record(text)
     return 0
 

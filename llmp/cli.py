@@ -14,6 +14,10 @@ import sys
 
 from llmp.errors import LlmpError
 
+DESCRIPTION = ("Predict the time of one LLM training step on a cluster, say where the time goes, and answer "
+               "what-if questions. 'llmp COMMAND --help' describes a command.")
+"""What ``llmp --help`` says to a user (the module docstring above is for developers)."""
+
 # (command, module in llmp.commands, one-line help)
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check", "check", "parse and resolve a spec; print it with derived quantities"),
@@ -36,7 +40,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="llmp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="llmp", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, _module, help_text in COMMANDS:
         sub.add_parser(name, help=help_text, add_help=False)

@@ -25,6 +25,21 @@ class Span:
     end_column: int
 
 
+MESSAGE = 2000
+"""Characters of a message or hint shown: more than any diagnostic llmp writes itself, so only echoed
+user text is ever cut."""
+SOURCE_LINE = 160
+"""Characters of a quoted source line shown around the caret."""
+
+
+def shorten(text: str, most: int) -> str:
+    """``text``, or its two ends with the length of what was left out between them."""
+    if len(text) <= most:
+        return text
+    keep = (most - 40) // 2
+    return f"{text[:keep]} ... ({len(text) - 2 * keep:,} characters left out) ... {text[-keep:]}"
+
+
 class LlmpError(Exception):
     """Base of every error llmp raises on purpose. The CLI prints it and exits 1."""
 
@@ -41,18 +56,27 @@ class LlmpError(Exception):
         return self.render()
 
     def render(self) -> str:
-        """Compiler-style text: ``path:line:col: error: label: message``, source line, caret, hint."""
-        head = f"{self.label}: {self.message}" if self.label != "error" else self.message
+        """Compiler-style text: ``path:line:col: error: label: message``, source line, caret, hint.
+
+        User text inside it is cut to a readable length (:func:`shorten`): a 20,000-term line or a
+        5,000-digit flag value is shown by its ends, never echoed whole."""
+        head = shorten(f"{self.label}: {self.message}" if self.label != "error" else self.message, MESSAGE)
         if self.span is None:
             text = f"error: {head}"
         else:
             s = self.span
             text = f"{s.file}:{s.line}:{s.column}: error: {head}"
             if self.source_line is not None:
-                width = (s.end_column - s.column) if s.end_line == s.line else len(self.source_line) - s.column + 1
-                text += f"\n    {self.source_line}\n    {' ' * (s.column - 1)}{'^' * max(1, width)}"
+                line, column = self.source_line, s.column
+                width = (s.end_column - column) if s.end_line == s.line else len(line) - column + 1
+                if len(line) > SOURCE_LINE:  # a window around the caret
+                    start = max(0, min(column - 1 - SOURCE_LINE // 2, len(line) - SOURCE_LINE))
+                    line = ("..." if start else "") + line[start:start + SOURCE_LINE] + "..."
+                    column -= start - (3 if start else 0)
+                    width = min(width, SOURCE_LINE)
+                text += f"\n    {line}\n    {' ' * (column - 1)}{'^' * max(1, width)}"
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {shorten(self.hint, MESSAGE)}"
         return text
 
 

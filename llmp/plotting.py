@@ -4,9 +4,25 @@ on the non-interactive Agg backend; without it the command says so instead of fa
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
+from llmp import files
 from llmp.errors import InputError
+
+FORMATS = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".eps", ".ps")
+"""File formats matplotlib's Agg backend writes, by suffix (``FigureCanvasBase.get_supported_filetypes``;
+pgf and raw are left out, as no reader opens them)."""
+
+
+def plot_path(path: str | Path) -> Path:
+    """``path`` if a figure can be written there (checked before any work): a file in an existing,
+    writable directory, ending in a format matplotlib writes."""
+    out = files.output_file(path, "--plot")
+    if out.suffix.lower() not in FORMATS:
+        raise InputError(f"--plot {out}: matplotlib writes no {out.suffix or 'suffix-less'} file",
+                         label="bad --plot path", hint=f"end the name with one of {', '.join(FORMATS)}")
+    return out
 
 
 def pyplot() -> Any:

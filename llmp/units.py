@@ -141,9 +141,12 @@ def _fold(symbol: str) -> str:
     text = symbol.lower().replace("\u00b5", "u").replace("\u03bc", "u")
     text = re.sub(r"flop(?:s|/s|/sec)?$", "flop/s", text)
     text = re.sub(r"bytes?$", "b", text)
+    text = re.sub(r"watts?$", "w", text)
+    text = re.sub(r"hertz$", "hz", text)
+    text = re.sub(r"^(k|kilo|m|mega|g|giga)w$", lambda m: m.group(1)[0] + "w", text)
     text = re.sub(r"(?:/sec|/secs|ps)$", "/s", text)
     text = re.sub(r"(?<=b)s$", "/s", text)  # TBs, GBs
-    return re.sub(r"^([mun]?)(?:sec|secs)$", r"\1s", text)
+    return re.sub(r"^([mun]?)(?:sec|secs|seconds?)$", r"\1s", text)
 
 
 def suggest_units(symbol: str) -> tuple[str, ...]:
@@ -212,6 +215,8 @@ def _digits(x: float, sig: int) -> str:
     """``x`` to ``sig`` significant digits without trailing zeros or exponent noise."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
+    if not 1e-3 <= abs(x) < 1e6:  # beyond the prefixes: 1e-18 or 1e30, never 19 zeros
+        return f"{x:.{sig}g}".replace("e+", "e")
     decimals = max(0, sig - 1 - math.floor(math.log10(abs(x))))
     text = f"{x:.{decimals}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
@@ -229,6 +234,8 @@ def _scaled(x: Any, scales: tuple[tuple[float, str], ...], unit_text: str, sig: 
     if free is not None:
         return f"{free} {unit_text}"
     value = float(x)
+    if abs(value) >= 1e4 * scales[0][0]:  # past the largest prefix: 5e20 B, not 500000 PB
+        return f"{_digits(value, sig)} {unit_text}"
     for scale, prefix in scales:
         if abs(value) >= scale:
             if prefix == "k" and unit_text.startswith("B"):
@@ -280,6 +287,8 @@ def format_count(x: Any, *, sig: int = 3) -> str:
     value = float(x)
     if value == int(value) and abs(value) < 1e4:
         return str(int(value))
+    if abs(value) >= 1e18:  # past the largest prefix
+        return _digits(value, sig)
     for scale, prefix in _DECIMAL:
         if abs(value) >= scale:
             return f"{_digits(value / scale, sig)} {prefix}"
@@ -294,6 +303,8 @@ def format_time(x: Any, *, sig: int = 3) -> str:
     value = float(x)
     size = abs(value)
     if size == 0 or not math.isfinite(value):
+        return f"{_digits(value, sig)} s"
+    if size < 1e-9 or size >= 1e6 * 86400.0:  # below a nanosecond, above a million days
         return f"{_digits(value, sig)} s"
     for scale, name in ((86400.0, "d"), (3600.0, "h"), (1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
         if size >= scale and not (name in ("d", "h") and size < 2 * scale):
@@ -320,3 +331,8 @@ def format_quantity(x: Any, dim: Dimension, *, sig: int = 3) -> str:
         return formatter(x, sig=sig)
     free = _symbolic(x)
     return f"{free if free is not None else _digits(float(x), sig)} {dim.formula()}"
+
+
+def plural(n: Any, one: str, many: str | None = None) -> str:
+    """``1 microbatch``, ``2 microbatches``: a count with its noun in the right number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

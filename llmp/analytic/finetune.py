@@ -131,8 +131,10 @@ def packed_attention(ft: FinetuneSpec | None, micro_batch: Any, seq_len: Any, se
     """(batch, query rows, key length, window) of one rank's fused attention core: one causal
     sequence of ``seq_len`` keys (``seq_q`` query rows on this rank, 1/cp of them under context
     parallelism), or with packed samples ``seq_len / sample_len`` causal sequences per sequence,
-    each of ``sample_len`` keys and the same share of query rows (module docstring)."""
+    each of ``sample_len`` keys and the same share of query rows (module docstring). A window is
+    capped at the keys there are: a query sees at most its whole causal past, so a window longer
+    than the sequence is full causal attention (the kernel's band formula would shrink past it)."""
     if ft is None or _zero(ft.sample_len):
-        return micro_batch, seq_q, seq_len, window if windowed else seq_len
+        return micro_batch, seq_q, seq_len, vmin(window, seq_len) if windowed else seq_len
     n = ft.sample_len
     return (micro_batch * seq_len / n, seq_q * n / seq_len, n, vmin(window, n) if windowed else n)

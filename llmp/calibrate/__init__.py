@@ -33,6 +33,7 @@ from llmp.compose.calibration_file import (
 from llmp.compose.correction import Residuals
 from llmp.compose.predictor import ROOFLINE_ONLY, Priced, priced
 from llmp.errors import InfeasibleError, InputError
+from llmp.progress import Progress, tick
 
 __all__ = ["Calibration", "as_calibration", "calibrate", "fit_basis", "load"]
 
@@ -57,13 +58,13 @@ def fit_basis(rows: Sequence[Priced], measured_s: Sequence[float], keys: Sequenc
 
 def calibrate(paths: Sequence[str | os.PathLike[str]], *,
               residuals: Residuals | str | os.PathLike[str] | None = "default", sources: Sequence[str] = (),
-              term: CompositionTerm | None = None) -> Calibration:
+              term: CompositionTerm | None = None, progress: Progress | None = None) -> Calibration:
     """Fit a calibration on the measured steps in ``paths`` (the API of ``llmp calibrate``).
 
     ``residuals`` as for ``llmp.predict``: the calibration holds a basis for predictions made with
     that store, and one for the bare roofline composition (what ``llmp search`` evaluates).
     ``sources``: only rows of these sources. ``term``: the composition term the prior is built from
-    (default: the shipped one).
+    (default: the shipped one). ``progress``: told of each row predicted.
     """
     files = [os.fspath(p) for p in paths]
     measured = inputs.read(files, sources)
@@ -72,9 +73,10 @@ def calibrate(paths: Sequence[str | os.PathLike[str]], *,
     keys = [r.metric_row.key for r in measured.rows]
     times = [r.measured_s for r in measured.rows]
     bases = []
-    for choice in choices:
+    for c, choice in enumerate(choices):
         rows = []
-        for r in measured.rows:
+        for i, r in enumerate(measured.rows):
+            tick(progress, c * len(measured.rows) + i, len(choices) * len(measured.rows))
             try:
                 rows.append(priced(r.spec, choice))
             except InfeasibleError as err:

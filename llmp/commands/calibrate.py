@@ -19,8 +19,11 @@ import argparse
 import json
 import math
 
+from llmp import files
+from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument
 from llmp.errors import InputError
+from llmp.progress import bar
 from llmp.units import format_time
 
 
@@ -43,6 +46,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", nargs="+", action="extend", default=[], metavar="NAME",
                         help="only rows whose source column is NAME (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the calibration as JSON")
+    add_quiet(parser)
 
 
 def _table(cal) -> str:
@@ -103,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.csv or args.output is None:
         raise InputError("calibrate needs measured steps and where to write the calibration",
                          hint="llmp calibrate MEASURED.csv -o STACK.json (or --suggest N --spec SPEC to plan the runs)")
-
-    cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source)
+    files.output_file(args.output, "the calibration")
+    with bar("calibrating", quiet=args.quiet) as advance:
+        cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source,
+                        progress=advance)
     path = cal.save(args.output)
     if args.json:
         print(json.dumps(cal.to_dict(), indent=1))

@@ -19,8 +19,9 @@ import json
 import math
 from pathlib import Path
 
-from llmp.commands.flags import nonnegative_int, open_unit_interval, positive_int
+from llmp.commands.flags import add_quiet, nonnegative_int, open_unit_interval, positive_int
 from llmp.errors import InputError
+from llmp.progress import bar
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +32,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-id", help="catalog node the collectives ran on (default cpu_host for cpu)")
     parser.add_argument("--families", help="comma-separated subset of families/collective kinds to fit")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_quiet(parser)
     new = parser.add_argument_group("fitting a new store")
     new.add_argument("--group-by", default="family", help="comma-separated: family[,device][,dtype][,pass]")
     new.add_argument("--alpha", type=open_unit_interval, default=0.1,
@@ -63,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
         if args.budget is not None or args.picks is not None:
             raise InputError("--budget and --picks choose samples to adapt a store with: each needs --base STORE")
         serves = None if args.serves is None else ("any" if args.serves == "any" else args.serves.split(","))
-        result = fitting.fit(args.samples, args.out, device_id=args.device_id, node_id=args.node_id,
-                             families=families, group_by=[g.strip() for g in args.group_by.split(",")],
-                             alpha=args.alpha, seed=0 if args.seed is None else args.seed, members=args.members,
-                             upweight=args.upweight,
-                             serves=serves)
+        with bar("fitting", quiet=args.quiet) as advance:
+            result = fitting.fit(args.samples, args.out, device_id=args.device_id, node_id=args.node_id,
+                                 families=families, group_by=[g.strip() for g in args.group_by.split(",")],
+                                 alpha=args.alpha, seed=0 if args.seed is None else args.seed, members=args.members,
+                                 upweight=args.upweight, serves=serves, progress=advance)
     else:
         if args.upweight or args.serves:
             raise InputError("--upweight and --serves apply to fitting a new store, not to --base",

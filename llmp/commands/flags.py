@@ -57,3 +57,8 @@ def open_unit_interval(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"needs a number between 0 and 1 (exclusive), got {text!r}")
     return value
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bar (it is drawn on stderr only when that is a terminal anyway)."""
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")

@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from llmp import files
 from llmp.errors import InputError
 
 
@@ -31,20 +32,33 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+LIMITS = {"steps": 10_000, "warmup": 10_000, "nproc": 1024, "threads": 1024}
+"""Most of each count one run of ``llmp measure`` takes: 10,000 steps of the tiny CPU model is
+about an hour of timing (far more repeats than a median needs); 1,024 local processes or threads is
+8x the cores of the largest two-socket servers (2 x 64-core EPYC with SMT: 256 threads)."""
+
+
 def run(args: argparse.Namespace) -> int:
+    for name, most in LIMITS.items():
+        least = 0 if name == "warmup" else 1
+        value = getattr(args, name)
+        if not least <= value <= most:
+            raise InputError(f"--{name} must be from {least} to {most:,}, got {value}")
+    if args.export is not None:
+        files.output_file(args.export, "--export")
+    if args.csv is not None:
+        files.output_file(args.csv, "--csv")
     from llmp import dsl
     from llmp.measure.from_spec import config_from_spec
 
-    for name in ("steps", "nproc", "threads"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if args.warmup < 0:
-        raise InputError(f"--warmup must be >= 0, got {args.warmup}")
     spec = dsl.load_args(args)
     cfg = config_from_spec(spec, device=args.device, steps=args.steps, warmup=args.warmup, nproc=args.nproc,
                            threads=args.threads, seed=args.seed)
     if args.export is not None:
-        args.export.write_text(cfg.to_json() + "\n")
+        try:
+            args.export.write_text(cfg.to_json() + "\n")
+        except OSError as err:
+            raise InputError(f"cannot write {args.export}: {err.strerror or err}") from None
         print(f"wrote {args.export}; run it with: python -m llmp.measure.step --config {args.export}")
         return 0
     from llmp.measure import step

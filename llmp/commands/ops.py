@@ -22,14 +22,20 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def _scope(r: OpRow) -> str:
+    return r.scope if r.rank_kind is None else f"{r.scope}:{r.rank_kind}"
+
+
 def render(rows: tuple[OpRow, ...]) -> str:
-    head = (f"{'op':<44}{'scope':<9}{'phase':<8}{'count':>8}{'FLOPs':>10}{'bytes':>11}"
+    # the op and scope columns as wide as their longest entry ('rank:middle'), so none runs into the next
+    nw = max([42, *(len(r.name) for r in rows)]) + 2
+    sw = max([5, *(len(_scope(r)) for r in rows)]) + 2
+    head = (f"{'op':<{nw}}{'scope':<{sw}}{'phase':<8}{'count':>8}{'FLOPs':>10}{'bytes':>11}"
             f"{'FLOP/B':>8}{'time':>11}  bound")
     lines = [head, "-" * len(head)]
     for r in rows:
-        scope = r.scope if r.rank_kind is None else f"{r.scope}:{r.rank_kind}"
         ai = r.intensity
-        lines.append(f"{r.name:<44}{scope:<9}{r.phase:<8}{format_count(r.count):>8}"
+        lines.append(f"{r.name:<{nw}}{_scope(r):<{sw}}{r.phase:<8}{format_count(r.count):>8}"
                      f"{format_count(r.flops) if r.flops else '-':>10}{format_bytes(r.bytes, binary=False):>11}"
                      f"{f'{ai:.0f}' if ai is not None else '-':>8}{format_time(r.roofline_s):>11}  {r.bound}")
     return "\n".join(lines)

@@ -17,11 +17,13 @@ import argparse
 import json
 
 from llmp import dsl
+from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument
 from llmp.planning import MAX_GPUS, curve_counts, plan
 from llmp.planning.checkpoint import Mode
 from llmp.planning.facility import GRID_G_PER_KWH, NODE_OVERHEAD, PUE
 from llmp.planning.power import PowerModel
+from llmp.progress import bar
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +63,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--grid-intensity", type=float, metavar="G",
                      help=f"g CO2e per kWh (default {GRID_G_PER_KWH:.1f}, the U.S. average in Strubell et al. 2019)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_quiet(parser)
     parser.add_argument("--plot", metavar="OUT.png",
                         help="write days and cost against the GPU count (needs matplotlib, the [plot] extra)")
     add_set_argument(parser)
@@ -75,15 +78,18 @@ def _curve(args: argparse.Namespace) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plot:
-        from llmp.plotting import pyplot
+        from llmp.plotting import plot_path, pyplot
 
+        plot_path(args.plot)
         pyplot()  # fail before the search when matplotlib is missing
-    result = plan(args.spec, tokens=args.tokens, gpus=args.gpus, deadline=args.deadline,
-                  price_per_gpu_hour=args.price_per_gpu_hour, sets=args.set, power_model=args.power,
-                  idle_fraction=args.idle_fraction, max_gpus=args.max_gpus, curve=_curve(args), mttf=args.mttf,
-                  checkpoint=args.checkpoint, storage_bandwidth=args.storage_bandwidth,
-                  checkpoint_interval=args.checkpoint_interval, restart=args.restart,
-                  node_overhead=args.node_overhead, pue=args.pue, grid_intensity=args.grid_intensity)
+    with bar("planning", quiet=args.quiet) as advance:
+        result = plan(args.spec, tokens=args.tokens, gpus=args.gpus, deadline=args.deadline,
+                      price_per_gpu_hour=args.price_per_gpu_hour, sets=args.set, power_model=args.power,
+                      idle_fraction=args.idle_fraction, max_gpus=args.max_gpus, curve=_curve(args), mttf=args.mttf,
+                      checkpoint=args.checkpoint, storage_bandwidth=args.storage_bandwidth,
+                      checkpoint_interval=args.checkpoint_interval, restart=args.restart,
+                      node_overhead=args.node_overhead, pue=args.pue, grid_intensity=args.grid_intensity,
+                      progress=advance)
     if args.plot:
         from llmp.planning.plot import plot
 

@@ -24,6 +24,7 @@ import argparse
 import json
 import sys
 
+from llmp import files
 from llmp.compose import predict
 from llmp.compose.trace import write_trace
 from llmp.dsl import add_set_argument, load_args
@@ -48,6 +49,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.trace:
+        files.output_file(args.trace, "--trace")
     spec = load_args(args)
     pred = predict(spec, "none" if args.no_residuals else (args.residuals or "default"), level=args.level,
                    calibration=args.calibration)

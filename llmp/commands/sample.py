@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from llmp import files
 from llmp.commands.flags import positive_float, positive_int
 from llmp.errors import InputError
 
@@ -77,6 +78,7 @@ def _collectives(args: argparse.Namespace, budget: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    files.output_dir(args.out, "--out (the sample directory)")  # before torch loads and sampling starts
     from llmp.measure import sampling
     from llmp.measure.design import FAMILIES, RANGES
 

@@ -16,6 +16,9 @@ import argparse
 import json
 from pathlib import Path
 
+from llmp.commands.flags import add_quiet
+from llmp.progress import bar
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("samples", nargs="+", type=Path, help="sample directories or files")
@@ -31,6 +34,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=Path, metavar="OUT.csv",
                         help="write every scored sample's measured, predicted and roofline time to this CSV")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    add_quiet(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
 
     families = [f.strip() for f in args.families.split(",")] if args.families else None
     by = score.parse_by(args.by) if args.by is not None else ()  # before reading any sample
-    data = dataset.load(args.samples, device_id=args.device_id, node_id=args.node_id, families=families)
-    result = score.score(data.observations, args.residuals, by=by)
+    with bar("scoring", quiet=args.quiet) as advance:
+        data = dataset.load(args.samples, device_id=args.device_id, node_id=args.node_id, families=families)
+        result = score.score(data.observations, args.residuals, by=by, progress=advance)
     if args.rows is not None:
         score.write_rows(result, data.observations, args.rows)
     if args.json:

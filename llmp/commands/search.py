@@ -13,13 +13,12 @@ search skips the layouts a lower bound on their step time rules out (``--exhaust
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import sys
-from typing import Any
 
+from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument
 from llmp.errors import InputError
+from llmp.progress import bar
 from llmp.search import Objective, load, search
 from llmp.units import SIZE, parse_quantity
 
@@ -47,6 +46,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--calibration", metavar="STACK.json",
                         help="apply a calibration written by llmp calibrate (same GPU and stack)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--residuals", metavar="DIR",
+                       help="residual store the shown configurations are predicted and ordered with, as llmp "
+                            "predict does (default: the store shipped for the spec's device)")
+    which.add_argument("--no-residuals", action="store_true",
+                       help="order by the roofline composition alone (what every configuration is priced by)")
+    add_quiet(parser)
     add_set_argument(parser)
 
 
@@ -71,33 +77,15 @@ def _memory(text: str) -> float | None:
     return float(q.value)
 
 
-def _progress(enabled: bool) -> tuple[Any, Any]:
-    """A rich progress bar on stderr (only on a terminal), and the callback that advances it."""
-    if not enabled:
-        return contextlib.nullcontext(), None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    bar = Progress("evaluating", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
-    task = bar.add_task("search", total=None)
-
-    def advance(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-
-    return bar, advance
-
-
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top needs a positive count, got {args.top}")
-    bar, advance = _progress(sys.stderr.isatty() and not args.json)
-    with bar:
+    with bar("searching", quiet=args.quiet) as advance:
         spec, resolve = load(args.spec, args.set, args.vary)
         result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
                         max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
                         exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
-                        resolve=resolve)
+                        resolve=resolve, residuals=None if args.no_residuals else (args.residuals or "default"))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

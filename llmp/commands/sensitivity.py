@@ -18,10 +18,12 @@ import json
 from collections.abc import Sequence
 
 from llmp import dsl
+from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument, load_args
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import InputError
+from llmp.progress import bar
 from llmp.sensitivity import (
     analyze,
     closed_form,
@@ -43,6 +45,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--latex", action="store_true", help="print the closed form of the step time in LaTeX")
     parser.add_argument("--phase", choices=PHASES, help="with --latex: one phase's busy time instead of the step")
+    add_quiet(parser)
     parser.add_argument("--plot", metavar="OUT.png", help="write a tornado chart and T(x) curves (matplotlib)")
     parser.add_argument("--top", type=int, metavar="K", help="show the K most influential fields")
     add_set_argument(parser)
@@ -84,6 +87,11 @@ def _symbolic(spec: Spec, args: argparse.Namespace, resolve: Resolve) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plot:
+        from llmp.plotting import plot_path, pyplot
+
+        plot_path(args.plot)
+        pyplot()  # fail before the analysis when matplotlib is missing
     spec = load_args(args)
     resolve = _resolver(args)
     for name in args.wrt:
@@ -93,12 +101,21 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--phase selects the closed form that --latex prints", hint="add --latex, or drop --phase")
     if args.top is not None and args.top < 1:
         raise InputError(f"--top needs a positive count, got {args.top}")
+    free = [p for p in free_paths(spec) if p not in at]
+    if args.plot and (args.latex or free):
+        raise InputError("--plot draws the step time at one operating point"
+                         + (", and --latex prints a closed form instead" if args.latex else
+                            f"; {', '.join(free)} {'is' if len(free) == 1 else 'are'} left free"),
+                         hint="drop --latex" if args.latex else
+                         f"give {'it' if len(free) == 1 else 'each'} a value: "
+                         + " ".join(f"--at {p}=VALUE" for p in free))
     if args.latex:
         return _latex(spec, args, resolve, at)
-    if any(p not in at for p in free_paths(spec)):
+    if free:
         return _symbolic(spec, args, resolve)
-    op = operating_point(spec, at, resolve)
-    result = analyze(op, args.wrt)
+    with bar("sensitivity", quiet=args.quiet) as advance:
+        op = operating_point(spec, at, resolve)
+        result = analyze(op, args.wrt, progress=advance)
     if args.plot:
         from llmp.sensitivity.plot import plot
 

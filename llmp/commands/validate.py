@@ -17,7 +17,10 @@ import json
 import sys
 from pathlib import Path
 
+from llmp import files
+from llmp.commands.flags import add_quiet
 from llmp.errors import InputError
+from llmp.progress import bar
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +37,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", action="store_true", help="aggregates only, no per-row table")
     parser.add_argument("--calibration", metavar="STACK.json",
                         help="apply a calibration written by llmp calibrate (rows of other GPUs or stacks are skipped)")
+    add_quiet(parser)
 
 
 def _write_specs(report, directory: str) -> None:
@@ -60,8 +64,17 @@ def _residuals(choice: str | None):
 def run(args: argparse.Namespace) -> int:
     from llmp.validate import plot, score, text
 
+    if args.plot:
+        from llmp.plotting import plot_path, pyplot
+
+        plot_path(args.plot)
+        pyplot()  # fail before scoring when matplotlib is missing
+    if args.specs:
+        files.output_dir(args.specs, "--specs")
     residuals = _residuals(args.residuals)
-    report = score.validate(args.csv, residuals=residuals, sources=args.source, calibration=args.calibration)
+    with bar("validating", quiet=args.quiet) as advance:
+        report = score.validate(args.csv, residuals=residuals, sources=args.source, calibration=args.calibration,
+                                progress=advance)
     if args.specs:
         _write_specs(report, args.specs)
     if args.plot:

@@ -178,7 +178,7 @@ def _table(manifest: Mapping[str, Any], where: str) -> dict[str, Width]:
                 f"the roofline's measured error on {n} public {family} rows ({machines}; {where})"))
     except (KeyError, TypeError, ValueError) as err:
         raise ResidualSchemaError(f"{where}: manifest field roofline_error is malformed ({err})",
-                                  hint="rebuild the stores: python benchmarks/fit_public.py") from None
+                                  hint="rebuild the stores: python benchmarks/fit_public.py --ship") from None
     return out
 
 
@@ -203,7 +203,7 @@ def _unmeasured(widths: Mapping[str, Width], family: str, collective: bool) -> W
     kin = {f: w for f, w in widths.items() if (f in kinds) == collective}
     if not kin:
         raise ResidualSchemaError("no shipped store records the roofline's measured error (roofline_error)",
-                                  hint="rebuild the stores: python benchmarks/fit_public.py")
+                                  hint="rebuild the stores: python benchmarks/fit_public.py --ship")
     widest = max(kin, key=lambda f: kin[f].sigma)
     w = kin[widest]
     return Width(q=w.q, level=w.level, source=(f"no public measurement of {family}: as wide as the widest "

@@ -13,8 +13,10 @@ from __future__ import annotations
 from llmp.analytic.kernels import Ceiling, Collective, Kernel, Tier, cost
 from llmp.analytic.op import OpGraph
 from llmp.analytic.pricing import Hardware
+from llmp.dsl import catalog
 from llmp.dsl.spec import Spec
-from llmp.hardware.spec import Attainable, Link
+from llmp.hardware.catalog import catalog_ids
+from llmp.hardware.spec import Attainable, Dtype, Link
 from llmp.units import format_flops, format_rate
 
 
@@ -50,10 +52,34 @@ def _kernel_note(k: Kernel, hw: Hardware) -> str:
     facts: Attainable | None = (hw.device.flash_attention if which is Ceiling.FLASH_ATTENTION
                                 else hw.device.achievable)
     assert facts is not None
-    source = facts.source or "no source given"
     return (f"{head}: gpu.{which.value}.{k.dtype.value} = {format_flops(rate, sig=4)}, {float(rate / peak):.0%} "
             f"of the {format_flops(peak, sig=4)} datasheet peak; a best-shape ceiling, so smaller kernels stay "
-            f"optimistic (source: {source})")
+            f"optimistic ({_credit(which, k.dtype, rate, facts)})")
+
+
+def _credit(which: Ceiling, dtype: Dtype, rate: object, facts: Attainable) -> str:
+    """Who measured ``rate``: the catalog's source only where a catalog GPU carries this very rate
+    under that source; a number typed in a spec (or with ``--set``) is never credited to one."""
+    sourced = False
+    for gpu in catalog.gpus().values():
+        shipped = gpu.flash_attention if which is Ceiling.FLASH_ATTENTION else gpu.achievable
+        if shipped is None or shipped.source != facts.source or dtype not in shipped.rates:
+            continue
+        if shipped.rates[dtype] == rate:
+            return f"source: {facts.source}" if facts.source else "catalog value, no source given"
+        sourced = True
+    if sourced:
+        return "written in the spec or with --set; its source measured another value, so none is cited"
+    if facts.source:
+        return f"written in the spec, which names its source as {facts.source!r}"
+    return "written in the spec or with --set; no measurement is cited"
+
+
+def _catalog_link(link: Link) -> bool:
+    """Whether ``link`` is the catalog's link of its id with the catalog's efficiency."""
+    if link.id not in catalog_ids()["link"]:
+        return False
+    return catalog.link(link.id).efficiency == link.efficiency
 
 
 def _link_note(path: str, link: Link) -> str:
@@ -62,5 +88,7 @@ def _link_note(path: str, link: Link) -> str:
             f"; pairs without a switch: {format_rate(link.peer_bandwidth)} each (peer_bandwidth)")
     if link.efficiency == 1:
         return f"{head}: line rate {format_rate(link.bandwidth)} (no measured efficiency){peer}"
+    where = ("fitted on published nccl-tests measurements, see the catalog" if _catalog_link(link) else
+             "written in the spec or with --set; no measurement is cited")
     return (f"{head}: efficiency {float(link.efficiency):.2f} of the {format_rate(link.bandwidth)} line rate "
-            f"(measured by nccl-tests, see the catalog){peer}")
+            f"({where}){peer}")

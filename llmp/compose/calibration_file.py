@@ -16,13 +16,13 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
-from llmp import __version__
+from llmp import __version__, files
 from llmp.compose.band import CompositionTerm
 from llmp.compose.posterior import GROUPS, PARAMS, Posterior, Prior
 from llmp.dsl.spec import Spec
@@ -147,6 +147,9 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+CALIBRATION = replace(files.JSON, what="a calibration file (STACK.json)")
+
+
 # -- strict reading ------------------------------------------------------------------------------
 class _Reader:
     def __init__(self, path: str) -> None:
@@ -232,24 +235,18 @@ def from_dict(d: Any, path: str) -> Calibration:
                        composition_term=term, created=r.get(d, "created", str), llmp=r.get(d, "llmp", str), path=path)
 
 
-def _reject_constant(token: str) -> float:
-    raise ValueError(f"{token} is not a number")
-
-
 def load(path: str | os.PathLike[str]) -> Calibration:
     """Read ``STACK.json`` written by ``llmp calibrate``."""
     name = os.fspath(path)
     try:
-        text = Path(name).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file", label="cannot read calibration",
+        text = files.read_text(name, CALIBRATION)
+    except InputError as err:
+        raise InputError(err.message, label="cannot read calibration",
                          hint="write one with llmp calibrate MEASURED.csv -o STACK.json") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read {name}: {err}", label="cannot read calibration") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as err:
-        raise InputError(f"{name} is not valid JSON ({err})", label="bad calibration file",
+        data = files.parse_json(text, name, constants=False)
+    except InputError as err:
+        raise InputError(err.message, label="bad calibration file",
                          hint="write it again with llmp calibrate MEASURED.csv -o STACK.json") from None
     return from_dict(data, name)
 

@@ -11,7 +11,7 @@ from llmp.compose.band import Band
 from llmp.compose.overlap import categories
 from llmp.compose.step import Step
 from llmp.errors import InfeasibleError
-from llmp.units import format_bytes, format_count, format_time
+from llmp.units import format_bytes, format_count, format_time, plural
 
 COMPUTE = COMPUTE_FAMILIES
 """Every kernel family but the optimizer's: the categories ``compute_s`` adds up."""
@@ -184,6 +184,9 @@ class Prediction:
     hfu: float
     """Hardware FLOPs utilisation: FLOPs the kernels execute (recompute included, causal
     attention halved) over the same peak."""
+    caveats: tuple[str, ...] = ()
+    """What the headline must say beside the numbers (:mod:`llmp.compose.caveats`): a GPU with no
+    measured ceilings, an MFU past any published run, why MFU exceeds HFU."""
     breakdown: Mapping[str, float]
     """Seconds by category (compute by op family, recompute, optimizer, exposed communication by
     axis, bubble); sums to ``step_time_s``."""
@@ -264,6 +267,7 @@ class Prediction:
         """JSON form; keys per the CLI contract (DESIGN.md)."""
         return {
             "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
+            "caveats": list(self.caveats),
             "memory_per_gpu_bytes": self.memory.total, "oom": self.memory.oom,
             "breakdown": dict(self.breakdown),
             "summary": {"compute_s": self.compute_s, "recompute_s": self.recompute_s,
@@ -283,8 +287,9 @@ class Prediction:
             f"throughput     {format_count(self.tokens_per_s)} tokens/s   "
             f"({format_count(self.tokens_per_s / d['world_size'])} per GPU)",
             f"utilisation    MFU {self.mfu:.1%}   HFU {self.hfu:.1%}",
-            f"layout         {d['world_size']} GPU{'' if d['world_size'] == 1 else 's'}, "
-            f"{d['microbatches']} microbatches of {d['micro_batch']}, "
+            *(f"  note: {c}" for c in self.caveats),
+            f"layout         {plural(d['world_size'], 'GPU')}, "
+            f"{plural(d['microbatches'], 'microbatch', 'microbatches')} of {d['micro_batch']}, "
             f"{format_count(d['tokens_per_step'])} tokens/step, {format_count(d['parameters'])} parameters, "
             f"{format_count(d['model_flops_per_step'])}FLOP model FLOPs/step",
             "",

@@ -28,6 +28,7 @@ from llmp.analytic.pricing import Hardware, Prices, price
 from llmp.analytic.structure import structure_of
 from llmp.compose import band, calibration, measured, reuse
 from llmp.compose.calibration_file import as_calibration
+from llmp.compose.caveats import caveats
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
@@ -305,9 +306,9 @@ def _prediction(p: Priced, step: Step, t: float, uncertainty: Callable[[], band.
         "parameters": parameters, "active_parameters": active, "model_flops_per_step": model_flops,
         "peak_flops": peak, "critical_rank": int(step.critical_rank),
     }
+    mfu, hfu = model_flops / (t * world * peak), float(p.gpu_flops / (t * peak))
     return Prediction(
-        step_time_s=t, tokens_per_s=tokens / t, mfu=model_flops / (t * world * peak),
-        hfu=p.gpu_flops / (t * peak),
+        step_time_s=t, tokens_per_s=tokens / t, mfu=mfu, hfu=hfu, caveats=caveats(spec, mfu, hfu),
         breakdown=breakdown,
         memory=MemoryReport(weights=float(mem.weights), grads=float(mem.grads), optimizer=float(mem.optimizer),
                             activations=float(mem.activations), logits=float(mem.logits),

@@ -22,14 +22,13 @@ Mixture-of-experts configs (each family's ``configuration_*.py`` in huggingface/
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from llmp.dsl.includes import read_file
+from llmp import files
 from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
 from llmp.grammar import BLOCK_KINDS
@@ -238,16 +237,13 @@ def import_hf(path: str, *, name: str | None = None, seq_len: int | None = None)
 
 def read_config(path: str) -> dict[str, Any]:
     """The JSON object in ``path``; :class:`InputError` for unreadable or non-object JSON."""
-    text = read_file(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path} is not valid JSON: {err.msg} at line {err.lineno} column "
-                         f"{err.colno}") from None
+    data = files.parse_json(files.read_text(path, CONFIG), str(path))
     if not isinstance(data, dict):
         raise InputError(f"{path} holds a JSON {type(data).__name__}, not a config object")
     return data
 
+
+CONFIG = replace(files.JSON, what="a Hugging Face config.json")
 
 _RESERVED = frozenset({*BLOCK_KINDS, "use", "true", "false", "symbol", *UNITS})
 
@@ -343,6 +339,9 @@ def model_fields(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                          "(a few thousand parameters per layer)")
         if model_type == "qwen3":
             notes.append("per-head QK RMSNorm is not modelled (2 * head_dim weights per layer)")
+    activation = _activation(config, family.arch, notes)
+    if activation is not None and activation != ("gelu" if family.arch == "gpt" else "swiglu"):
+        fields["activation"] = activation
     if family.moe is not None:
         fields["moe"] = {name: _int(config, (key,), f"moe.{name}", model_type) for name, key in family.moe.items()}
     if family.extras is not None:
@@ -364,6 +363,39 @@ def _check_shapes(fields: dict[str, Any]) -> None:
     moe = fields.get("moe") or {}
     if moe.get("experts") and moe.get("top_k") and moe["top_k"] > moe["experts"]:
         raise InputError(f"each token is routed to {moe['top_k']} experts (top_k) of only {moe['experts']}")
+
+
+_GATED = {"silu": "swiglu", "swish": "swiglu", "swiglu": "swiglu"}
+"""``hidden_act`` of a gated MLP (the llama families: ``act(gate(x)) * up(x)``, as each family's
+``modeling_*.py`` applies ``ACT2FN[config.hidden_act]``) → the llmp activation."""
+_GATED_GELU = frozenset({"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "gelu_python"})
+"""A gated GELU (GeGLU): the same three matrices as SwiGLU; llmp prices it as SwiGLU and says so."""
+_PLAIN = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu",
+          "gelu_accurate": "gelu", "gelu_python": "gelu", "quick_gelu": "gelu", "relu": "relu",
+          "relu2": "squared_relu"}
+"""``activation_function`` / ``hidden_act`` of a two-matrix MLP (GPT-2, GPT-NeoX) → the llmp activation
+(the names are transformers' ``ACT2FN`` keys; ``relu2`` is squared ReLU)."""
+_ACT_KEYS = ("hidden_act", "activation_function")
+
+
+def _activation(config: dict[str, Any], arch: str, notes: list[str]) -> str | None:
+    """The llmp ``activation`` for the config's own activation name; None where the config names none
+    (the arch default applies). An activation llmp does not price is refused, never guessed."""
+    key = next((k for k in _ACT_KEYS if config.get(k) is not None), None)
+    if key is None:
+        return None
+    name = config[key]
+    table = _GATED if arch == "llama" else _PLAIN
+    if isinstance(name, str) and name in table:
+        return table[name]
+    if arch == "llama" and isinstance(name, str) and name in _GATED_GELU:
+        notes.append(f"{key} = {name!r}: a gated GELU (GeGLU), priced as SwiGLU (the same three matrices)")
+        return "swiglu"
+    known = ", ".join(sorted({*table, *(_GATED_GELU if arch == "llama" else ())}))
+    raise InputError(f"config key {key!r} = {name!r} is an activation llmp does not model for this "
+                     f"{'gated' if arch == 'llama' else 'two-matrix'} MLP",
+                     hint=f"activations it reads here: {known}; or write the model block by hand with "
+                          "activation = gelu | swiglu | relu | squared_relu (docs/language.md)")
 
 
 def _gpt_extras(config: dict[str, Any], model_type: str, notes: list[str]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmp import files
 from llmp.dsl import ast
 from llmp.dsl.transform import parse
 from llmp.errors import InputError, LlmpError, Span, SpecError
@@ -48,31 +49,18 @@ class Program:
 
 
 def decode(data: bytes, name: str) -> str:
-    """UTF-8 text of a spec file; an error naming the byte offset otherwise."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(f"{name} is not UTF-8 text (bad byte at offset {err.start})",
-                         hint="save the spec as UTF-8") from None
+    """UTF-8 text of a spec file; an error naming the byte offset, or a binary file, otherwise."""
+    text = files.decode(data, name, files.SPEC)
     if not text.strip():
         raise InputError(f"{name} is empty", hint="a spec needs at least a model, a cluster "
                          "and a train block (see docs/language.md)")
-    return text.removeprefix("\ufeff")
+    return text
 
 
 def read_file(path: str | os.PathLike[str]) -> str:
-    """The text of a spec file, or :class:`InputError` saying why it cannot be read."""
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{p} is a directory, not a spec file",
-                         hint=f"give a .llmp file, e.g. {p / 'spec.llmp'}")
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"no such file: {p}") from None
-    except OSError as err:
-        raise InputError(f"cannot read {p}: {err.strerror or err}") from None
-    return decode(data, str(p))
+    """The text of a spec file, or :class:`InputError` saying why it cannot be read (missing, a
+    directory or a device, binary, not UTF-8, larger than any spec: :mod:`llmp.files`)."""
+    return decode(files.read_bytes(path, files.SPEC), str(path))
 
 
 def load_program(text: str, filename: str) -> Program:
@@ -152,10 +140,7 @@ def _is_file(path: Path) -> bool:
 
 def _read_included(path: Path, use: ast.Use) -> str:
     try:
-        return decode(path.read_bytes(), str(path))
-    except OSError as err:
-        raise SpecError(f"cannot read {path}: {err.strerror or err}", use.path.span,
-                        label="bad include") from None
+        return decode(files.read_bytes(path, files.SPEC), str(path))
     except InputError as err:
         raise SpecError(err.message, use.path.span, label="bad include", hint=err.hint) from None
 

@@ -356,6 +356,14 @@ class Resolver:
             return val, self._ref(fdef, val, path, span)
         if fdef.kind is Kind.ENUM and word is not None:
             val = Word(word)
+        elif fdef.kind is Kind.BOOL and word is not None:
+            try:
+                val = self.eval(expr, frame, fdef.name)
+            except SpecError as err:  # ``yes``, ``True``: a boolean in another language's spelling
+                if err.label != "unknown name":
+                    raise
+                raise SpecError(f"{path} expects true or false, got '{word}'", span, label="wrong type",
+                                hint="booleans are written true or false, in lower case") from None
         else:
             val = self.eval(expr, frame, fdef.name)
         convert = {Kind.COUNT: to_count, Kind.REAL: to_real, Kind.ENUM: to_enum,

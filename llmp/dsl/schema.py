@@ -10,12 +10,14 @@ so a default means exactly what the same line in a file would.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from llmp.dsl.ranges import RANGES, Range
 from llmp.dsl.spec import (
     Activation,
     Arch,
@@ -87,6 +89,8 @@ class FieldDef:
     default: str | Mapping[str, str] | None = None
     """A .llmp expression, or one per ``model.arch`` value, or :data:`BLOCK_ID`; None: none."""
     bound: Bound | None = Bound.POSITIVE
+    plausible: Range | None = None
+    """The physical range of the values that are not 0 (:mod:`llmp.dsl.ranges`); set by the section."""
 
     @property
     def numeric(self) -> bool:
@@ -106,7 +110,8 @@ class Section:
 
 def _section(name: str, doc: str, fields: list[FieldDef],
              subs: Mapping[str, str] | None = None) -> Section:
-    return Section(name=name, doc=doc, fields=MappingProxyType({f.name: f for f in fields}),
+    ranged = [dataclasses.replace(f, plausible=RANGES.get((name, f.name))) for f in fields]
+    return Section(name=name, doc=doc, fields=MappingProxyType({f.name: f for f in ranged}),
                    subs=MappingProxyType(dict(subs or {})))
 
 

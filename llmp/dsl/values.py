@@ -10,12 +10,14 @@ also check dimension, integrality and sign and say what they expected.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from llmp.dsl.schema import Bound, FieldDef
+from llmp.dsl.schema import Bound, FieldDef, paths
 from llmp.errors import Span, SpecError
 from llmp.sym import is_expr, sympy
 from llmp.units import COUNT, Dimension, format_quantity
@@ -25,23 +27,17 @@ if TYPE_CHECKING:
 
 Magnitude: TypeAlias = "Fraction | sp.Expr"
 
+MAX_DIGITS = 64
+"""Digits a number literal may have: every range ends below 1e30 (31 digits), and exact decimals
+past 64 digits carry no meaning (Python refuses 4,300-digit integers outright)."""
+
 LIMIT = Fraction(10) ** 30
 """Largest magnitude a field accepts; far above any real count or rate, far below overflow."""
 
-MAXIMA: dict[str, int] = {
-    "model.layers": 10**5,          # deepest trained: DeepNet, 1,000 layers (arXiv 2203.00555)
-    "model.hidden": 10**7,          # widest dense models: ~2.5e4 (PaLM 540B: 18,432)
-    "model.ffn_hidden": 10**8,
-    "model.vocab": 10**8,           # largest vocabularies: ~2.6e5 (Gemma)
-    "model.seq_len": 10**9,         # longest contexts trained: ~1e7 tokens (Llama 4 Scout)
-    "model.moe.experts": 10**7,     # most experts: ~1e6 (PEER, arXiv 2407.04153)
-    "train.global_batch": 10**8,    # sequences per step; real runs use ~1e3-1e5
-    "cluster.nodes": 10**7,
-    "node.gpus_per_node": 10**6,
-}
-"""Counts far beyond any training run to date (about 100x or more past the record, cited):
-a value above them is a slip (an extra exponent digit, a token count in a sequence field),
-and accepting it would print an astronomically long "prediction" instead of an error."""
+MAXIMA: Mapping[str, float] = MappingProxyType({
+    path: fdef.plausible.high for path, fdef in paths().items() if fdef.plausible is not None})
+"""The largest value of each ``section.field`` path (:mod:`llmp.dsl.ranges`), for checks outside
+the language (``llmp import-hf``'s config keys, ``llmp search --gpus``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +53,8 @@ class Num:
             if abs(self.value) > LIMIT:
                 return "(a number beyond 1e30)"
             if self.dim == COUNT:
-                return str(self.value)
+                whole = self.value.denominator == 1 and abs(self.value) < 10**15
+                return str(self.value) if whole else f"{float(self.value):.6g}"
             return format_quantity(float(self.value), self.dim)
         return f"{self.value} {self.dim.formula()}" if self.dim != COUNT else str(self.value)
 
@@ -98,6 +95,10 @@ def number(text: str, span: Span) -> Fraction:
     """The exact value of a number literal (``1_000``, ``3.35``, ``2e-3``)."""
     plain = text.replace("_", "")
     mantissa, _, exponent = plain.lower().partition("e")
+    if len(mantissa) > MAX_DIGITS or len(exponent) > MAX_DIGITS:
+        raise SpecError(f"number of {len(mantissa)} digits is beyond any real value", span, label="bad number",
+                        hint=f"a value llmp reads has at most {MAX_DIGITS} digits; write large ones with an "
+                             "exponent (4e9) or a unit (4 GB)")
     if exponent and abs(int(exponent)) > 60:
         raise SpecError(f"number {text} is out of range", span, label="bad number",
                         hint="exponents beyond 1e60 are not meaningful here")
@@ -180,11 +181,21 @@ def _check_range(num: Num, path: str, span: Span) -> None:
     if isinstance(num.value, Fraction) and abs(num.value) > LIMIT:
         raise SpecError(f"{path} is out of range (beyond 1e30 in SI units)", span,
                         label="bad value")
-    most = MAXIMA.get(path)
-    if most is not None and isinstance(num.value, Fraction) and num.value > most:
-        raise SpecError(f"{path} = {num.show()} is beyond any real training run (at most {most:.0e})", span,
-                        label="bad value", hint="check the exponent and the field: the limits are "
-                        "llmp.dsl.values.MAXIMA, about 100x past the largest runs published")
+
+
+def _check_plausible(num: Num, fdef: FieldDef, path: str, span: Span) -> None:
+    """The field's physical range (:mod:`llmp.dsl.ranges`), after its sign (:func:`_check_bound`)."""
+    r = fdef.plausible
+    if r is None or not isinstance(num.value, Fraction) or num.value < 0:  # a sign is _check_bound's
+        return
+    if num.value == 0 and fdef.bound in (Bound.NONNEGATIVE, Bound.FRACTION):
+        return  # 0 means none (no window, no scale-up link)
+    if not Fraction(str(r.low)) <= num.value <= Fraction(str(r.high)):  # the decimal bounds, exactly
+        low, high = (format_quantity(x, fdef.dim) if fdef.dim != COUNT else
+                     f"{int(x):,}" if x == int(x) else f"{x:g}" for x in (r.low, r.high))
+        raise SpecError(f"{path} = {num.show()} is outside the physical range {low} to {high} ({r.why})", span,
+                        label="bad value", hint="check the unit and the exponent (the ranges and their sources "
+                        "are llmp/dsl/ranges.py)")
 
 
 def _check_bound(num: Num, fdef: FieldDef, path: str, span: Span) -> None:
@@ -223,6 +234,7 @@ def to_count(val: Val, fdef: FieldDef, path: str, span: Span) -> int | sp.Expr:
             raise SpecError(f"{path} must be a whole number, got {v} (= {float(v):.6g})", span,
                             label="not a whole number")
         _check_bound(num, fdef, path, span)
+        _check_plausible(num, fdef, path, span)
         return int(v)
     if v.is_integer is False:
         raise SpecError(f"{path} must be a whole number, got {v}", span,
@@ -236,6 +248,7 @@ def to_real(val: Val, fdef: FieldDef, path: str, span: Span) -> float | sp.Expr:
     num = _dimension(val, fdef, path, span)
     _check_range(num, path, span)
     _check_bound(num, fdef, path, span)
+    _check_plausible(num, fdef, path, span)
     return float(num.value) if isinstance(num.value, Fraction) else num.value
 
 

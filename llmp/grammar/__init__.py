@@ -100,7 +100,8 @@ def _check_depth(tree: Tree, text: str, filename: str) -> None:
             column = getattr(meta, "column", 1)
             lines = text.splitlines()
             raise LlmpSyntaxError(
-                f"expression nested too deeply (more than {MAX_DEPTH} operators inside one another)",
+                f"more than {MAX_DEPTH} operators in one value (a sum of that many terms, or operators "
+                "nested that deep)",
                 Span(filename, line, column, line, column + 1), label="expression too long",
                 hint=f"split it over named fields, or write the value it computes; the limit is {MAX_DEPTH}",
                 source_line=lines[line - 1] if 0 < line <= len(lines) else None)
@@ -152,12 +153,75 @@ def _blank(gap: str) -> bool:
     return not re.sub(r"#[^\n]*", "", gap).strip()
 
 
+_CHARACTERS: dict[str, tuple[str, str, str]] = {
+    "^": ("bad expression", "'^' is not an operator", "expressions have + - * / and parentheses; write a power "
+          "out (2 ^ 12 is 4096) or as a product"),
+    "%": ("bad expression", "'%' is not an operator", "expressions have + - * / and parentheses; write the value"),
+    ";": ("stray ';'", "fields end without ';'", "separate fields with spaces or new lines, and drop the ';'"),
+    ":": ("missing '='", "fields are written with '=', not ':'", "write 'name = value'"),
+}
+"""Characters that are no token of the language but are common in other ones: label, message, hint."""
+
+
+def _character(err: UnexpectedInput, text: str, filename: str) -> LlmpSyntaxError | None:
+    """A diagnostic for a character the language has no token for (``2 ^ 12``, ``8192 % 4096``,
+    ``32;``), saying what the character is not, instead of what the parser state happened to be."""
+    if not isinstance(err, UnexpectedCharacters):
+        return None
+    char = getattr(err, "char", "")
+    line, column = getattr(err, "line", 1) or 1, getattr(err, "column", 1) or 1
+    if char not in _CHARACTERS:
+        return None
+    label, message, hint = _CHARACTERS[char]
+    lines = text.splitlines()
+    return LlmpSyntaxError(message, Span(filename, line, column, line, column + 1), label=label, hint=hint,
+                           source_line=lines[line - 1] if 0 < line <= len(lines) else None)
+
+
+def glued_number(err: UnexpectedInput, text: str, filename: str) -> LlmpSyntaxError | None:
+    """A "bad number" diagnostic for a number with letters or underscores glued to it (``0x1000``,
+    ``1e``, ``128__256``, ``1F1B``, ``4k``), which lexes as a number and then a name, so the parser
+    stops at the *next* token ("missing '='" on the following field). None for other failures."""
+    stack = getattr(getattr(err, "state", None), "value_stack", None) or []
+    last = stack[-1] if stack else None
+    if not (isinstance(last, Token) and last.type == "NAME" and last.start_pos):
+        return None
+    start, end = last.start_pos, last.end_pos or last.start_pos + len(last)
+    if not text[start - 1].isdigit() and text[start - 1] != "_":
+        return None
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
+        start -= 1
+    word = text[start:end]
+    if not word[:1].isdigit():
+        return None
+    if re.fullmatch(r"0[xXoObB][0-9A-Fa-f_]*", word):
+        message, hint = f"{word!r} is not a number llmp reads", "write it in decimal (0x1000 is 4096)"
+    elif word.lower() == "1f1b":
+        message, hint = f"{word!r} is not a word of the language", "did you mean '1f1b'? (lower case)"
+    elif re.fullmatch(r"[0-9._]+[eE]", word):
+        message, hint = f"{word!r}: an exponent needs digits", "write e.g. 1e3 or 2.5e-6"
+    elif "__" in word or word.endswith("_"):
+        message, hint = f"{word!r} is not a number", "an underscore goes between two digits: 1_000_000"
+    else:
+        tail = re.sub(r"^[0-9._]+", "", word)
+        if suggest_units(tail):
+            return None  # a misspelt unit (80GiBB): unit_typo names it
+        message = f"{word!r}: a number with {tail!r} glued to it"
+        hint = "write a unit after the number (80 GiB, 400 Gb/s) or spell the number out (4k is 4000)"
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    lines = text.splitlines()
+    return LlmpSyntaxError(message, Span(filename, line, column, line, column + len(word)), label="bad number",
+                           hint=hint, source_line=lines[line - 1] if 0 < line <= len(lines) else None)
+
+
 def syntax_error(err: UnexpectedInput, text: str, filename: str, start: str) -> LlmpSyntaxError:
     """A compiler-style diagnostic for a Lark parse error."""
     offset = _offset(err, text)
-    typo = unit_typo(text, offset, filename)
-    if typo is not None:
-        return typo
+    for special in (_character(err, text, filename), glued_number(err, text, filename),
+                    unit_typo(text, offset, filename)):
+        if special is not None:
+            return special
     lines = text.splitlines()
     label = _label(err, start)
     if isinstance(err, UnexpectedToken):

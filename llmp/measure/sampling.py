@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from llmp import __version__
+from llmp import __version__, files
 from llmp.errors import InputError
 from llmp.measure import bench, design, devices, timing
 from llmp.residuals import samplefile
@@ -133,6 +133,7 @@ class _Progress:
 
 def run(config: SampleConfig) -> SampleReport:
     """Measure the design prefix that is not on disk yet; return what happened."""
+    files.output_dir(config.out, "--out (the sample directory)")
     unknown = sorted(set(config.families) - set(design.FAMILIES))
     if unknown:
         raise InputError(f"unknown kernel families {unknown}", hint=f"choose from {', '.join(design.FAMILIES)}")

@@ -28,7 +28,6 @@ forward and backward through every layer on the largest tensor-parallel group.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Sequence
@@ -40,10 +39,12 @@ from llmp.errors import InfeasibleError, InputError
 from llmp.planning import layouts
 from llmp.planning.checkpoint import STORAGE_BANDWIDTH, Mode, checkpointing
 from llmp.planning.facility import Facility
-from llmp.planning.inputs import parse_bandwidth, parse_duration, parse_mttf, parse_tokens
+from llmp.planning.inputs import MAX_GPUS as GPU_LIMIT
+from llmp.planning.inputs import check_price, parse_bandwidth, parse_duration, parse_mttf, parse_tokens
 from llmp.planning.power import PowerModel, busy_fraction, power
 from llmp.planning.reliability import FailureModel
 from llmp.planning.report import DAY, Estimate, Plan, RunModel
+from llmp.progress import Progress, tick
 from llmp.search.space import divisors
 from llmp.units import format_count
 
@@ -104,6 +105,8 @@ def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object,
 def _gpu_count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"{what} needs a positive whole number of GPUs, got {value!r}")
+    if value > GPU_LIMIT:
+        raise InputError(f"{what} {value:,} is beyond any real cluster (at most {GPU_LIMIT:,} GPUs)")
     return value
 
 
@@ -118,7 +121,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
          mttf: str | None = None, checkpoint: Mode | str = Mode.AUTO,
          storage_bandwidth: str | float = STORAGE_BANDWIDTH, checkpoint_interval: str | float | None = None,
          restart: str | float = 0.0, node_overhead: float | None = None, pue: float | None = None,
-         grid_intensity: float | None = None) -> Plan:
+         grid_intensity: float | None = None, progress: Progress | None = None) -> Plan:
     """Plan training ``tokens`` on the spec at ``spec`` (with ``--set`` overrides ``sets``).
 
     ``gpus``: plan on this many GPUs; ``deadline`` (seconds, or ``"30d"``/``"36h"``/``"2w"``):
@@ -132,7 +135,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
     (bytes/s or ``"2TB/s"``), ``checkpoint_interval`` (work between checkpoints; default Daly's
     optimum), ``restart`` (relaunch time per failure before the checkpoint is read back). Energy
     (:mod:`llmp.planning.facility`): ``node_overhead``, ``pue``, ``grid_intensity`` (g CO2e/kWh),
-    each None for its cited default.
+    each None for its cited default. ``progress``: told of each GPU count a deadline search evaluates.
     """
     start = time.perf_counter()
     source = os.fspath(spec)
@@ -140,18 +143,21 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
     if gpus is not None and deadline is not None:
         raise InputError("give a GPU count or a deadline, not both",
                          hint="--gpus N plans on N GPUs; --deadline 30d finds the fewest GPUs that finish in time")
-    if price_per_gpu_hour is not None and not (math.isfinite(price_per_gpu_hour) and price_per_gpu_hour > 0):
-        raise InputError(f"the price per GPU-hour must be positive, got {price_per_gpu_hour!r}")
+    check_price(price_per_gpu_hour)
     max_gpus = _gpu_count(max_gpus, "--max-gpus")
     facility = Facility(**{k: v for k, v in (("node_overhead", node_overhead), ("pue", pue),
                                              ("grid_g_per_kwh", grid_intensity)) if v is not None})
     base = dsl.load(source, list(sets))
+    if n_tokens < float(base.tokens_per_step):
+        raise InputError(f"{format_count(n_tokens)} tokens is less than one step ({format_count(base.tokens_per_step)} "
+                         f"tokens: global batch {base.train.global_batch} x seq_len {base.model.seq_len})",
+                         hint="plan at least one step's tokens, or predict the step itself: llmp predict SPEC")
     measured_on = None if deadline is not None else int(base.world_size) if gpus is None else gpus
     run = RunModel(failures=FailureModel.published() if mttf is None else FailureModel.from_mttf(
                        *parse_mttf(mttf, measured_on)),
                    checkpoint_mode=_mode(checkpoint), storage_bandwidth=parse_bandwidth(storage_bandwidth),
                    interval_s=None if checkpoint_interval is None else parse_duration(checkpoint_interval),
-                   relaunch_s=parse_duration(restart, allow_zero=True), facility=facility)
+                   relaunch_s=parse_duration(restart, allow_zero=True, most=30 * DAY), facility=facility)
     tdp = float(base.cluster.gpu.tdp)
     power(power_model, tdp, 1.0, idle_fraction)  # reject a bad power model before searching
     seen: dict[int, Estimate | None] = {}
@@ -177,7 +183,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
                                        "(llmp search SPEC --gpus N lists why each layout is dropped)")
         mode = "gpus"
     else:
-        chosen, considered = _deadline(base, n_tokens, deadline_s, max_gpus, at, run, notes)
+        chosen, considered = _deadline(base, n_tokens, deadline_s, max_gpus, at, run, notes, progress)
         mode = "deadline"
     for n in curve:
         at(_gpu_count(n, "a curve point"))
@@ -204,7 +210,7 @@ def _mode(value: object) -> Mode:
 
 
 def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: object, run: RunModel,
-              notes: list[str]) -> tuple[Estimate, list[int]]:
+              notes: list[str], progress: Progress | None = None) -> tuple[Estimate, list[int]]:
     """The first considered count, from the compute lower bound up, whose best layout finishes in
     time, failures and checkpoints included."""
     peak = _peak(base)
@@ -229,7 +235,8 @@ def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: o
     notes.append(f"deadline search: {len(counts)} counts considered from {counts[0] if counts else '-'} "
                  f"(compute lower bound {lower:,.0f} GPUs at 100% MFU) to {limit}")
     best_seen: tuple[float, int] | None = None
-    for n in counts:
+    for i, n in enumerate(counts):
+        tick(progress, i, len(counts))
         est = at(n)  # type: ignore[operator]
         if est is None:
             continue

@@ -43,12 +43,15 @@ class Facility:
     grid_g_per_kwh: float = GRID_G_PER_KWH
 
     def __post_init__(self) -> None:
-        checks = ((self.node_overhead, 0.0, "the node overhead (a fraction of GPU TDP)", "--node-overhead 0.8"),
-                  (self.pue, 1.0, "the PUE (facility over IT energy, at least 1)", "--pue 1.1"),
-                  (self.grid_g_per_kwh, 0.0, "the grid intensity (g CO2e per kWh)", "--grid-intensity 400"))
-        for value, least, what, example in checks:
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= least):
-                raise InputError(f"{what} must be a number of at least {least:g}, got {value!r}",
+        # Ranges: a DGX H100's non-GPU power is 0.82 x its GPUs' TDP (10.2 kW for 8 x 700 W); data
+        # centres run at PUE 1.1-2.0 (Uptime Institute 2023 survey average 1.58); grids emit 0 to
+        # ~1,000 g CO2e per kWh (coal: 820 g lifecycle median, IPCC AR5 WG3 Annex III).
+        checks = ((self.node_overhead, 0.0, 10.0, "the node overhead (a fraction of GPU TDP)", "--node-overhead 0.8"),
+                  (self.pue, 1.0, 5.0, "the PUE (facility over IT energy, at least 1)", "--pue 1.1"),
+                  (self.grid_g_per_kwh, 0.0, 2000.0, "the grid intensity (g CO2e per kWh)", "--grid-intensity 400"))
+        for value, least, most, what, example in checks:
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and least <= value <= most):
+                raise InputError(f"{what} must be a number from {least:g} to {most:g}, got {value!r}",
                                  hint=f"e.g. {example}")
 
     def watts_per_gpu(self, gpu_watts: float, tdp_watts: float) -> float:

@@ -23,6 +23,10 @@ _TOKENS = re.compile(_NUMBER + r"\s*(?P<suffix>[A-Za-z]*)")
 _DURATION = re.compile(_NUMBER + r"\s*(?P<unit>[A-Za-z]*)")
 
 
+MAX_TOKENS = 1e15
+"""Most tokens a plan takes: 28x the largest corpus trained on (Qwen3, 36 T tokens; Llama 3 15.6 T)."""
+
+
 def parse_tokens(value: str | float) -> float:
     """Tokens to train: a positive number, or text such as ``15T``, ``300B``, ``1.5e12``, ``2_000M``."""
     if isinstance(value, str):
@@ -39,10 +43,25 @@ def parse_tokens(value: str | float) -> float:
         raise InputError(f"tokens must be a number or text like '15T', got {type(value).__name__}")
     if not math.isfinite(number) or number <= 0:
         raise InputError(f"the token count must be positive, got {value!r}", hint="e.g. --tokens 15T")
+    if number != int(number):
+        raise InputError(f"the token count must be whole, got {value!r}", hint="e.g. --tokens 15T")
+    if number > MAX_TOKENS:
+        raise InputError(f"{value!r} tokens is beyond any training run (at most 1e15, 1 P)",
+                         hint="check the suffix: K, M, B (or G), T, P; e.g. --tokens 15T")
     return number
 
 
-def parse_duration(value: str | float, *, allow_zero: bool = False) -> float:
+YEAR = 365.0 * 86400.0
+MAX_DURATION = 10 * YEAR
+"""Longest duration a plan takes: a decade, 30x the longest published pre-training runs (Llama 3
+405B: 54 days; OPT-175B: about two months)."""
+MIN_DURATION = 1.0
+"""Shortest positive duration: a second (a deadline, an MTTF or a checkpoint interval below it is a
+slip in the unit)."""
+
+
+def parse_duration(value: str | float, *, allow_zero: bool = False, least: float = MIN_DURATION,
+                   most: float = MAX_DURATION) -> float:
     """A duration in seconds: a positive number of seconds, or text ``<number><s|min|h|d|w>``
     (``30d``, ``36h``, ``2.5w``, ``10min``); ``allow_zero`` admits 0 (a restart that costs nothing
     beyond reading the checkpoint)."""
@@ -59,6 +78,11 @@ def parse_duration(value: str | float, *, allow_zero: bool = False) -> float:
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         raise InputError(f"a duration must be {'zero or more' if allow_zero else 'positive'}, got {value!r}",
                          hint="e.g. --deadline 30d, --restart 10min")
+    if 0 < seconds < least or seconds > most:
+        from llmp.units import format_time
+
+        raise InputError(f"a duration of {value!r} is outside {format_time(least)} to {format_time(most)}",
+                         hint="check the unit: s, min, h, d or w, e.g. --deadline 30d, --restart 10min")
     return seconds
 
 
@@ -79,7 +103,9 @@ def parse_mttf(value: str, gpus: int | None) -> tuple[float, int]:
                          hint="e.g. --mttf 3h@16384 (scaled as 1 / GPUs to every count)")
     else:
         n = gpus
-    return parse_duration(text), n
+    if n > MAX_GPUS:
+        raise InputError(f"--mttf {value!r}: {n} GPUs is beyond any real cluster (at most {MAX_GPUS:,})")
+    return parse_duration(text, least=60.0, most=100 * YEAR), n  # Llama 3: 3 h on 16k GPUs
 
 
 def parse_bandwidth(value: str | float) -> float:
@@ -100,4 +126,22 @@ def parse_bandwidth(value: str | float) -> float:
         raise InputError(f"a bandwidth must be bytes/s or text like '2TB/s', got {type(value).__name__}")
     if not math.isfinite(number) or number <= 0:
         raise InputError(f"the storage bandwidth must be positive, got {value!r}", hint="e.g. 2TB/s")
+    if not 1e6 <= number <= 1e15:
+        raise InputError(f"a storage bandwidth of {value!r} is outside 1 MB/s to 1 PB/s (Llama 3's Tectonic "
+                         "sustained 2 TB/s)", hint="check the unit, e.g. --storage-bandwidth 2TB/s")
     return number
+
+
+MAX_GPUS = 10**7
+"""Most GPUs a plan or an MTTF names: 50x the largest clusters reported (~2e5 GPUs)."""
+
+MAX_PRICE = 1e6
+"""Highest price per GPU-hour: a GPU-hour costs 2 to 12 US dollars in the cloud, and 1e6 leaves room
+for a currency of many units per dollar."""
+
+
+def check_price(price: float | None) -> None:
+    """A price per GPU-hour that is positive and below :data:`MAX_PRICE`."""
+    if price is not None and not (math.isfinite(price) and 0 < price <= MAX_PRICE):
+        raise InputError(f"the price per GPU-hour must be above 0 and at most {MAX_PRICE:,.0f}, got {price!r}",
+                         hint="e.g. --price-per-gpu-hour 2")

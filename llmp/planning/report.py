@@ -4,7 +4,7 @@ cost, each with the band the step-time prediction carries; and the run as it rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,9 +12,13 @@ from llmp.planning.checkpoint import Checkpointing, Mode
 from llmp.planning.facility import Facility
 from llmp.planning.power import Power
 from llmp.planning.reliability import FailureModel, Goodput, goodput
-from llmp.units import format_bytes, format_count, format_time
+from llmp.units import format_bytes, format_count, format_time, plural
 
 DAY = 86400.0
+
+COSTLIER = 1.25
+"""A deadline plan says so, and names the cheaper count, when it costs this many times the
+GPU-hours of the cheapest count scanned: a quarter more is a budget line worth seeing."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -173,6 +177,35 @@ class Plan:
     def steps(self) -> float:
         return self.tokens / self.chosen.tokens_per_step
 
+    def hours_with_failures(self, est: Estimate) -> float:
+        """GPU-hours of ``est``'s count, failures and checkpoints included (what a run pays for)."""
+        return est.gpus * self.run.goodput(est, self.tokens).wall_s[0] / 3600.0
+
+    @property
+    def cheaper(self) -> Estimate | None:
+        """For a deadline: the scanned count that trains for the fewest GPU-hours, when the chosen
+        count costs at least :data:`COSTLIER` times as many (the price of meeting the date)."""
+        if self.deadline_s is None or not self.scanned:
+            return None
+        best = min(self.scanned, key=self.hours_with_failures)
+        if best.gpus == self.gpus or self.hours_with_failures(self.chosen) < COSTLIER * self.hours_with_failures(best):
+            return None
+        return best
+
+    @property
+    def slower_with_more(self) -> tuple[tuple[Estimate, Estimate], ...]:
+        """(smaller, larger) scanned counts where the larger one takes longer: with the global batch
+        fixed, more GPUs split it into fewer microbatches per replica and communicate more."""
+        ordered = sorted(self.scanned, key=lambda e: e.gpus)
+        out = []
+        for i, small in enumerate(ordered):
+            wall = self.run.goodput(small, self.tokens).wall_s[0]
+            for large in ordered[i + 1:]:
+                if self.run.goodput(large, self.tokens).wall_s[0] > wall:
+                    out.append((small, large))
+                    break
+        return tuple(out)
+
     @property
     def meets_deadline(self) -> bool | None:
         """Whether the expected wall clock, failures and checkpoints included, meets the deadline."""
@@ -202,6 +235,10 @@ class Plan:
             "scanned": [e.to_dict(self.tokens, self.deadline_s, self.run.goodput(e, self.tokens).wall_s[0])
                         for e in self.scanned],
             "unlayable_gpus": list(self.unlayable), "seconds": self.seconds, "notes": list(self.notes),
+            "cheaper": None if (cheap := self.cheaper) is None else {
+                "gpus": cheap.gpus, "gpu_hours_with_failures": self.hours_with_failures(cheap),
+                "days_with_failures": self.run.goodput(cheap, self.tokens).wall_s[0] / DAY,
+                "gpu_hours_ratio": self.hours_with_failures(self.chosen) / self.hours_with_failures(cheap)},
             **self._run_dict(),
         }
 
@@ -230,39 +267,51 @@ class Plan:
 
     def to_table(self) -> str:
         c = self.chosen
-        days, hours, kwh, cost = self.days, self.gpu_hours, self.energy_kwh, self.cost
+        hours, kwh, cost = self.gpu_hours, self.energy_kwh, self.cost
 
-        def rng(v: tuple[float, ...], fmt: str) -> str:
-            return f"{v[0]:{fmt}}   band [{v[1]:{fmt}}, {v[2]:{fmt}}]"
+        def rng(v: tuple[float, ...], fmt: str | Callable[[float], str]) -> str:
+            show = fmt if callable(fmt) else (lambda x: f"{x:{fmt}}")
+            return f"{show(v[0])}   band [{show(v[1])}, {show(v[2])}]"
 
-        head = f"plan for {format_count(self.tokens)} tokens of {self.source} on {self.gpus} GPUs"
+        head = f"plan for {format_count(self.tokens)} tokens of {self.source} on {plural(self.gpus, 'GPU')}"
         if self.deadline_s is not None:
             head += f" (fewest of those considered that finish within {self.deadline_s / DAY:.4g} days)"
         lines = [head, ""]
-        lines.append(f"wall clock     {rng(days, '.3g')} days")
-        lines.append(f"GPU-hours      {rng(hours, '.4g')}")
-        lines.append(f"energy         {rng(kwh, '.4g')} kWh   ({self.power.watts:.0f} W per GPU)")
+        lines.append(f"wall clock     {rng(self.wall_s, format_time)}")
+        lines.append(f"GPU-hours      {rng(hours, format_count)}")
+        lines.append(f"energy         {rng(kwh, format_count)} kWh   ({self.power.watts:.0f} W per GPU)")
         if cost is not None:
             lines.append(f"cost           {rng(cost, ',.0f')}   at {self.price_per_gpu_hour:g} per GPU-hour")
         g, ck = self.goodput, c.checkpoint
         ettr = g.ettr
         lines += ["", "as runs really go (failures, checkpoints, restarts)",
-                  f"wall clock     {rng(self.days_with_failures, '.3g')} days with failures "
+                  f"wall clock     {rng(g.wall_s, format_time)} with failures "
                   f"(effective training time {ettr[0]:.1%}, band [{ettr[1]:.1%}, {ettr[2]:.1%}])",
-                  f"GPU-hours      {rng(self.gpu_hours_with_failures, '.4g')}",
-                  f"failures       MTTF {g.mttf_s[0] / 3600:.3g} h on {self.gpus} GPUs, {g.failures[0]:.4g} expected "
-                  f"over the run",
-                  f"checkpoints    {format_bytes(ck.bytes)} every {g.interval_s[0] / 3600:.3g} h of work "
-                  f"({'async' if ck.asynchronous else 'sync'}: {ck.blocking_s:.3g} s blocked each); restart "
-                  f"{ck.restart_s / 60:.3g} min",
-                  f"facility       {rng(self.facility_energy_kwh, '.4g')} kWh   CO2 "
-                  f"{rng(self.co2_tonnes, '.4g')} t"]
+                  f"GPU-hours      {rng(self.gpu_hours_with_failures, format_count)}",
+                  f"failures       MTTF {format_time(g.mttf_s[0])} on {plural(self.gpus, 'GPU')}, "
+                  f"{format_count(g.failures[0])} expected over the run",
+                  f"checkpoints    {format_bytes(ck.bytes)} every {format_time(g.interval_s[0])} of work "
+                  f"({'async' if ck.asynchronous else 'sync'}: {format_time(ck.blocking_s)} blocked each); restart "
+                  f"{format_time(ck.restart_s)}",
+                  f"facility       {rng(self.facility_energy_kwh, format_count)} kWh   CO2 "
+                  f"{rng(self.co2_tonnes, format_count)} t"]
         lines.append(f"step           {format_time(c.step_time_s)}   band [{format_time(c.step_band_s[0])}, "
                      f"{format_time(c.step_band_s[1])}]   {format_count(c.tokens_per_step)} tokens/step, "
                      f"{format_count(self.steps)} steps, MFU {c.mfu:.1%}")
         if self.deadline_s is not None and self.goodput.wall_s[2] > self.deadline_s:
-            lines.append(f"note: the slow end of the band ({self.days_with_failures[2]:.3g} days with failures) "
+            lines.append(f"note: the slow end of the band ({format_time(self.goodput.wall_s[2])} with failures) "
                          "misses the deadline")
+        cheap = self.cheaper
+        if cheap is not None:
+            ratio = self.hours_with_failures(c) / self.hours_with_failures(cheap)
+            cheap_wall = self.run.goodput(cheap, self.tokens).wall_s[0]
+            lines.append(f"note: meeting the deadline costs {ratio:.1f}x the GPU-hours of the cheapest count scanned: "
+                         f"{plural(cheap.gpus, 'GPU')} take {format_time(cheap_wall)}"
+                         f" on {format_count(self.hours_with_failures(cheap))} GPU-hours (llmp plan {self.source} "
+                         f"--tokens {self.tokens:.0f} --gpus {cheap.gpus})")
+        for small, large in self.slower_with_more:
+            lines.append(f"note: {plural(large.gpus, 'GPU')} are slower than {small.gpus}: with the global batch kept, "
+                         "each replica gets fewer microbatches (a larger pipeline bubble) and communicates more")
         shown = ("parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vp", "train.micro_batch",
                  "train.recompute", "parallel.sequence_parallel", "parallel.zero")
         layout = "  ".join(f"{p.split('.')[-1]}={_word(c.config[p])}" for p in shown if p in c.config)
@@ -279,8 +328,8 @@ class Plan:
                     continue
                 wall = self.run.goodput(e, self.tokens).wall_s
                 mark = "" if self.deadline_s is None else ("  meets deadline" if wall[0] <= self.deadline_s else "")
-                lines.append(f"  {n:>7} GPUs  {wall[0] / DAY:>9.3g} days  {n * wall[0] / 3600:>12.4g} GPU-hours"
-                             f" (with failures){mark}")
+                lines.append(f"  {n:>7} GPUs  {format_time(wall[0]):>9}  {format_count(n * wall[0] / 3600):>9} "
+                             f"GPU-hours (with failures){mark}")
         lines += ["", f"reproduce the step: llmp predict {self.source} " + " ".join(
             f"--set {s!r}" if " " in s else f"--set {s}" for s in c.overrides)]
         lines += [f"global batch: {self.global_batch}", f"power: {self.power.describe()}",

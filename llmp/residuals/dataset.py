@@ -8,6 +8,7 @@ of a sample use exactly the numbers ``llmp predict`` will use for that device.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -149,9 +150,27 @@ def _seconds(row: dict[str, str]) -> float | None:
     return t if math.isfinite(t) and t > 0 else None
 
 
+TIMES = (1e-9, 3600.0)
+"""A sample's time must lie between a nanosecond and an hour: no kernel launch is shorter, and the
+sampler caps each case at seconds (``--repeat-seconds``), as do the public tables imported. A row
+outside (``1e23 s``) is a unit slip or a corrupt line, skipped and counted, never fitted."""
+
+
+def check_families(families: Sequence[str] | None) -> None:
+    """Refuse a ``--families`` name that is no kernel family or collective kind (``gemmm``)."""
+    known = [f.value for f in Family] + [k.value for k in CollectiveKind]
+    for name in families or ():
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            raise InputError(f"--families: unknown family {name!r}",
+                             hint=(f"did you mean '{close[0]}'? " if close else "")
+                             + f"families: {', '.join(known)}")
+
+
 def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: str | None = None,
          families: Sequence[str] | None = None) -> LoadReport:
     """Every usable sample row under ``dirs`` as an ``Observation`` on its catalog device."""
+    check_families(families)
     files: list[Path] = []
     for d in dirs:
         d = Path(d)
@@ -203,6 +222,9 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
                 seconds = _seconds(row)
                 if seconds is None:
                     skip("failed or empty rows")
+                    continue
+                if not TIMES[0] <= seconds <= TIMES[1]:
+                    skip("times outside 1 ns to 1 h (no kernel or collective takes that long)")
                     continue
                 item: Kernel | Collective = collective_of(row) if is_coll else kernel_of(row)
             except ValueError as err:

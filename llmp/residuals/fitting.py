@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmp import files
 from llmp.errors import InputError
+from llmp.progress import Progress
 from llmp.residuals import adapt, dataset, samplefile, score, store
 from llmp.residuals.model import ResidualModel
 
@@ -48,8 +50,10 @@ def _load(samples: Sequence[str | Path], *, device_id: str | None, node_id: str 
 def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None = None, node_id: str | None = None,
         families: Sequence[str] | None = None, group_by: Sequence[str] = ("family",), alpha: float = 0.1,
         seed: int = 0, members: int = 0, upweight: str | None = None, serves: str | Sequence[str] | None = None,
-        xgb_params: dict[str, object] | None = None) -> FitResult:
-    """Fit a store on the samples under ``samples`` and write it to ``out``."""
+        xgb_params: dict[str, object] | None = None, progress: Progress | None = None) -> FitResult:
+    """Fit a store on the samples under ``samples`` and write it to ``out`` (``progress``: told of
+    each group fitted)."""
+    files.output_dir(out, "the store")  # before minutes of fitting, not after
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
     store.serving(data.devices, serves)  # refuse before fitting, not after
     observations = list(data.observations)
@@ -60,7 +64,7 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
                              hint=f"devices in the samples: {', '.join(d.id for d in data.devices)}")
         observations = adapt.weighted([o for o in observations if o.device.id != upweight], new)
     model = ResidualModel(group_by=tuple(group_by), alpha=alpha, random_state=seed, n_members=members,
-                          xgb_params=xgb_params).fit(observations)
+                          xgb_params=xgb_params).fit(observations, progress=progress)
     store.save(model, out, devices=data.devices, serves=serves, samples=data.files)
     return FitResult(store=store.load(out), data=data)
 
@@ -111,6 +115,7 @@ def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path
     """Adapt the store ``base`` to the samples' device with ``budget`` samples per (operator,
     pass) stratum chosen by ``choice`` (``adapt.adapt``), or with the rows named by ``picks``
     (neither: all of them), and write the adapted store to ``out``."""
+    files.output_dir(out, "the store")
     base = base if isinstance(base, store.Residuals) else store.load(base)
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
     result = adapt.adapt(base, data.observations, budget, choice=choice, seed=seed, picks=picks)

@@ -34,6 +34,7 @@ from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Family, Kernel
 from llmp.errors import InputError, NotFittedError
 from llmp.hardware.spec import Device
+from llmp.progress import Progress, tick
 from llmp.residuals import features
 from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
@@ -158,8 +159,9 @@ class ResidualModel:
             params["monotone_constraints"] = tuple(mono.get(n, 0) for n in features.FEATURES[family])
         return xgboost.XGBRegressor(**params)
 
-    def fit(self, observations: Sequence[Observation]) -> ResidualModel:
-        """Fit one model per group; groups with fewer than ``min_samples`` rows get none."""
+    def fit(self, observations: Sequence[Observation], *, progress: Progress | None = None) -> ResidualModel:
+        """Fit one model per group; groups with fewer than ``min_samples`` rows get none. ``progress``
+        is told of each group fitted (:mod:`llmp.progress`)."""
         self._validate()
         grouped: dict[tuple, list[Observation]] = {}
         for obs in observations:
@@ -177,6 +179,7 @@ class ResidualModel:
         self.extrapolation_: dict[tuple, dict[str, float]] = {}
         self.skipped_groups_: dict[tuple, int] = {}
         for n, (key, group) in enumerate(sorted(grouped.items())):
+            tick(progress, n, len(grouped))
             X, y, family = self._matrix(group)
             w = np.asarray([o.weight for o in group], dtype=np.float64)
             if len(y) < self.min_samples:
@@ -199,6 +202,7 @@ class ResidualModel:
                                  for f in DOMAIN_FEATURES if f in names}
             self.shapes_[key] = Shapes.fitted(family, X, names)
             self.extrapolation_[key] = self._extrapolation(family, X, y, w, seed)
+        tick(progress, len(grouped), len(grouped))
         if not self.models_:
             raise InputError(f"no group has {self.min_samples}+ samples; nothing to fit",
                              hint="sample more (llmp sample --budget N) or lower min_samples")

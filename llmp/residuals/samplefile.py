@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from llmp import files
 from llmp.errors import InputError, ResidualSchemaError
 
 MAGIC = "# llmp-samples 1"
@@ -55,13 +56,7 @@ def _encode(columns: tuple[str, ...], row: dict[str, object]) -> str:
 def read(path: str | Path) -> SampleTable:
     """Read a sample file, tolerating (and counting) a truncated last line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read sample file {path}: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise ResidualSchemaError(f"{path} is not an llmp sample file (not UTF-8 text)",
-                                  hint="sample files are written by `llmp sample`") from None
+    text = files.read_text(path, files.SAMPLES)
     lines = text.split("\n")
     complete, tail = lines[:-1], lines[-1]  # ``tail`` is non-empty only if the last write was cut
     dropped = 1 if tail else 0
@@ -77,6 +72,11 @@ def read(path: str | Path) -> SampleTable:
         return SampleTable(path=path, meta=meta, columns=(), rows=(), dropped=dropped)
     reader = csv.reader(body)
     columns = tuple(next(reader))
+    if "key" not in columns:  # a data row where the column line belongs
+        raise ResidualSchemaError(f"{path}: the third line must name the columns (key,family,...), "
+                                  f"got {body[0][:80]!r}",
+                                  hint="sample files are written by `llmp sample` or `llmp import-samples`; "
+                                       "restore the column line")
     rows: dict[str, dict[str, str]] = {}
     for values in reader:
         if len(values) != len(columns):

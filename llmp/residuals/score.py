@@ -22,6 +22,7 @@ import numpy as np
 
 from llmp.analytic.collectives import Links
 from llmp.errors import InputError
+from llmp.progress import Progress, tick
 from llmp.residuals import features, store
 from llmp.residuals.model import Observation, gemm_layout, stratum_of
 
@@ -173,12 +174,13 @@ def write_rows(result: Score, observations: Sequence[Observation], path: str | P
 
 
 def score(observations: Sequence[Observation], residuals: object = "default", *,
-          by: Sequence[str] = ()) -> Score:
+          by: Sequence[str] = (), progress: Progress | None = None) -> Score:
     """Score a residual store on ``observations``, per family, operator and pass, and per ``by``
     (field names of :data:`FIELDS`, e.g. ``("operator", "pass")``) when given.
 
     ``residuals`` as for ``llmp.predict``: ``"default"``, ``None``/``"none"``, a store directory or
-    a loaded store; it must serve every device the samples come from.
+    a loaded store; it must serve every device the samples come from. ``progress`` is told of each
+    device's samples predicted (:mod:`llmp.progress`).
     """
     if not observations:
         raise InputError("no samples to score",
@@ -192,7 +194,8 @@ def score(observations: Sequence[Observation], residuals: object = "default", *,
     covered, out_of_domain = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     stores: dict[str, str] = {}
     loaded: dict[str, store.Residuals | None] = {}
-    for (device_id, links), rows in by_device.items():
+    for done, ((device_id, links), rows) in enumerate(by_device.items()):
+        tick(progress, done, len(by_device))
         device = observations[rows[0]].device
         if device_id not in loaded:
             choice = store.choose(residuals, device)
@@ -214,6 +217,7 @@ def score(observations: Sequence[Observation], residuals: object = "default", *,
             if pred is not None:
                 covered[where] = pred.has_model[block.index]
                 out_of_domain[where] = pred.has_model[block.index] & ~pred.in_domain[block.index]
+    tick(progress, len(by_device), len(by_device))
     measured = np.asarray([o.seconds for o in observations])
     ok = np.isfinite(predicted)
     if not ok.any():

@@ -414,8 +414,33 @@ def save(model: ResidualModel | CrossGpuModel, directory: str | os.PathLike[str]
         "adjustments": _adjustment_entries(adjustments),
         **(extra or {}),
     }
+    return _write_manifest(directory, manifest)
+
+
+DIGITS = 12
+"""Significant digits every float of a manifest is written with. Fitting sums in an order that
+threads and BLAS builds may change, which moves the last of a float's 17 digits between two builds
+of the same store; cut to 12, a rebuild writes the same bytes, and the store's id (a hash of its
+manifest) names its content, not that noise. 1e-12 relative is far below any band or domain margin."""
+
+
+def _settled(value: Any) -> Any:
+    """``value`` with every float cut to :data:`DIGITS` significant digits (dicts and lists walked)."""
+    if isinstance(value, float):
+        return float(f"{value:.{DIGITS}g}") if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: _settled(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_settled(v) for v in value]
+    return value
+
+
+def _write_manifest(directory: Path, manifest: dict[str, Any]) -> Path:
+    """Write ``manifest.json`` with settled floats and sorted keys: the same content, the same bytes.
+    The device fingerprints are kept exact: they are the catalog's own numbers, checked by hash."""
+    settled = {k: v if k == "hardware" else _settled(v) for k, v in manifest.items()}
     path = directory / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    path.write_text(json.dumps(settled, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return path
 
 
@@ -449,9 +474,7 @@ def save_cross_gpu(model: CrossGpuModel, directory: str | os.PathLike[str], *, d
         "samples": list(samples),
         **(extra or {}),
     }
-    path = directory / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    return path
+    return _write_manifest(directory, manifest)
 
 
 # -- loading ---------------------------------------------------------------------------------

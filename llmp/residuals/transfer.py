@@ -485,8 +485,8 @@ def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alph
         except (KeyError, TypeError, ValueError, OSError, ResidualSchemaError) as err:
             raise ResidualSchemaError(f"residual store {directory}: cross-GPU entry for {unit!r} is malformed "
                                       f"({str(err).splitlines()[0] if str(err) else type(err).__name__})",
-                                      hint="the store was edited or truncated; rebuild it (benchmarks/fit_public.py)"
-                                      ) from err
+                                      hint="the store was edited or truncated; rebuild it: "
+                                           "python benchmarks/fit_public.py --ship") from err
         model.families_[unit] = FamilyFit(
             unit=unit, family=family, candidate=candidate, offsets=offsets, columns=columns, forest=forest,
             q=float(e["q"]), gpus=tuple(str(g) for g in e["gpus"]),

@@ -15,6 +15,7 @@ feasibility, evaluation), ``derived`` (the fields a spec derives from varied one
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import math
@@ -27,7 +28,7 @@ import numpy as np
 
 from llmp.analytic import specpath
 from llmp.dsl.spec import Spec
-from llmp.errors import InputError
+from llmp.errors import InputError, LlmpError
 from llmp.search import engine, prune, rank
 from llmp.search.engine import Progress, Resolve, load
 from llmp.search.rank import Objective
@@ -61,7 +62,8 @@ def _collector_paused(fn: Callable[..., T]) -> Callable[..., T]:
 def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
            objective: Objective | str = Objective.STEP_TIME, max_memory: float | None = None,
            gpu_hour_price: float = 1.0, top: int | None = 10, exhaustive: bool = False,
-           progress: Progress | None = None, calibration: Any = None, resolve: Resolve | None = None) -> SearchResult:
+           progress: Progress | None = None, calibration: Any = None, resolve: Resolve | None = None,
+           residuals: Any = "default") -> SearchResult:
     """Search ``spec``'s declared sweep lists and, with ``gpus`` (or ``layouts``: the spec's own
     GPU count), every layout on that many GPUs.
 
@@ -74,6 +76,12 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
     A layout search with a ``top`` is a branch and bound (:mod:`llmp.search.prune`): it composes
     only the layouts whose lower bound can still reach the ranking or the Pareto front, and
     returns what the exhaustive search (``exhaustive=True``, or ``top=None``) returns for both.
+
+    Every configuration is priced by the roofline composition (no residual models: the same
+    numbers for a thousand layouts in a second). The ``top`` shown are then predicted as
+    ``llmp predict`` predicts them, with ``residuals`` (``"default"``: the shipped store of the
+    spec's device; None: none), and ordered by that prediction, so the step time a row shows is the
+    one its reproduce command prints (:attr:`Candidate.predicted_step_time_s`).
     """
     start = time.perf_counter()
     objective = Objective(objective)
@@ -120,21 +128,56 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
     x = gpus_col if varies_gpus else cost
     front = good[rank.pareto(x[good], values["step_time_s"][good])] if len(good) else good
 
-    def candidate(i: int) -> Candidate:
+    numeric = frozenset(specpath.paths(spec))
+
+    def candidate(i: int, predicted: float | None = None) -> Candidate:
         config = {p: _plain(grid.columns[p][i]) for p in grid.columns}
         return Candidate(config=config, step_time_s=float(values["step_time_s"][i]),
                          tokens_per_s=float(values["tokens_per_s"][i]), mfu=float(values["mfu"][i]),
-                         memory_per_gpu_bytes=float(mem[i]), gpus=int(gpus_col[i]), cost=float(cost[i]))
+                         memory_per_gpu_bytes=float(mem[i]), gpus=int(gpus_col[i]), cost=float(cost[i]),
+                         predicted_step_time_s=predicted)
+
+    ranked = [candidate(int(i)) for i in shown]
+    store = ""
+    if residuals is not None and ranked:
+        ranked, store = _by_prediction(spec, grid, shown, numeric, ranked, objective, residuals, calibration)
 
     dropped = Counter(str(r) for r in reasons[(reasons != "") & ~pruned])
     return SearchResult(
         source=spec.source, objective=objective, axes=tuple((a.path, a.values) for a in built.axes),
         columns=_shown(grid), size=grid.size,
         feasible=len(good), groups=groups, pruned=int(np.count_nonzero(pruned)), infeasible=dict(dropped),
-        ranked=tuple(candidate(int(i)) for i in shown),
+        ranked=tuple(ranked), ranked_by=store,
         pareto=tuple(candidate(int(i)) for i in front), pareto_axes=(x_name, "step_time_s"),
         seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
         gpu_hour_price=gpu_hour_price, notes=notes)
+
+
+def _by_prediction(spec: Spec, grid: Grid, rows: np.ndarray, numeric: frozenset[str], ranked: list[Candidate],
+                   objective: Objective, residuals: Any, calibration: Any) -> tuple[list[Candidate], str]:
+    """The ranked candidates predicted as ``llmp predict`` predicts them (residual models applied)
+    and ordered by that prediction, and the residual store's id ("" when none applied)."""
+    from llmp.compose import predict
+    from llmp.search.space import row_spec
+
+    out, store = [], ""
+    for i, c in zip(rows, ranked):
+        try:
+            pred = predict(row_spec(spec, grid.columns, int(i), None, numeric), residuals, calibration=calibration)
+        except LlmpError:
+            out.append(c)
+            continue
+        store = pred.provenance.residuals
+        out.append(dataclasses.replace(c, predicted_step_time_s=float(pred.step_time_s)))
+
+    def key(c: Candidate) -> float:
+        """The objective on the predicted step (tokens per step and GPUs are the configuration's)."""
+        slower = (c.predicted_step_time_s or c.step_time_s) / c.step_time_s
+        return {Objective.STEP_TIME: c.step_time_s * slower, Objective.TOKENS_PER_S: -c.tokens_per_s / slower,
+                Objective.COST: c.cost * slower}[objective]
+
+    out.sort(key=key)
+    return out, store
 
 
 def _world(spec: Spec, grid: Grid) -> np.ndarray:

@@ -59,6 +59,9 @@ class Candidate:
     memory_per_gpu_bytes: float
     gpus: int
     cost: float
+    predicted_step_time_s: float | None = None
+    """The step as ``llmp predict`` predicts it (residual models applied), for the configurations
+    shown; ``step_time_s`` is the roofline composition every configuration was priced by."""
 
     def overrides(self) -> list[str]:
         """``--set`` arguments that turn the spec into this configuration."""
@@ -68,7 +71,7 @@ class Candidate:
         out: dict[str, Any] = {} if rank is None else {"rank": rank}
         out.update({"config": dict(self.config), "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
                     "mfu": self.mfu, "memory_per_gpu_bytes": self.memory_per_gpu_bytes, "gpus": self.gpus,
-                    "cost": self.cost, "set": self.overrides()})
+                    "cost": self.cost, "set": self.overrides(), "predicted_step_time_s": self.predicted_step_time_s})
         return out
 
 
@@ -104,6 +107,9 @@ class SearchResult:
     """The --max-memory limit (None: each GPU's own capacity)."""
     gpu_hour_price: float
     notes: tuple[str, ...]
+    ranked_by: str = ""
+    """The residual store the shown configurations were predicted and ordered with ("": ordered by
+    the roofline composition alone)."""
 
     @property
     def configs_per_s(self) -> float:
@@ -117,21 +123,33 @@ class SearchResult:
             "feasible": self.feasible, "structural_groups": self.groups, "infeasible": dict(self.infeasible),
             "pruned": self.pruned,
             "memory_limit_bytes": self.memory_limit_bytes,
-            "results": [c.to_dict(i + 1) for i, c in enumerate(self.ranked)],
+            "results": [c.to_dict(i + 1) for i, c in enumerate(self.ranked)], "ranked_by": self.ranking(),
             "pareto": {"axes": list(self.pareto_axes), "points": [c.to_dict() for c in self.pareto]},
             "seconds": self.seconds, "configs_per_s": self.configs_per_s, "notes": list(self.notes),
         }
+
+    def ranking(self) -> str:
+        """Which model ordered the results, in words."""
+        if not self.ranked_by:
+            return "the roofline composition (no residual models), which every configuration was priced by"
+        return (f"the roofline composition (every configuration, no residual models) chose these {len(self.ranked)}; "
+                f"llmp predict's step time with residuals {self.ranked_by} orders them (the 'predict' column, "
+                "what each reproduce command prints)")
 
     def _rows(self, candidates: tuple[Candidate, ...], numbered: bool) -> list[str]:
         paths = list(self.columns)
         heads = [p.rsplit(".", 1)[-1] for p in paths]
         widths = [max(len(h), *(len(_show(p, c.config.get(p, ""))) for c in candidates)) for p, h in zip(paths, heads)]
         lead = "  #  " if numbered else ""
-        lines = [lead + "  ".join(h.rjust(w) for h, w in zip(heads, widths))
-                 + f"{'step':>10}{'tokens/s':>11}{'MFU':>7}{'mem/GPU':>11}{'GPUs':>6}{'cost':>10}"]
+        predicted = any(c.predicted_step_time_s is not None for c in candidates)
+        lines = [lead + "  ".join(h.rjust(w) for h, w in zip(heads, widths)) + (f"{'predict':>10}" if predicted else "")
+                 + f"{'roofline':>10}{'tokens/s':>11}{'MFU':>7}{'mem/GPU':>11}{'GPUs':>6}{'cost':>10}"]
         for i, c in enumerate(candidates, start=1):
             lead = f"{i:>3}  " if numbered else ""
             cells = "  ".join(_show(p, c.config.get(p, "")).rjust(w) for p, w in zip(paths, widths))
+            if predicted:
+                shown = "-" if c.predicted_step_time_s is None else format_time(c.predicted_step_time_s)
+                cells += f"{shown:>10}"
             lines.append(lead + cells + f"{format_time(c.step_time_s):>10}{format_count(c.tokens_per_s):>11}"
                          f"{c.mfu:>7.1%}{format_bytes(c.memory_per_gpu_bytes, binary=True):>11}{c.gpus:>6}"
                          f"{c.cost:>10.4g}")
@@ -152,7 +170,8 @@ class SearchResult:
         if not self.ranked:
             lines.append("no configuration can run: see the reasons above")
             return "\n".join(lines)
-        lines += ["", f"best by {self.objective.value} ({COST_DEFINITION})", *self._rows(self.ranked, True)]
+        lines += ["", f"best by {self.objective.value} ({COST_DEFINITION})", f"ranking: {self.ranking()}; "
+                  "tokens/s, MFU and cost are the roofline's", *self._rows(self.ranked, True)]
         best = self.ranked[0]
         sets = " ".join(f"--set {s!r}" if " " in s else f"--set {s}" for s in best.overrides())
         lines += ["", f"reproduce the best: llmp predict {self.source} " + sets]

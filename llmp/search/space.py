@@ -27,7 +27,7 @@ from llmp.compose.schedules import entry
 from llmp.dsl import schema
 from llmp.dsl.spec import Recompute, Schedule, Spec, ZeroStage, replica_size
 from llmp.dsl.values import MAXIMA
-from llmp.errors import InputError
+from llmp.errors import InputError, shorten
 
 LAYOUT_VP = (1, 2, 4)
 LAYOUT_MICRO_BATCH = (1, 2, 4, 8)
@@ -67,6 +67,12 @@ class Grid:
                     dropped=None if self.dropped is None else self.dropped[rows])
 
 
+MAX_VALUES = 256
+"""Most values one ``--vary`` lists: sweeps vary a degree or a size over a few powers of two; a list
+of thousands is a generated grid, and each value multiplies the configurations search evaluates
+(2,000 values of one field took 5.7 GB)."""
+
+
 def parse_vary(text: str) -> tuple[str, list[str]]:
     """``"parallel.tp=1,2,4"`` → (``parallel.tp``, ``["1", "2", "4"]``); values are checked later."""
     path_text, eq, values_text = text.partition("=")
@@ -85,8 +91,13 @@ def parse_vary(text: str) -> tuple[str, list[str]]:
     values = [v.strip() for v in inner.split(",")]
     if not inner.strip() or any(not v for v in values):
         raise InputError(f"--vary {path}: empty value in {values_text.strip()!r}", hint=f"e.g. --vary {path}=1,2,4")
+    if len(values) > MAX_VALUES:
+        raise InputError(f"--vary {path}: {len(values):,} values, more than the {MAX_VALUES} one sweep axis takes",
+                         hint="vary over fewer values (powers of two, say), or search in several runs")
     if len(set(values)) != len(values):
-        raise InputError(f"--vary {path}: a value is listed twice in {values_text.strip()!r}")
+        twice = next(v for v in values if values.count(v) > 1)
+        raise InputError(f"--vary {path}: the value {shorten(twice, 60)!r} is listed twice in "
+                         f"{shorten(values_text.strip(), 120)!r}")
     return path, values
 
 

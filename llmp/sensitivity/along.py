@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import sympy as sp
 
+from llmp.dsl import schema
 from llmp.dsl.symbols import symbol_for
 from llmp.sensitivity.branches import Branches
 from llmp.sensitivity.closed import number, specialise
@@ -37,6 +38,7 @@ class Along:
         subs[sym] = self.x
         subs.update({s: number(v) for s, v in point.items() if s not in subs})
         self._subs = subs
+        self._point = point
         self._cache: dict[sp.Basic, sp.Expr] = {}
 
     def __call__(self, expr: sp.Expr) -> sp.Expr:
@@ -50,6 +52,29 @@ class Along:
     def at(self, value: float) -> Branches:
         """An evaluator of expressions in :attr:`x` at ``x = value``."""
         return Branches({self.x: value})
+
+    def reachable(self, value: float) -> bool:
+        """Whether the field can take ``value`` in a spec llmp loads: inside its physical range
+        (:mod:`llmp.dsl.ranges`), and for a measured ceiling not above the peak of its dtype (nor a
+        peak below the ceilings measured under it), as the language's own checks require. A flip
+        past either is no regime a real configuration can reach."""
+        fdef = schema.field_at(self.path)
+        r = fdef.plausible if fdef is not None else None
+        if r is not None and not r.low <= value <= r.high:
+            return False
+        head, _, dtype = self.path.rpartition(".")
+
+        def at(path: str) -> float | None:
+            v = self._point.get(symbol_for(path))
+            return None if v is None else float(v)
+
+        if head in ("gpu.achievable", "gpu.flash_attention"):
+            peak = at(f"gpu.flops.{dtype}")
+            return peak is None or value <= peak
+        if head == "gpu.flops":
+            ceilings = [c for c in (at(f"gpu.achievable.{dtype}"), at(f"gpu.flash_attention.{dtype}")) if c]
+            return value >= max(ceilings, default=0.0)
+        return True
 
     def roots(self, lhs: sp.Expr, rhs: sp.Expr) -> list[float]:
         """Positive real ``x`` where ``lhs = rhs`` (both expressions of :attr:`x`, without Max/Min).
@@ -74,7 +99,7 @@ class Along:
             if den.free_symbols and abs(complex(sp.N(den.xreplace({self.x: v.real})))) == 0:
                 continue
             found.append(v.real)
-        return sorted(set(found))
+        return sorted(x for x in set(found) if self.reachable(x))
 
 
 def nearest(roots: list[float], current: float, *, span: float = 1e3, floor: float = 0.0) -> list[float]:

@@ -28,6 +28,7 @@ from llmp.compose.prediction import Prediction
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
+from llmp.progress import Progress, tick
 from llmp.sensitivity import regimes
 from llmp.sensitivity.along import Along
 from llmp.sensitivity.branches import Branches
@@ -40,7 +41,7 @@ from llmp.sensitivity.fields import (
     is_integer,
     pin,
 )
-from llmp.sensitivity.report import FieldSensitivity, Sensitivity
+from llmp.sensitivity.report import FieldSensitivity, Flip, Sensitivity
 
 AGREE_REL = 1e-9
 
@@ -142,15 +143,21 @@ def derivatives(op: Operating, wrt: Sequence[str] = ()) -> tuple[FieldSensitivit
                         key=lambda f: (f.derivative == 0.0, -abs(f.elasticity))))
 
 
-def analyze(op: Operating, wrt: Sequence[str] = ()) -> Sensitivity:
-    """Derivatives and elasticities for ``wrt`` (default: every numeric field), regimes and flips."""
+def analyze(op: Operating, wrt: Sequence[str] = (), *, progress: Progress | None = None) -> Sensitivity:
+    """Derivatives and elasticities for ``wrt`` (default: every numeric field), regimes and flips;
+    ``progress`` is told of the derivatives, then of each field searched for kinks."""
+    tick(progress, 0, 1)
     fields = derivatives(op, wrt)
     t = op.branches.value(op.local)
     flip_on = regimes.merge_paths(
         regimes.flip_paths(op.cost, specpath.paths(op.pinned), float(op.pinned.cluster.nodes)),
         [canonical(op.pinned, w) for w in wrt])
     alongs = [op.along(p) for p in flip_on]
-    kinks = tuple(k for a in alongs for k in regimes.kinks(op.step, op.cost, op.branches, a))
+    kinks_found: list[Flip] = []
+    for i, a in enumerate(alongs):
+        tick(progress, i + 1, len(alongs) + 1)
+        kinks_found += regimes.kinks(op.step, op.cost, op.branches, a)
+    kinks = tuple(kinks_found)
     return Sensitivity(
         source=op.spec.source, step_time_s=op.prediction.step_time_s, closed_form_s=t, fields=fields,
         regimes=regimes.family_regimes(op.cost, op.branches, alongs),

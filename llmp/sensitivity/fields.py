@@ -24,8 +24,9 @@ from llmp.analytic import specpath
 from llmp.dsl import checks, schema
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import registry, symbol_for
-from llmp.errors import LlmpError, SpecError
-from llmp.units import parse_quantity
+from llmp.dsl.values import Num, to_count, to_real
+from llmp.errors import LlmpError, Span, SpecError
+from llmp.units import COUNT, parse_quantity
 
 Resolve = Callable[[Sequence[str]], Spec]
 """Resolve the same spec source again with extra ``--set`` overrides appended."""
@@ -69,7 +70,7 @@ def parse_at(spec: Spec, items: Sequence[str]) -> dict[str, float]:
     """``["model.hidden=4096", "gpu.mem_bandwidth=3 TB/s"]`` → path → SI value, for free fields only."""
     values: dict[str, float] = {}
     free = free_paths(spec)
-    for item in items:
+    for line, item in enumerate(items, start=1):
         name, eq, text = item.partition("=")
         if not eq or not text.strip():
             raise SpecError(f"--at needs path=value, got {item!r}", label="bad --at",
@@ -86,8 +87,16 @@ def parse_at(spec: Spec, items: Sequence[str]) -> dict[str, float]:
                             hint=f"e.g. --at {path}={fdef.dim.example()}")
         if fdef.kind is schema.Kind.COUNT and not q.dim.is_count:
             raise SpecError(f"--at {path} is a plain count, got {text.strip()!r}", label="unit mismatch")
+        # the language's own checks of the field: sign, whole number, physical range
+        convert = to_count if fdef.kind is schema.Kind.COUNT else to_real
+        convert(Num(q.value, fdef.dim if fdef.kind is schema.Kind.REAL else COUNT), fdef, path,
+                Span(AT_FILE, line, 1, line, len(item) + 1))
         values[path] = float(q.value)
     return values
+
+
+AT_FILE = "--at"
+"""The pseudo-file ``--at`` diagnostics point into: the k-th ``--at`` is its line k."""
 
 
 def pin(spec: Spec, at: Mapping[str, float]) -> Spec:
@@ -107,6 +116,15 @@ def pin(spec: Spec, at: Mapping[str, float]) -> Spec:
             x = v.xreplace(subs)
             if x.free_symbols:
                 raise SpecError(f"{path} = {v} still has free symbols after --at", label="free field")
+            if is_integer(path) and not float(x).is_integer():
+                raise SpecError(f"--at makes {path} = {v} = {float(x):g}, not a whole number",
+                                label="not a whole number", hint="choose values the spec's own expressions divide")
+            fdef = schema.field_at(path)
+            if fdef is not None and fdef.bound is not None and x.is_number and (
+                    float(x) <= 0 if fdef.bound is schema.Bound.POSITIVE else float(x) < 0):
+                raise SpecError(f"--at makes {path} = {v} = {float(x):g}, which must be "
+                                f"{'positive' if fdef.bound is schema.Bound.POSITIVE else 'zero or more'}",
+                                label="bad value")
             values[path] = int(x) if x.is_Integer or (is_integer(path) and float(x).is_integer()) else float(x)
     pinned = specpath.replace(spec, values)
     checks.check(pinned, lambda _path: None)

@@ -5,15 +5,19 @@ matplotlib is the ``[plot]`` extra; without it the command says so instead of fa
 
 from __future__ import annotations
 
+from typing import Any
+
 from llmp.errors import InputError
 from llmp.plotting import pyplot
 from llmp.sensitivity.analysis import Operating, curve
 from llmp.sensitivity.report import Sensitivity
 
 
-def plot(result: Sensitivity, op: Operating, out: str, *, top: int = 10, curves: int = 4, factor: float = 4.0) -> None:
-    """Write the figure to ``out``: elasticities of the ``top`` fields, and ``T(x)`` over
-    ``x / factor .. x * factor`` for the ``curves`` largest (closed form, counts relaxed to reals)."""
+def figure(result: Sensitivity, op: Operating, *, top: int = 10, curves: int = 4, factor: float = 4.0) -> Any:
+    """The figure: elasticities of the ``top`` fields, and ``T(x)`` over ``x / factor .. x * factor``
+    for the ``curves`` largest (closed form, counts relaxed to reals)."""
+    from matplotlib import ticker
+
     plt = pyplot()
     fields = [f for f in result.fields if f.derivative != 0.0][:top]
     shown = fields[:curves]
@@ -33,9 +37,21 @@ def plot(result: Sensitivity, op: Operating, out: str, *, top: int = 10, curves:
         sub.axvline(f.value, color="gray", linestyle="--", linewidth=0.8)
         sub.plot([f.value], [result.closed_form_s], "o", color="black")
         sub.set_xscale("log")
+        # labels at 1, 2 and 5 per decade only: matplotlib labels the minor ticks of an axis spanning
+        # less than a few decades, and their "2x10^3 3x10^3 4x10^3" run into each other
+        sub.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0), numticks=5))
+        sub.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        sub.xaxis.set_minor_formatter(ticker.NullFormatter())
         sub.set_xlabel(f.path)
         sub.set_ylabel("step time (s)")
     fig.suptitle(f"{result.source}: closed form, other fields at their values")
+    return fig
+
+
+def plot(result: Sensitivity, op: Operating, out: str, *, top: int = 10, curves: int = 4, factor: float = 4.0) -> None:
+    """Write :func:`figure` to ``out``."""
+    plt = pyplot()
+    fig = figure(result, op, top=top, curves=curves, factor=factor)
     try:
         fig.savefig(out, dpi=120)
     except OSError as err:

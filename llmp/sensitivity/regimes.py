@@ -139,6 +139,11 @@ def _roofline_names(sc: SymbolicCost, at: Branches) -> dict[sp.Basic, tuple[str,
     return names
 
 
+NEGLIGIBLE = 1e-3
+"""A composition kink is shown only when a branch's elasticity there, ``(x / T) dT/dx``, reaches this:
+below it the step time does not move with the field on either side (slopes of 1e-15 s per GB/s)."""
+
+
 def kinks(step: sp.Expr, sc: SymbolicCost, at: Branches, a: Along) -> tuple[Flip, ...]:
     """The nearest branch switches of the step time along ``a`` (one below, one above the point).
 
@@ -148,6 +153,7 @@ def kinks(step: sp.Expr, sc: SymbolicCost, at: Branches, a: Along) -> tuple[Flip
     """
     moving = a.symbols
     names = _roofline_names(sc, at)
+    total = abs(at.value(step))
     found: list[tuple[float, sp.Basic]] = []
     for node in _active(step, at):
         if not node.free_symbols & moving:
@@ -176,8 +182,11 @@ def kinks(step: sp.Expr, sc: SymbolicCost, at: Branches, a: Along) -> tuple[Flip
         else:
             nx = a(node)
             lo, hi = (_slope(nx, a, r * f) for f in (1 - 1e-6, 1 + 1e-6))
+            if max(abs(lo), abs(hi)) * r < NEGLIGIBLE * total:
+                continue  # a switch between two branches that barely move the step: no regime change
+            # shown as the step's elasticity (x / T) dT/dx on each side: a unitless share
             out.append(Flip(path=a.path, at=r, current=a.current, subject="composition term (overlap or pipeline)",
-                            below=f"its slope {lo:.3g}", above=f"its slope {hi:.3g}"))
+                            below=f"elasticity {lo * r / total:+.3f}", above=f"elasticity {hi * r / total:+.3f}"))
     return tuple(out)
 
 

@@ -216,8 +216,15 @@ PRECISIONS: dict[Dtype, Precision] = {Dtype.BF16: Precision.BF16, Dtype.FP16: Pr
 """Formats llmp trains in (each cell format is a training precision)."""
 
 
+_FORMAT_LIKE = re.compile(r"(?<![a-z0-9])(?:fp|bf|float|bfloat|half|int|uint|tf|mxfp|nvfp|mxint|e\dm)\d+[a-z0-9]*")
+"""A word shaped like a number format (``fp13``, ``int4``, ``float24``): when it is none of
+:data:`_DTYPE_WORDS`, the cell names a format llmp does not know, and guessing one would score
+another run."""
+
+
 def dtypes_named(cell: str) -> tuple[Dtype, ...]:
-    """Every number format the text names (``amp_bf16`` and ``bfloat16`` both name bf16)."""
+    """Every number format the text names (``amp_bf16`` and ``bfloat16`` both name bf16); raises
+    :class:`CellError` for a format-like word that is no format llmp knows (``fp13``)."""
     text = normalize(cell).replace("_", " ")
     named = []
     for pattern, dtype in _DTYPE_WORDS:
@@ -225,6 +232,10 @@ def dtypes_named(cell: str) -> tuple[Dtype, ...]:
         if re.search(regex, text):
             named.append(dtype)  # a format inside a longer word ("fp8" in "mxfp8") is not named
             text = re.sub(regex, " ", text)
+    unknown = _FORMAT_LIKE.search(text)
+    if unknown:
+        raise CellError(f"{cell!r} names {unknown.group(0)!r}, a number format llmp does not know "
+                        f"(formats: {', '.join(d.value for d in Dtype)})")
     return tuple(named)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from llmp.validate import cells, finetuning, metrics, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
 from llmp.validate.hardware import ClusterPlan, plan_cluster
-from llmp.validate.metrics import Quantity, Reading, StepContext, UnitError
+from llmp.validate.metrics import MetricNameError, Quantity, Reading, StepContext, UnitError
 from llmp.validate.models import MODEL_FIELDS, ModelPlan, for_stack, plan_model
 from llmp.validate.notes import MemoryKind, MemoryReading, Notes
 from llmp.validate.rows import Measurement, Row
@@ -73,10 +72,12 @@ def readings(m: Measurement) -> tuple[tuple[Reading, Row], ...]:
         except UnitError as err:
             raise Unmodellable(SkipReason.UNKNOWN_UNIT,
                                f"{row.key}: metric {row.text('metric_name')!r}: {err}") from None
+        except MetricNameError as err:
+            raise Unmodellable(SkipReason.UNKNOWN_METRIC, f"{row.key}: {err}") from None
     return tuple(out)
 
 
-def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_: list[str]) -> tuple[Reading, Row]:
+def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...]) -> tuple[Reading, Row]:
     source = m.config.text("source")
     for quantity in metrics.PREFERENCE:
         found = [(r, row) for r, row in read if r.quantity is quantity]
@@ -86,19 +87,46 @@ def _choose_metric(m: Measurement, read: tuple[tuple[Reading, Row], ...], notes_
             continue
         # a job's throughput has more significant digits than the same figure per GPU
         found.sort(key=lambda pair: pair[0].per_gpu)
-        reading, row = found[0]
-        same = [r.value for r, _ in found if r.name == reading.name and r.unit == reading.unit]
-        if len(set(same)) > 1:
-            median = statistics.median(same)
-            notes_.append(f"{len(same)} rows report {reading.name} for this configuration "
-                          f"({', '.join(f'{v:g}' for v in same)}): their median {median:g} is scored")
-            reading = Reading(name=reading.name, quantity=reading.quantity, value=median, unit=reading.unit)
-        return reading, row
+        return found[0]
     have = ", ".join(f"{r.name} [{r.unit.text}]" for r, _ in read)
     alone = f" (memory only: {'; '.join(m.joined)})" if m.joined else ""
     raise Unmodellable(SkipReason.NO_TIME_METRIC,
                        f"reported metrics: {have}{alone}; none is a time or throughput, and FLOP-rate metrics are "
                        "used only with a FLOP formula stated by the source")
+
+
+AGREEMENT = 0.05
+"""How far two readings of one run may imply different step times before they contradict each other:
+published figures carry 2 to 4 significant digits, and rounding to 2 moves a value by at most 4.2%
+(1.25 written as 1.2)."""
+
+_EXACT = (Quantity.STEP_TIME, Quantity.TOKEN_RATE, Quantity.SAMPLE_RATE)
+"""Quantities that convert to a step time exactly (batch, tokens and GPUs only; no FLOP convention)."""
+
+
+def _check_agreement(read: tuple[tuple[Reading, Row], ...], context: StepContext) -> None:
+    """Refuse a run whose rows give different step times: two different numbers for one configuration
+    are two runs or a typo, and scoring their mean would score a run nobody measured."""
+    exact = [(metrics.step_time(r, context), r, row) for r, row in read if r.quantity in _EXACT]
+    # FLOP rates convert through the source's FLOP convention, which may count otherwise than a
+    # time row of the same run does: they are compared with each other only
+    rates = [(metrics.step_time(r, context), r, row) for r, row in read
+             if r.quantity is Quantity.FLOP_RATE and context.flops_per_step is not None]
+    for times in (exact, rates):
+        _agree(times)
+
+
+def _agree(times: list[tuple[float, Reading, Row]]) -> None:
+    if len(times) < 2:
+        return
+    low, high = min(times, key=lambda t: t[0]), max(times, key=lambda t: t[0])
+    if high[0] > low[0] * (1 + AGREEMENT):
+        shown = "; ".join(f"{row.key} {r.name} = {r.value:g} {r.unit.text} gives {s:.4g} s"
+                          for s, r, row in (low, high))
+        raise Unmodellable(SkipReason.CONTRADICTORY,
+                           f"{shown}: {high[0] / low[0] - 1:.0%} apart, more than rounding explains "
+                           f"({AGREEMENT:.0%}); keep the row you trust, or tell the runs apart in a "
+                           "configuration column (notes do not count)")
 
 
 def _memory(read: tuple[tuple[Reading, Row], ...], noted: Notes) -> tuple[MemoryReading, ...]:
@@ -247,7 +275,7 @@ def _map(m: Measurement) -> Mapped:
     task = finetuning.task_of(m)
     read = readings(m)
     how: list[str] = []
-    reading, metric_row = _choose_metric(m, read, how)
+    reading, metric_row = _choose_metric(m, read)
     try:
         noted = notes.read(m.notes)
     except CellError as err:
@@ -273,6 +301,7 @@ def _map(m: Measurement) -> Mapped:
                            f"(has {have})")
     context = _context(row, model, train, reading)
     measured = metrics.step_time(reading, context)
+    _check_agreement(read, context)
     text = render(row, model, cluster, train, m.notes, tuned)
     try:
         spec = dsl.loads(text, filename=f"<{row.key}>")

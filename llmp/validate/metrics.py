@@ -26,6 +26,10 @@ class UnitError(ValueError):
     """A metric unit the grammar does not read, or one that contradicts the metric name."""
 
 
+class MetricNameError(ValueError):
+    """A metric name that says no quantity llmp reads (``vibes``): never scored by its unit alone."""
+
+
 class Dim(StrEnum):
     """What a unit measures."""
 
@@ -119,8 +123,12 @@ _NAME_RULES: tuple[tuple[str, Quantity, frozenset[Dim]], ...] = (
 )
 """Metric-name words → quantity and the unit dimensions it may have (first match wins)."""
 
-_BY_DIM = {Dim.TIME: Quantity.STEP_TIME, Dim.TOKEN_RATE: Quantity.TOKEN_RATE, Dim.SAMPLE_RATE: Quantity.SAMPLE_RATE,
-           Dim.FLOP_RATE: Quantity.FLOP_RATE, Dim.BYTES: Quantity.MEMORY, Dim.PERCENT: Quantity.PERCENT}
+SCHEMA_NAMES: tuple[str, ...] = (
+    "iteration_time_s", "iteration_time_ms", "tokens_per_sec_per_gpu", "tokens_per_sec", "samples_per_sec",
+    "model_tflops_per_gpu", "achieved_tflops_per_gpu", "hw_tflops_per_gpu", "tflops_per_gpu", "mfu_pct", "hfu_pct",
+    "pct_of_peak", "aggregate_pflops", "scaling_efficiency_pct", "training_days_300B_tokens", "mem_max_reserved_gib")
+"""The metric names of the published-measurement schema (validation/README.md, "Metric names used"); other
+names are read by the words of :data:`_NAME_RULES` (``step_time``, ``peak_memory``, ``throughput``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -145,7 +153,8 @@ class Reading:
 
 
 def read(name: str, value: float, unit_text: str) -> Reading:
-    """Understand one metric; raises :class:`UnitError` when the unit is unknown or contradicts the name."""
+    """Understand one metric; raises :class:`UnitError` when the unit is unknown or contradicts the name,
+    :class:`MetricNameError` when the name says no quantity (the unit alone never decides what a row is)."""
     unit = parse_unit(unit_text)
     lowered = name.lower()
     for pattern, quantity, dims in _NAME_RULES:
@@ -157,14 +166,16 @@ def read(name: str, value: float, unit_text: str) -> Reading:
             if quantity is Quantity.FLOP_RATE and not unit.per_gpu and "gpu" not in lowered:
                 quantity = Quantity.AGGREGATE  # a whole job's FLOP rate (aggregate PFLOP/s)
             return Reading(name=name, quantity=quantity, value=value, unit=unit)
-    return Reading(name=name, quantity=_BY_DIM[unit.dim], value=value, unit=unit)
+    raise MetricNameError(f"metric {name!r} names no quantity llmp reads (a step time, a throughput, a FLOP "
+                          f"rate, a memory peak, a percentage); the schema's names: {', '.join(SCHEMA_NAMES)}")
 
 
 def is_memory(name: str, unit_text: str) -> bool:
-    """Whether a metric is a memory peak (a unit the grammar does not read is not one)."""
+    """Whether a metric is a memory peak (a unit the grammar does not read, or a name that says no
+    quantity, is not one)."""
     try:
         return read(name, 1.0, unit_text).quantity is Quantity.MEMORY
-    except UnitError:
+    except (UnitError, MetricNameError):
         return False
 
 

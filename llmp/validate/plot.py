@@ -1,4 +1,4 @@
-"""Predicted vs measured step time, log-log, one colour per source (matplotlib, the [plot] extra)."""
+"""Predicted vs measured step time, log-log, one colour and marker per source (matplotlib, the [plot] extra)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,18 @@ from pathlib import Path
 from llmp.errors import InputError
 from llmp.plotting import pyplot
 from llmp.validate.score import Report
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
+def styles(n: int) -> list[tuple[tuple[float, ...], str]]:
+    """``n`` distinct (colour, marker) pairs: the 20 colours of matplotlib's ``tab20`` with 7 markers
+    on their own cycle, so no two of the first 140 sources look alike (``validation/`` has 13, more
+    than the 10 colours of the default cycle)."""
+    from matplotlib import colormaps
+
+    tab20 = colormaps["tab20"]
+    return [(tuple(tab20(i % 20)), MARKERS[i % len(MARKERS)]) for i in range(n)]
 
 
 def plot(report: Report, path: str | Path, *, title: str = "llmp validate: step time") -> Path:
@@ -34,9 +46,9 @@ def plot(report: Report, path: str | Path, *, title: str = "llmp validate: step 
     for i, r in enumerate(report.rows):
         by_source.setdefault(r.source, []).append(i)
     stats = report.by_source
-    for source, idx in sorted(by_source.items()):
-        ax.scatter([measured[i] for i in idx], [predicted[i] for i in idx], s=16, alpha=0.8,
-                   label=f"{source} (n={len(idx)}, MAPE {100 * stats[source].mape:.0f} %)")
+    for (source, idx), (colour, marker) in zip(sorted(by_source.items()), styles(len(by_source))):
+        ax.scatter([measured[i] for i in idx], [predicted[i] for i in idx], s=16, alpha=0.8, color=colour,
+                   marker=marker, label=f"{source} (n={len(idx)}, MAPE {100 * stats[source].mape:.0f} %)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

@@ -1,6 +1,6 @@
 """Read CSV files in the published-measurement schema and group their rows into measurements.
 
-The schema is the one in DESIGN.md (``validation/*.csv``): long format, one row per metric of a
+The schema is the one in validation/README.md (``validation/*.csv``): long format, one row per metric of a
 measured run, blank = "the source did not say". Everything a user can get wrong in such a file
 (missing file, wrong header, text where a number belongs) is reported here as an
 :class:`~llmp.errors.InputError` that names the file, the line and the fix, so nothing later has to
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmp import files
 from llmp.errors import InputError, Span
 
 COLUMNS: tuple[str, ...] = (
@@ -44,6 +45,11 @@ METRIC_COLUMNS: frozenset[str] = frozenset({"metric_name", "metric_value", "metr
 FREE_COLUMNS: frozenset[str] = METRIC_COLUMNS | {"notes"}
 """Columns that do not define the measured configuration: rows differing only here are one
 measurement (sources annotate each metric row separately, e.g. where a number was read)."""
+
+DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32", "tf32")
+"""What the normalised ``dtype`` column may hold (validation/README.md: bf16, fp16, fp8, mxfp8, nvfp4, or
+blank; fp32 and tf32 are llmp's other training precisions). The free-text ``precision`` column is read
+by :mod:`llmp.validate.cells`."""
 
 REQUIRED: tuple[str, ...] = ("source", "metric_name", "metric_value")
 """Cells no row may leave blank: without them a row measures nothing nameable."""
@@ -139,12 +145,12 @@ def _check_header(path: str, header: list[str]) -> list[str]:
     if unknown:
         what = ", ".join(f"'{u}'{_suggest(u, missing)}" for u in unknown)
         raise InputError(f"unknown column {what}", _span(path, 1), label="bad CSV header",
-                         hint="use the schema's column names (DESIGN.md, 'Published-measurement CSV schema')")
+                         hint="use the schema's column names (validation/README.md, 'Format (all CSVs)')")
     if missing:
         raise InputError(f"missing column {', '.join(repr(m) for m in missing)}", _span(path, 1),
                          label="bad CSV header",
                          hint="add the column(s) to the header (cells may stay blank when the source does not "
-                              "give a value); the schema is in DESIGN.md")
+                              "give a value); the schema is in validation/README.md")
     return names
 
 
@@ -152,6 +158,11 @@ def _check_cell(path: str, line: int, column: str, cell: str) -> None:
     if column in REQUIRED and cell == "":
         raise InputError(f"column '{column}' is blank", _span(path, line), label="bad CSV row",
                          hint=f"every row needs {', '.join(REQUIRED)}: one row per reported metric")
+    if column == "dtype" and cell and cell.lower() not in DTYPES:
+        raise InputError(f"column 'dtype' is {cell!r}, not a number format llmp knows ({', '.join(DTYPES)})",
+                         _span(path, line), label="bad CSV row",
+                         hint="write one of them, or leave it blank when the source does not say (the precision "
+                              "column keeps the source's own words)")
     if cell == "" or (column not in INT_COLUMNS and column not in FLOAT_COLUMNS):
         return
     try:
@@ -173,28 +184,25 @@ def _check_cell(path: str, line: int, column: str, cell: str) -> None:
                          label="bad CSV row", hint="leave the cell blank when the source does not give it")
 
 
-def read_csv(path: str | Path) -> tuple[Row, ...]:
+MAX_ROWS = 100_000
+"""Most rows one command reads: 46x the 2,181 published rows in validation/, and about an hour of
+predictions; a file of millions of rows is a generated table, not measured runs."""
+
+
+def read_csv(path: str | Path, most: int = MAX_ROWS) -> tuple[Row, ...]:
     """Read and check one CSV file; every row is returned with its line number.
 
     Raises :class:`InputError` for a missing or unreadable file, an empty file, a header that is
     not the schema, a row with the wrong number of cells, or a non-numeric numeric cell.
     """
     name = str(path)
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{name}: no such file", label="cannot read CSV",
-                         hint="give the path of a CSV in the published-measurement schema, e.g. validation/*.csv")
-    if p.is_dir():
-        raise InputError(f"{name} is a directory", label="cannot read CSV",
-                         hint=f"pass the CSV files inside it, e.g. {name.rstrip('/')}/*.csv")
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"{name} is not UTF-8 text ({err.reason} at byte {err.start})", label="cannot read CSV",
-                         hint="save the file as UTF-8 CSV") from None
-    except OSError as err:
-        raise InputError(f"{name}: {err.strerror}", label="cannot read CSV",
-                         hint="check the file's permissions") from None
+        text = files.read_text(path, files.CSV)
+    except InputError as err:
+        raise InputError(err.message, label="cannot read CSV",
+                         hint=f"pass the CSV files inside it, e.g. {name.rstrip('/')}/*.csv"
+                         if Path(name).is_dir() else "give the path of a CSV in the published-measurement "
+                         "schema, e.g. validation/*.csv") from None
     if not text.strip():
         raise InputError(f"{name} is empty", label="bad CSV", hint=f"the first line must be the header: "
                          f"{','.join(COLUMNS)}; then one row per measured metric")
@@ -207,6 +215,10 @@ def read_csv(path: str | Path) -> tuple[Row, ...]:
         start = reader.line_num + 1
         if not any(c.strip() for c in cells):
             continue
+        if len(rows) >= most:
+            raise InputError(f"more than {MAX_ROWS:,} rows in all (at line {line}): more measured runs than any "
+                             "validation needs", _span(name, line), label="too many rows",
+                             hint="split the file, or choose rows with --source")
         if len(cells) != len(header):
             raise InputError(f"row has {len(cells)} cells but the header has {len(header)}", _span(name, line),
                              label="bad CSV row",
@@ -222,10 +234,13 @@ def read_csv(path: str | Path) -> tuple[Row, ...]:
 
 
 def read_csvs(paths: list[str] | tuple[str, ...]) -> tuple[Row, ...]:
-    """All rows of several files, file by file."""
+    """All rows of several files, file by file (at most :data:`MAX_ROWS` in all)."""
     if not paths:
         raise InputError("no CSV files given", label="usage", hint="llmp validate validation/*.csv")
-    return tuple(row for path in paths for row in read_csv(path))
+    rows: list[Row] = []
+    for path in paths:
+        rows.extend(read_csv(path, most=MAX_ROWS - len(rows)))
+    return tuple(rows)
 
 
 def drop_copies(rows: tuple[Row, ...] | list[Row]) -> tuple[tuple[Row, ...], tuple[tuple[Row, Row], ...]]:

@@ -22,6 +22,7 @@ from llmp.compose.calibration_file import as_calibration
 from llmp.compose.prediction import MemoryReport
 from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
+from llmp.progress import Progress, tick
 from llmp.validate import metrics
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
 from llmp.validate.notes import MemoryKind, MemoryReading
@@ -353,18 +354,20 @@ def select_sources(measurements: Iterable[Measurement], sources: Sequence[str]) 
 
 
 def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sources: Sequence[str] = (),
-             calibration: Any = None) -> Report:
+             calibration: Any = None, progress: Progress | None = None) -> Report:
     """Read ``paths``, map and predict every measurement, and score it (the API of ``llmp validate``).
 
     ``residuals`` picks the residual store for each mapped spec (None: the roofline alone);
-    ``calibration`` applies an ``llmp calibrate`` file (loaded once) to every row.
+    ``calibration`` applies an ``llmp calibrate`` file (loaded once) to every row; ``progress`` is
+    told of each measurement done (:mod:`llmp.progress`).
     """
     if calibration is not None:
         calibration = as_calibration(calibration)
     measurements, copies = read_measurements(paths, sources)
     scored: list[Scored] = []
     skipped: list[Skipped] = []
-    for m in measurements:
+    for done, m in enumerate(measurements):
+        tick(progress, done, len(measurements))
         mapped = map_measurement(m)
         result = (score(mapped, residuals(mapped.spec) if residuals is not None else None, calibration)
                   if isinstance(mapped, Mapped) else mapped)
@@ -372,6 +375,7 @@ def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sou
             scored.append(result)
         else:
             skipped.append(result)
+    tick(progress, len(measurements), len(measurements))
     return Report(rows=tuple(scored), skipped=(*skipped, *copies))
 
 

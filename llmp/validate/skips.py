@@ -13,6 +13,9 @@ class SkipReason(StrEnum):
     FINE_TUNING = "fine-tuning task llmp does not model (preference optimisation)"
     """A fine-tuning run that is not one model's training step (DPO runs a reference model beside it);
     LoRA and SFT rows are predicted (:mod:`llmp.validate.finetuning`)."""
+    CONTRADICTORY = "rows of one run disagree"
+    """Two rows of one configuration give step times further apart than rounding explains: never
+    averaged, the user keeps the row they trust."""
     NO_TIME_METRIC = "no time-like metric"
     MISSING_ARCHITECTURE = "missing architecture columns"
     MOE = "mixture-of-experts family unknown"
@@ -23,6 +26,7 @@ class SkipReason(StrEnum):
     CELL = "cell or note not understood"
     UNEXPRESSIBLE = "configuration llmp cannot express yet"
     UNKNOWN_UNIT = "metric unit not understood"
+    UNKNOWN_METRIC = "metric name not understood"
     UNKNOWN_GPU = "hardware not in the catalog"
     UNSUPPORTED_DTYPE = "dtype without a peak in the catalog"
     SPEC_ERROR = "spec rejected"

@@ -1,17 +1,24 @@
 """The bad-input corpus: every file under ``tests/bad_inputs/<area>/`` is one case.
 
-Each case runs ``llmp.cli.main`` in-process (the same code the console script runs) on input
-built from the case file, and must end with the exit status and a stderr matching the patterns
-its header names, and never with a traceback or an exception other than the CLI's own exit.
-The case format is documented in ``tests/bad_inputs/README.md``.
+Each case runs ``llmp.cli.main`` in-process (the same code the console script runs) on input built
+from the case file, under the case's time limit (a timer) and memory limit (``RLIMIT_AS``: the
+address space may grow by at most that much during the case), and must end within them with the
+exit status and a stderr matching the patterns its header names, never with a traceback or an
+exception other than the CLI's own exit. The case format is documented in
+``tests/bad_inputs/README.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import resource
 import shlex
 import shutil
+import signal
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +29,11 @@ from llmp.cli import main
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 AREAS = ("specs", "flags", "stores", "samples", "validation", "hf")
+TIME_S = 60.0
+"""Default time limit of a case: the slowest clean refusal takes a few seconds on a shared 2-core VM."""
+MEMORY = 2 << 30
+"""Default memory limit of a case (bytes of address space it may add): the issue's 2 GB."""
+UNITS = {"MB": 1 << 20, "GB": 1 << 30}
 
 
 @dataclass
@@ -36,6 +48,10 @@ class Case:
     files: dict[str, str] = field(default_factory=dict)
     copies: list[tuple[str, str]] = field(default_factory=list)
     edits: list[tuple[str, list[str]]] = field(default_factory=list)
+    time_s: float = TIME_S
+    memory: int = MEMORY
+    repeat: str = ""
+    """What ``{repeat}`` stands for in the case's files and arguments (a big input kept small here)."""
 
     @property
     def main_name(self) -> str:
@@ -67,6 +83,15 @@ def parse_case(path: Path) -> Case:
         elif key == "copy":
             src, dest = value.split()
             case.copies.append((src, dest))
+        elif key == "time":
+            case.time_s = float(value.removesuffix("s"))
+        elif key == "memory":
+            number, unit = value.split()
+            case.memory = int(float(number) * UNITS[unit])
+        elif key == "repeat":
+            count, text = value.split(None, 1)
+            text = text.encode().decode("unicode_escape")
+            case.repeat = "".join(text.replace("{i}", str(i)) for i in range(1, int(count) + 1))
         elif key in ("delete", "truncate", "set-json", "del-json", "bytes"):
             case.edits.append((key, value.split(None, 2)))
         else:
@@ -119,10 +144,10 @@ def materialise(case: Case, root: Path) -> list[str]:
             continue
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(text.replace("{repeat}", case.repeat), encoding="utf-8")
     for op, args in case.edits:
         _edit(root, op, args)
-    values = {"case": str(root / case.main_name), "dir": str(root), "repo": str(REPO)}
+    values = {"case": str(root / case.main_name), "dir": str(root), "repo": str(REPO), "repeat": case.repeat}
     argv = []
     for arg in case.run or []:
         for key, value in values.items():
@@ -135,18 +160,55 @@ def _cases() -> list[Path]:
     return sorted(p for area in AREAS for p in (HERE / area).glob("*") if p.is_file())
 
 
+class OverTime(BaseException):
+    """Raised by the case's timer; a BaseException, so no ``except Exception`` in llmp swallows it."""
+
+
+def _address_space() -> int:
+    """Bytes of address space this process holds now (``VmSize``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmSize in /proc/self/status")
+
+
+@contextlib.contextmanager
+def limits(case: Case) -> Iterator[None]:
+    """Run the body with at most ``case.memory`` more address space (allocations beyond it fail with
+    MemoryError) and at most ``case.time_s`` seconds (then :class:`OverTime`); both lifted after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = _address_space() + case.memory
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+
+    def over(signum: int, frame: object) -> None:
+        raise OverTime(f"still running after {case.time_s:g} s")
+
+    previous = signal.signal(signal.SIGALRM, over)
+    signal.setitimer(signal.ITIMER_REAL, case.time_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 @pytest.mark.parametrize("path", _cases(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_bad_input(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                    monkeypatch: pytest.MonkeyPatch) -> None:
     case = parse_case(path)
     argv = materialise(case, tmp_path)
     monkeypatch.chdir(tmp_path)
+    shown = shlex.join(argv)[:300]
+    start = time.perf_counter()
     try:
-        status = main(argv)
+        with limits(case):
+            status = main(argv)
     except SystemExit as stop:  # argparse: usage errors and --help
         status = stop.code if isinstance(stop.code, int) else 1
-    except Exception as err:  # the corpus exists to catch exactly this
-        pytest.fail(f"llmp {shlex.join(argv)} raised {type(err).__name__}: {err}")
+    except (Exception, OverTime) as err:  # the corpus exists to catch exactly this (MemoryError, OverTime)
+        pytest.fail(f"llmp {shown} raised {type(err).__name__}: {str(err)[:2000]}")
+    assert time.perf_counter() - start <= case.time_s
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert status == case.exit, f"exit {status}, expected {case.exit}; stderr:\n{err}\nstdout:\n{out[:2000]}"
@@ -154,6 +216,17 @@ def test_bad_input(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str
         assert re.search(pattern, err, re.DOTALL), f"stderr does not match {pattern!r}:\n{err}"
     for pattern in case.stdout:
         assert re.search(pattern, out, re.DOTALL), f"stdout does not match {pattern!r}:\n{out[:2000]}"
+
+
+def test_limits_stop_a_case_that_grows_or_runs_too_long() -> None:
+    """The limits bite: an allocation past the case's memory fails, and a loop past its time stops."""
+    case = Case(Path("limits"), time_s=0.5, memory=256 << 20)
+    with pytest.raises(MemoryError), limits(case):
+        bytearray(512 << 20)
+    with pytest.raises(OverTime), limits(case):
+        while True:
+            time.sleep(0.01)
+    bytearray(512 << 20)  # lifted after the case
 
 
 def test_corpus_is_large_and_covers_every_area() -> None:

@@ -156,7 +156,8 @@ def test_contradictory_rows_are_refused(capsys, runs, tmp_path):
     twice = dict(rows[0], metric_value=str(2 * float(rows[0]["metric_value"])), notes="a second run")
     code, _, err = _run(capsys, "calibrate", str(_write(tmp_path / "twice.csv", [*rows, twice])), "-o",
                         str(tmp_path / "x.json"))
-    assert code == 1 and "contradictory rows" in err and "twice:2" in err and "twice:8" in err
+    # one measurement (rows equal but for the metric and notes) whose two FLOP rates disagree
+    assert code == 1 and "rows of one run disagree" in err and "twice:2" in err and "twice:8" in err
     elsewhere = dict(twice, source_ref="another log of the same run")  # its own measurement, the same spec
     code, _, err = _run(capsys, "calibrate", str(_write(tmp_path / "again.csv", [*rows, elsewhere])), "-o",
                         str(tmp_path / "x.json"))

@@ -81,6 +81,18 @@ def test_ops_lists_operators_with_costs(capsys):
     assert {r["bound"] for r in rows} >= {"compute", "memory", "network"}
 
 
+def test_ops_columns_never_run_into_each_other(capsys):
+    """Every row's scope and phase start under their headings, after a space (``rank:middle``
+    beside ``comm``, not ``rank:middlecomm``)."""
+    _, out, _ = _run(capsys, "ops", GPT3)
+    head, _, *rows = out.splitlines()
+    scope, phase = head.index("scope"), head.index("phase")
+    pipeline_ranks = [r for r in rows if r[scope:].startswith("rank:")]
+    assert pipeline_ranks
+    for row in rows:
+        assert row[scope - 1] == " " and row[phase - 1] == " " and row[phase] != " ", row
+
+
 TINY = str(EXAMPLES / "tiny_cpu.llmp")
 
 

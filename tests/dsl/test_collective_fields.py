@@ -30,7 +30,7 @@ def test_switch_features_and_transport_are_read():
 
 @pytest.mark.parametrize("text,label,words", [
     ("transport = ethernet", "unknown value", "expected one of nvlink, pci, net, host"),
-    ("nvls = yes", "unknown name", "'yes'"),
+    ("nvls = yes", "wrong type", "expects true or false, got 'yes'"),
     ("nvls_efficiency = 1.5", "bad value", "above 0 and at most 1"),
     ("nvls_efficiency = 0.7 GB/s", "wrong unit", "nvls_efficiency"),
 ])

@@ -50,8 +50,10 @@ def test_worked_example_numbers() -> None:
     worked = BLOCKS[-1]
     spec = loads(worked)
     assert (spec.world_size, spec.parallel.dp, spec.microbatches, spec.tokens_per_step) == (
-        384, 3, 512, 3_145_728)
-    assert spec.model.layers // (spec.parallel.pp) == 6
-    assert loads(worked, overrides=["parallel.tp=4"]).parallel.dp == 6
-    with pytest.raises(ValueError, match=r"model.layers\(96\) % \(pp\(12\) \* vp\(3\)\) = 24"):
-        loads(worked, overrides=["parallel.pp=12"])
+        384, 4, 384, 3_145_728)
+    assert spec.model.layers // (spec.parallel.pp) == 8
+    assert loads(worked, overrides=["parallel.tp=4", "parallel.dp=8"]).microbatches == 192
+    with pytest.raises(ValueError, match=r"model.layers\(96\) % \(pp\(12\) \* vp\(5\)\) = 36"):
+        loads(worked, overrides=["parallel.schedule=interleaved", "parallel.vp=5"])
+    with pytest.raises(ValueError, match=r"dp\(4\) \* tp\(4\) \* pp\(12\) \* cp\(1\) = 192 != 384 GPUs"):
+        loads(worked, overrides=["parallel.tp=4"])

@@ -350,3 +350,20 @@ def test_the_shipped_cpu_store_covers_every_kernel_family():
 def test_residuals_replace_keeps_the_model(fitted):
     res = store.load(fitted[1])
     assert dataclasses.replace(res, adjustments={}).model is res.model
+
+
+def test_a_rebuild_writes_the_same_bytes_and_the_same_id(fitted, cpu, tmp_path):
+    """Fitting again on the same samples with the same seed gives a byte-identical store; and
+    noise in the last digits of its fitted numbers (summation order) changes neither the bytes of
+    its manifest nor its id."""
+    path = fitted[1]
+    again = ResidualModel(xgb_params=FAST_XGB, n_members=2).fit(synthetic(cpu, FAMILIES, 40))
+    store.save(again, tmp_path / "again", devices=[cpu], samples=["synthetic"])
+    for f in sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()):
+        assert (tmp_path / "again" / f).read_bytes() == (path / f).read_bytes(), f
+    for key in again.cv_error_:
+        again.cv_error_[key] = {k: float(np.nextafter(v, np.inf)) for k, v in again.cv_error_[key].items()}
+        again.conformal_q_[key] = float(np.nextafter(again.conformal_q_[key], -np.inf))
+    store.save(again, tmp_path / "noisy", devices=[cpu], samples=["synthetic"])
+    assert (tmp_path / "noisy" / "manifest.json").read_bytes() == (path / "manifest.json").read_bytes()
+    assert store.load(tmp_path / "noisy").id.split("@")[1] == store.load(path).id.split("@")[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -133,3 +134,19 @@ def test_plot_without_matplotlib_is_a_clean_error(capsys, tmp_path, monkeypatch)
     code, out, err = run(capsys, "sensitivity", SMALL, "--wrt", "model.hidden", "--plot", tmp_path / "t.png")
     assert code == 1 and out == ""
     assert "--plot needs matplotlib" in err and "pip install" in err
+
+
+def test_plot_tick_labels_never_overlap():
+    """The T(x) panels label 1, 2 and 5 per decade, never the crowded minor ticks."""
+    pytest.importorskip("matplotlib")
+    from llmp.sensitivity.plot import figure
+
+    op = operating_point(dsl.load(Path(__file__).parents[2] / "examples" / "llama3_8b_dgx_h100.llmp"))
+    fig = figure(analyze(op), op)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes[1:]:
+        boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels(which="both")
+                        if t.get_visible() and t.get_text()), key=lambda b: b.x0)
+        assert len(boxes) >= 2
+        assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [b.bounds for b in boxes]

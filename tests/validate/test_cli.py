@@ -146,3 +146,11 @@ def test_a_step_time_in_ms_is_read_as_ms(capsys, csv_file):
     assert code == 0
     (row,) = json.loads(out)["rows"]
     assert row["measured"] == pytest.approx(1.15013) and abs(row["error"]) < 0.9
+
+
+def test_plot_styles_tell_every_source_apart():
+    """validation/ holds 13 sources; the default cycle has 10 colours. Each gets its own look."""
+    pytest.importorskip("matplotlib")
+    from llmp.validate.plot import styles
+
+    assert len(set(styles(140))) == 140

@@ -119,8 +119,10 @@ def test_automodel_split_gives_the_first_stages_the_extra_layers(layers, chunks,
 
 
 def _bridge(snippet: str, **cells: str) -> str:
-    """``snippet`` as a Megatron-Bridge performance row (stack nemo), with ``cells`` changed."""
-    out = P.edit(P.edit(snippet, "source", "megatron-bridge-perf-summary"), "source_ref",
+    """``snippet``'s step-time row as a Megatron-Bridge performance row (stack nemo), with ``cells`` changed
+    (its throughput rows are left out: with another layout or GPU count they would contradict it)."""
+    first = "".join(snippet.splitlines(keepends=True)[:2])
+    out = P.edit(P.edit(first, "source", "megatron-bridge-perf-summary"), "source_ref",
                  "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md")
     for column, value in {"zero_stage_or_fsdp": "", "notes": "", **cells}.items():
         out = P.edit(out, column, value)

@@ -46,11 +46,13 @@ def run(fmt: str, paths: Sequence[str | Path], out: str | Path, *, device: str |
     when it differs from ``device``; ``node_id`` overrides the catalog node collective rows ran on.
     """
     from llmp.errors import InputError
+    from llmp.files import output_dir
     from llmp.hardware import names
     from llmp.residuals.importers import common, kernels, seed, vidur
 
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
+    output_dir(out, "-o (the sample directory)")
     if gpu_id is not None and fmt != "kernels":
         raise InputError("--gpu-id selects rows of kernels.csv; it does not apply to --format " + fmt)
     if device is None and fmt != "seed":

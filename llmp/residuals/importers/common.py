@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmp import files
 from llmp.analytic.kernels import DIMS, Collective, Family, Kernel
 from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
@@ -275,8 +276,9 @@ class Table:
 
 def read_table(path: Path, required: Sequence[str], fmt: str) -> Table:
     """Read a CSV (LF or CRLF) and check that it has ``required`` columns."""
+    text = files.read_text(path, files.SAMPLES)
     try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
+        with io.StringIO(text, newline="") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             if header is None:
@@ -292,12 +294,8 @@ def read_table(path: Path, required: Sequence[str], fmt: str) -> Table:
                     raise InputError(f"{path.name}:{line}: {len(values)} cells, the header has {len(header)}",
                                      hint=f"is this a {fmt} CSV?")
                 rows.append((line, dict(zip(header, (v.strip() for v in values)))))
-    except UnicodeDecodeError:
-        raise InputError(f"{path.name} is not a text CSV file", hint=f"expected a {fmt} CSV") from None
     except csv.Error as err:
         raise InputError(f"{path.name}: malformed CSV ({err})") from None
-    except OSError as err:
-        raise InputError(f"cannot read {path}: {err.strerror}") from None
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(f"{path.name} lacks the columns {', '.join(missing)}",
