@@ -104,6 +104,7 @@ def held_out(obs: Observation) -> bool:
 def import_all(data: Path, out: Path) -> dict[str, dict]:
     """Run every job; return each job's import manifest (``import.json``)."""
     manifests = {}
+    out.mkdir(parents=True, exist_ok=True)
     for job in JOBS:
         paths = [data / p for p in job.paths if (data / p).exists()]
         if not paths:
