@@ -64,7 +64,7 @@ def _resolve(extra):
 
 @pytest.fixture(scope="module")
 def small():
-    op = operating_point(load(SMALL), None, _resolve)
+    op = operating_point(load(SMALL), None, _resolve, residuals=None)
     return op, analyze(op)
 
 
@@ -99,9 +99,9 @@ def test_derivations_follow_the_spec(small):
 
 def test_hidden_derivative_includes_head_dim():
     # head_dim = hidden / heads by default: --set model.hidden moves it, and so must dT/dhidden.
-    op = operating_point(load(SMALL), None, _resolve)
+    op = operating_point(load(SMALL), None, _resolve, residuals=None)
     (total,) = derivatives(op, ["model.hidden"])
-    alone = operating_point(load(SMALL), None, None)
+    alone = operating_point(load(SMALL), None, None, residuals=None)
     (partial,) = derivatives(alone, ["model.hidden"])
     assert not partial.derivations_known and partial.moves == ()
     (head,) = derivatives(op, ["model.head_dim"])
@@ -110,7 +110,7 @@ def test_hidden_derivative_includes_head_dim():
 
 def test_free_symbol_closed_form_matches_pinned_prediction():
     spec = load(SYMBOLIC)
-    op = operating_point(spec, {"model.hidden": 4096.0}, lambda e: load(SYMBOLIC, e))
+    op = operating_point(spec, {"model.hidden": 4096.0}, lambda e: load(SYMBOLIC, e), residuals=None)
     pinned = predict(load(SYMBOLIC, ["model.hidden=4096"])).step_time_s
     assert op.branches.value(op.local) == pytest.approx(pinned, rel=1e-9)
     (f,) = derivatives(op, ["hidden"])
@@ -161,7 +161,7 @@ def test_with_tiles_a_dim_derivative_is_the_trend_of_the_staircase():
     # On the GPU's own tile table (sm90) the step is a staircase in ffn_hidden (2816 per GPU = 22
     # tiles of 128): its derivative is the slope over whole tiles, a central difference of +-2
     # tiles per GPU (+-512 in ffn_hidden at tp 2).
-    op = operating_point(dsl.load(SMALL), None, lambda e: dsl.load(SMALL, list(e)))
+    op = operating_point(dsl.load(SMALL), None, lambda e: dsl.load(SMALL, list(e)), residuals=None)
     (f,) = derivatives(op, ["model.ffn_hidden"])
     up = predict(dsl.load(SMALL, ["model.ffn_hidden=6144"])).step_time_s
     down = predict(dsl.load(SMALL, ["model.ffn_hidden=5120"])).step_time_s
