@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except LlmpError as err:
+        spec = getattr(args, "spec", None)
+        if err.span is None and err.file is None and isinstance(spec, str):
+            err.file = spec  # an error about the spec without a place in it still names the file
         print(err.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
