@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from llmp.errors import LlmpError
+from llmp.errors import InputError, LlmpError
 
 # (command, module in llmp.commands, one-line help)
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except LlmpError as err:
         spec = getattr(args, "spec", None)
-        if err.span is None and err.file is None and isinstance(spec, str):
+        if err.span is None and err.file is None and isinstance(spec, str) and not isinstance(err, InputError):
             err.file = spec  # an error about the spec without a place in it still names the file
         print(err.render(), file=sys.stderr)
         return 1

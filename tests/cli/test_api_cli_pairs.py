@@ -12,6 +12,13 @@ import pytest
 
 import llmp
 from llmp.cli import main
+from llmp.search import search
+from llmp.sensitivity import sensitivity
+from llmp.validate import validate
+
+# ``llmp.validate``, ``llmp.search`` and ``llmp.sensitivity`` name both a public function and a
+# subpackage: once the subpackage is imported, the package attribute is the module, so the
+# functions are imported from where ``llmp``'s table points.
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "examples"
@@ -51,16 +58,16 @@ def test_ops(capsys):
 
 def test_validate_applies_the_shipped_stores(capsys):
     csv = ROOT / "validation" / "torchtitan_llama3_h100.csv"
-    api = llmp.validate([str(csv)])
+    api = validate([str(csv)])
     assert _cli(capsys, "validate", csv, "--json") == _api(api.to_dict())
-    bare = llmp.validate([str(csv)], residuals=None)
+    bare = validate([str(csv)], residuals=None)
     assert [r.predicted_s for r in api.rows] != [r.predicted_s for r in bare.rows]
 
 
 def test_search_rederives_dp(capsys):
     # dp = GPUs / (tp pp): varying tp must move dp, or every tp but the spec's is a layout mismatch.
     path = EXAMPLES / "sweep_llama3_8b.llmp"
-    api = llmp.search(llmp.load(path))
+    api = search(llmp.load(path))
     assert api.feasible > 0
     assert _cli(capsys, "search", path, "--json") == _api(api.to_dict())
 
@@ -68,7 +75,7 @@ def test_search_rederives_dp(capsys):
 def test_sensitivity(capsys):
     path = EXAMPLES / "llama3_8b_dgx_h100.llmp"
     wrt = ["model.hidden", "train.global_batch", "gpu.mem_bandwidth"]
-    api = llmp.sensitivity(llmp.load(path), wrt=wrt)
+    api = sensitivity(llmp.load(path), wrt=wrt)
     assert _cli(capsys, "sensitivity", path, "--json", *(a for w in wrt for a in ("--wrt", w))) == _api(api.to_dict())
     assert api.step_time_s == pytest.approx(llmp.predict(llmp.load(path)).step_time_s, rel=1e-12)
     assert next(f for f in api.fields if f.path == "model.hidden").moves  # the spec's derivations followed
