@@ -3,8 +3,9 @@ scratch folder that sees the repository's examples/, validation/ and llmp/, thro
 entry point as the `llmp` console script.
 
 The set-up block (pip installs) is not re-run here: CI runs the test command, and its first
-command's `llmp predict` is run. Blocks that sample this machine for minutes, or read the shared
-public data folder (absent in CI), are marked slow and run in CI's slow step.
+command's `llmp predict` is run. Blocks that sample this machine for minutes, read the shared
+public data folder (absent in CI), or run the sensitivity, search and plan walk-throughs are marked
+slow and run in CI's slow step.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ BLOCKS = _blocks()
 
 
 def _slow(block: list[list[str]]) -> bool:
-    return any(c[0] in ("sample", "measure") or any("../shared" in w for w in c) for c in block)
+    """Sampling, measuring and the shared data; and the sensitivity, search and plan walk-throughs
+    (10-25 s each, and their library functions are checked against the commands in
+    ``test_api_cli_pairs.py``)."""
+    return any(c[0] in ("sample", "measure", "sensitivity", "search", "plan") or any("../shared" in w for w in c)
+               for c in block)
 
 
 def _scratch(tmp_path: Path) -> Path:
