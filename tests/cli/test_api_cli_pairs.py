@@ -73,7 +73,7 @@ def test_search_rederives_dp(capsys):
 
 
 def test_sensitivity(capsys):
-    path = EXAMPLES / "llama3_8b_dgx_h100.llmp"
+    path = ROOT / "tests" / "sensitivity" / "fixtures" / "small.llmp"
     wrt = ["model.hidden", "train.global_batch", "gpu.mem_bandwidth"]
     api = sensitivity(llmp.load(path), wrt=wrt)
     assert _cli(capsys, "sensitivity", path, "--json", *(a for w in wrt for a in ("--wrt", w))) == _api(api.to_dict())
