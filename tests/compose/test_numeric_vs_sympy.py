@@ -8,7 +8,7 @@ op's FLOPs, bytes and time, and composed the step time, within 1e-12 relative.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, reject, settings
+from hypothesis import HealthCheck, given, reject, settings
 from strategies import specs
 
 from llmp.analytic import compile as compile_exprs
@@ -20,7 +20,7 @@ from llmp.errors import InfeasibleError
 from llmp.hardware.spec import Dtype
 
 
-@settings(max_examples=15)
+@settings(max_examples=15, suppress_health_check=[HealthCheck.filter_too_much])  # the stack filter drops many draws
 # Vector kernels need FP32. The generic stack only: under other stacks' profiles (drawn since issue
 # 26) the symbolic graph orders or prices some ops differently (megatron_core on fp32, gpipe, pp 1;
 # megatron_deepspeed on zb_v): a known gap, reported, not yet closed.

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 from analytic.strategies_analytic import gpt, h100, llama, make_spec, specs
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 
 from llmp.analytic import compile as compile_exprs
 from llmp.analytic import cost
@@ -138,7 +138,7 @@ def test_free_symbols_need_values():
         predict(spec)
 
 
-@settings(max_examples=8)
+@settings(max_examples=8, suppress_health_check=[HealthCheck.filter_too_much])  # the stack filter drops many draws
 # The generic stack only: under other stacks' profiles (drawn since issue 26) the closed form
 # misses part of the simulated step (nemo, 1f1b, pp 1: 2e-5 relative): a known gap, reported.
 @given(specs().filter(lambda s: s.parallel.pp == 1 and s.train.stack is Stack.GENERIC))
