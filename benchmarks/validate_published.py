@@ -25,7 +25,6 @@ sys.path.insert(0, str(ROOT))
 from recording import commit, machine, record
 
 from llmp.analytic import params
-from llmp.commands.validate import _residuals
 from llmp.validate import plot, score
 from llmp.validate.models import GENERIC_MOE
 from llmp.validate.score import Report, Scored
@@ -266,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heading", default="Published validation (issue 4)", help="title of the recorded section")
     args = parser.parse_args(argv)
     files = sorted(str(p) for p in (ROOT / "validation").glob("*.csv"))
-    report = score.validate(files, residuals=_residuals(args.residuals))
+    report = score.validate(files, residuals=args.residuals)
     command = "python benchmarks/validate_published.py" + (f" --residuals {args.residuals}" if args.residuals else "")
     if args.heading != parser.get_default("heading"):
         command += f' --heading "{args.heading}"'

@@ -26,7 +26,7 @@ _API = {
     "load": "llmp.dsl:load",
     "loads": "llmp.dsl:loads",
     "Spec": "llmp.dsl.spec:Spec",
-    "ops": "llmp.analytic:ops",
+    "ops": "llmp.compose:ops",
     "cost": "llmp.analytic:cost",
     "predict": "llmp.compose:predict",
     "evaluate": "llmp.compose:evaluate",

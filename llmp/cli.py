@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from llmp.errors import LlmpError
+from llmp.errors import InputError, LlmpError
 
 DESCRIPTION = ("Predict the time of one LLM training step on a cluster, say where the time goes, and answer "
                "what-if questions. 'llmp COMMAND --help' describes a command.")
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except LlmpError as err:
+        spec = getattr(args, "spec", None)
+        if err.span is None and err.file is None and isinstance(spec, str) and not isinstance(err, InputError):
+            err.file = spec  # an error about the spec without a place in it still names the file
         print(err.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

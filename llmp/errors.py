@@ -44,10 +44,12 @@ class LlmpError(Exception):
     """Base of every error llmp raises on purpose. The CLI prints it and exits 1."""
 
     def __init__(self, message: str, span: Span | None = None, *, label: str = "error",
-                 hint: str | None = None, source_line: str | None = None) -> None:
+                 hint: str | None = None, source_line: str | None = None, file: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.file = file
+        """The file the error is about when no span places it in it (``path: error: ...``)."""
         self.label = label
         self.hint = hint
         self.source_line = source_line
@@ -62,7 +64,7 @@ class LlmpError(Exception):
         5,000-digit flag value is shown by its ends, never echoed whole."""
         head = shorten(f"{self.label}: {self.message}" if self.label != "error" else self.message, MESSAGE)
         if self.span is None:
-            text = f"error: {head}"
+            text = f"{self.file}: error: {head}" if self.file else f"error: {head}"
         else:
             s = self.span
             text = f"{s.file}:{s.line}:{s.column}: error: {head}"

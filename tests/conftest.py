@@ -15,7 +15,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("dev", max_examples=40, deadline=None)
+settings.register_profile("dev", max_examples=20, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True,
                           print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None, print_blob=True,

@@ -6,7 +6,8 @@
   tp within a node, ep dividing dp * cp, interleaving only with vp > 1 and pp > 1.
 * :func:`devices`, :func:`links`, :func:`clusters` — datasheet-range hardware.
 * :func:`specs` — whole specs that satisfy every cross-field check of ``llmp.dsl.checks``
-  (the model's heads, widths and layers fit the layout; the batch splits into microbatches).
+  (the model's heads, widths and layers fit the layout; the batch splits into microbatches),
+  under every precision, schedule and stack the layout rules let run (``variants``).
 
 Import with ``from strategies import model_specs`` (pytest puts tests/ on ``sys.path``).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from analytic.strategies_analytic import variants
 from hypothesis import strategies as st
 
 from llmp.dsl.spec import (
@@ -162,4 +164,4 @@ def specs(draw: st.DrawFn) -> Spec:
                       optimizer=draw(st.sampled_from(list(Optimizer))),
                       global_batch=micro_batch * dp * draw(st.integers(1, 16)),
                       micro_batch=micro_batch, recompute=draw(st.sampled_from(list(Recompute))))
-    return Spec(model=model, train=train, parallel=parallel, cluster=cluster)
+    return draw(variants(Spec(model=model, train=train, parallel=parallel, cluster=cluster)))

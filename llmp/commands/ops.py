@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from llmp.compose import predict
+from llmp.compose import ops
 from llmp.compose.prediction import OpRow
 from llmp.dsl import add_set_argument, load_args
 from llmp.units import format_bytes, format_count, format_time
@@ -42,7 +42,7 @@ def render(rows: tuple[OpRow, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = predict(load_args(args)).ops
+    rows = ops(load_args(args))
     if args.json:
         print(json.dumps([dict(r.to_dict(), intensity=r.intensity) for r in rows], indent=2))
     else:

@@ -49,18 +49,6 @@ def _write_specs(report, directory: str) -> None:
         (out / f"{r.key.replace(':', '_')}.llmp").write_text(r.mapped.text, encoding="utf-8")
 
 
-def _residuals(choice: str | None):
-    """``--residuals`` → a function giving each spec its residual store (None: roofline only)."""
-    if choice in (None, "none"):
-        return None
-    from llmp.residuals import store
-
-    if choice == "default":
-        return lambda spec: store.default_for(spec.cluster.gpu).residuals
-    fitted = store.load(choice)
-    return lambda spec: fitted
-
-
 def run(args: argparse.Namespace) -> int:
     from llmp.validate import plot, score, text
 
@@ -71,9 +59,8 @@ def run(args: argparse.Namespace) -> int:
         pyplot()  # fail before scoring when matplotlib is missing
     if args.specs:
         files.output_dir(args.specs, "--specs")
-    residuals = _residuals(args.residuals)
     with bar("validating", quiet=args.quiet) as advance:
-        report = score.validate(args.csv, residuals=residuals, sources=args.source, calibration=args.calibration,
+        report = score.validate(args.csv, residuals=args.residuals, sources=args.source, calibration=args.calibration,
                                 progress=advance)
     if args.specs:
         _write_specs(report, args.specs)

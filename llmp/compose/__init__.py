@@ -1,8 +1,8 @@
 """Composition: per-op times → one training step (pipeline timeline, overlap, memory) → Prediction.
 
 Public API: :func:`predict`, :class:`Prediction`, :class:`Correction` (the residual models'
-contract), :func:`evaluate` (vectorised sweeps), :func:`step_time_expr` (closed form),
-:class:`OverlapRules`.
+contract), :func:`ops` (each op's costs, as ``llmp ops`` prints them), :func:`evaluate`
+(vectorised sweeps), :func:`step_time_expr` (closed form), :class:`OverlapRules`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from llmp.compose.correction import Correction, Residuals
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.prediction import Prediction
-from llmp.compose.predictor import predict
+from llmp.compose.predictor import ops, predict
 from llmp.compose.sweep import evaluate
 
 
@@ -24,4 +24,4 @@ def __getattr__(name: str) -> Any:
         return step_time_expr
     raise AttributeError(f"module 'llmp.compose' has no attribute {name!r}")
 
-__all__ = ["Correction", "OverlapRules", "Prediction", "Residuals", "evaluate", "predict", "step_time_expr"]
+__all__ = ["Correction", "OverlapRules", "Prediction", "Residuals", "evaluate", "ops", "predict", "step_time_expr"]

@@ -32,16 +32,17 @@ of draws, equal in 33% and below in 1% (by at most 13%).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import sympy as sp
 
 from llmp.analytic.algebra import vmax
-from llmp.analytic.op import rank_classes
+from llmp.analytic.op import OpGraph, rank_classes
 from llmp.analytic.symbolic import cost
 from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired, rank_tail
+from llmp.compose.prediction import OpRow
 from llmp.compose.schedules import Shape, Times, entry
 from llmp.dsl.spec import Schedule, Spec
 
@@ -84,10 +85,17 @@ def _times(works: Sequence[ChunkWork], m: Any, pp: Any, vp: Any) -> Times:
                  m=m, pp=pp, vp=vp, explicit=len(works) > 3)
 
 
-def step_time_expr(spec: Spec) -> sp.Expr:
-    """Closed-form step time of ``spec`` in its symbols; substitute ``cost(spec).point`` for its value."""
+def step_time_expr(spec: Spec, corrected: Sequence[OpRow] | None = None) -> sp.Expr:
+    """Closed-form step time of ``spec`` in its symbols; substitute ``cost(spec).point`` for its value.
+
+    ``corrected``: ``Prediction.ops`` of ``spec``, whose residual factors multiply each op's time,
+    held at their values at the point, so the expression there is ``llmp predict``'s step time.
+    None: the bare roofline composition.
+    """
     sc = cost(spec)
     graph, times = sc.graph, [c.time for c in sc.ops]
+    if corrected is not None:
+        times = [t if f == 1.0 else t * sp.Float(f) for t, f in zip(times, _factors(graph, corrected))]
     st, sym = graph.structure, sc.spec
     rules = OverlapRules.of(spec)
     e = entry(spec.parallel.schedule)
@@ -125,6 +133,23 @@ def step_time_expr(spec: Spec) -> sp.Expr:
         syncs.append(pipe - (back if e.staggered else 0) + sum(tail.sync.values()))
         updates.append(sum(tail.update.values()))
     return sp.sympify(vmax(*syncs) + vmax(*updates))
+
+
+def _factors(graph: OpGraph, rows: Sequence[OpRow]) -> list[float]:
+    """Each op's residual factor from a prediction's rows, matched by name, scope and rank kind
+    (the graph on symbols may hold ops the numbers leave out, such as a middle rank's when
+    ``pp = 2``: they run nowhere, factor 1)."""
+    by_key: dict[tuple[str, str, str | None], list[float]] = defaultdict(list)
+    for r in rows:
+        by_key[(r.name, r.scope, r.rank_kind)].append(r.factor)
+    taken: Counter[tuple[str, str, str | None]] = Counter()
+    out = []
+    for op in graph.ops:
+        key = (op.name, op.scope.value, op.rank_kind.value if op.rank_kind else None)
+        found = by_key.get(key, ())
+        out.append(found[taken[key]] if taken[key] < len(found) else 1.0)
+        taken[key] += 1
+    return out
 
 
 def _sum(xs: Sequence[Any]) -> Any:

@@ -37,6 +37,7 @@ from typing import Any
 from llmp.analytic import kernels
 from llmp.analytic.algebra import positive_part, vmax
 from llmp.analytic.kernels import Family, Kernel
+from llmp.analytic.layout import Axis
 from llmp.analytic.op import (
     COMPUTE_FAMILIES,
     Op,
@@ -505,7 +506,7 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
 
 def categories() -> tuple[str, ...]:
     """Breakdown categories in display order (``bubble`` last)."""
-    return (*COMPUTE_FAMILIES, *NON_COMPUTE, "tp", "cp", "ep", "pp", "dp", "offload", "host", "bubble")
+    return (*COMPUTE_FAMILIES, *NON_COMPUTE, *(a.value for a in Axis), "host", "bubble")
 
 
 def merge(*parts: Mapping[str, Any], scale: Any = 1) -> dict[str, Any]:

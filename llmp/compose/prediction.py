@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic.layout import Axis
 from llmp.analytic.op import COMPUTE_FAMILIES
 from llmp.compose.band import Band
 from llmp.compose.overlap import categories
@@ -15,7 +16,8 @@ from llmp.units import format_bytes, format_count, format_time, plural
 
 COMPUTE = COMPUTE_FAMILIES
 """Every kernel family but the optimizer's: the categories ``compute_s`` adds up."""
-COMM = ("tp", "cp", "ep", "pp", "dp", "offload")
+COMM = tuple(a.value for a in Axis)
+"""Every parallel axis (and offloading's copies): the categories ``exposed_comm_s`` adds up."""
 
 MFU_CONVENTION = ("model FLOPs per token = 6 N + 12 L (heads head_dim) s (PaLM, Chowdhery et al. 2022, "
                   "app. B; Megatron's count without recompute), N = parameters in matmuls (layers and the "

@@ -288,6 +288,13 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     return _prediction(p, step, t, lambda: post.band(p, level), hw, model_id, overhead=post.overhead_s, calibrated=what)
 
 
+def ops(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> tuple[OpRow, ...]:
+    """Every op of ``spec``'s step with its FLOPs, bytes, analytic time per call, what bounds it and
+    the residual factor :func:`predict` applies (the rows ``llmp ops`` prints; the bare graph is
+    ``llmp.analytic.ops``)."""
+    return predict(spec, residuals).ops
+
+
 def _prediction(p: Priced, step: Step, t: float, uncertainty: Callable[[], band.Band], hw: Hardware, model_id: str, *,
                 overhead: float = 0.0, calibrated: str = "") -> Prediction:
     spec, graph, prices, corr = p.spec, p.graph, p.prices, p.correction

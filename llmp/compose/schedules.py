@@ -183,11 +183,6 @@ class Entry:
             held[r].append(c % (pp * vp))
         return tuple(tuple(sorted(h)) for h in held)
 
-    def copy_of(self, microbatch: int, m: int) -> int:
-        """The model copy a microbatch runs through (DualPipe: the first half forward, the second
-        half in reverse)."""
-        return microbatch * self.copies // m
-
 
 # --- GPipe, 1F1B, interleaved 1F1B --------------------------------------------------------------
 

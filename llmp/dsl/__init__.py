@@ -25,7 +25,7 @@ from llmp.dsl.serialize import spec_to_dict
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import path_for, symbol_for
 from llmp.dsl.transform import parse
-from llmp.errors import LlmpError
+from llmp.errors import LlmpError, Span
 
 __all__ = ["Spec", "add_set_argument", "load", "load_args", "loads", "parse", "path_for",
            "spec_to_dict", "symbol_for"]
@@ -43,8 +43,22 @@ def loads(text: str, *, filename: str = "<string>", overrides: Sequence[str] = (
         resolver = Resolver(collect(program), filename, parse_overrides(overrides))
         return build(resolver, filename)
     except LlmpError as err:
+        _place(err, filename, text)
         attach_source_line(err, sources)
         raise
+
+
+def _place(err: LlmpError, filename: str, text: str) -> None:
+    """Give an error without a span its file: a missing block is missing at the end of the root file
+    (where a truncated spec stops); any other names the file it was resolving."""
+    if err.span is not None:
+        return
+    if err.label == "missing block":
+        lines = text.splitlines() or [""]
+        end = len(lines[-1]) + 1
+        err.span = Span(filename, len(lines), end, len(lines), end)
+    elif err.file is None:
+        err.file = filename
 
 
 def load(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> Spec:

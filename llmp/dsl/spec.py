@@ -187,11 +187,6 @@ class Precision(StrEnum):
         """GEMMs in an 8- or 4-bit format quantised from BF16 by a recipe."""
         return self.compute_dtype.low_precision
 
-    @property
-    def activation_bytes(self) -> int:
-        """Bytes per activation element (low-precision training keeps activations in BF16)."""
-        return {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}.get(self.value, 2)
-
 
 class Fp8Scaling(StrEnum):
     """How ``precision = fp8`` scales its tensors (TransformerEngine recipes; Megatron-Core
@@ -368,10 +363,6 @@ class ModelSpec:
     projection, one transformer layer and the shared output head."""
     moe: MoeSpec | None = None
     mla: MlaSpec | None = None
-
-    @property
-    def is_moe(self) -> bool:
-        return self.moe is not None
 
 
 def replica_size(tp: Any, pp: Any, cp: Any) -> Any:

@@ -26,7 +26,7 @@ Monotone constraints (``MONOTONE``), where physics or every GPU generation so fa
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,6 +159,29 @@ def _device_row(peak: float, device: Device) -> list[float]:
             float(device.clock) / 1e9]
 
 
+SpecificRow = Callable[[Kernel, dict[str, int], Device, kernels.KernelCost, float], list[float]]
+
+_SPECIFIC_ROW: dict[Family, SpecificRow] = {
+    Family.GEMM: lambda k, d, device, c, peak: [
+        _log(d["m"]), _log(d["n"]), _log(d["k"]), _log(d["batch"]), _align(d["m"]), _align(d["n"]), _align(d["k"]),
+        *_waves(k, d, device, c, peak)],
+    Family.ATTENTION: lambda k, d, device, c, peak: [
+        _log(d["batch"]), _log(d["heads"]), _log(d["heads"] / d["kv_heads"]), _log(d["seq_q"]), _log(d["seq_kv"]),
+        _log(d["head_dim"]), _log(d["head_dim_v"]), _log(d["window"] / d["seq_kv"]), float(d["causal"]),
+        float(d["flash"]), *_waves(k, d, device, c, peak)],
+    Family.NORM: lambda k, d, *_: [_log(d["tokens"]), _log(d["hidden"]), float(d["rms"]), _align(d["hidden"])],
+    Family.ELEMENTWISE: lambda k, d, *_: [_log(d["elements"])],
+    Family.SOFTMAX: lambda k, d, *_: [_log(d["rows"]), _log(d["cols"]), _align(d["cols"])],
+    Family.CROSS_ENTROPY: lambda k, d, *_: [_log(d["tokens"]), _log(d["vocab"]), _align(d["vocab"])],
+    Family.EMBEDDING: lambda k, d, *_: [_log(d["tokens"]), _log(d["hidden"]), _log(d["vocab"])],
+    Family.OPTIMIZER: lambda k, d, *_: [_log(d["params"])],
+    Family.COPY: lambda k, d, *_: [_log(d["elements"])],
+    Family.QUANTIZE: lambda k, d, *_: [_log(d["elements"]), _log(d["scales"])],
+}
+"""Each kernel family's own feature values, in the order of its names in ``_SPECIFIC``: one entry
+per family, read by :func:`kernel_row` (a new family adds its entry here and its names there)."""
+
+
 def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     """Features of one kernel on one device (schema order) and its roofline seconds."""
     c, t_roof = roofline_seconds(k, device)
@@ -172,29 +195,7 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
               _log(nbytes / l2)]
     d = {n: int(v) for n, v in k.dims}
     f = k.family
-    if f is Family.GEMM:
-        specific = [_log(d["m"]), _log(d["n"]), _log(d["k"]), _log(d["batch"]), _align(d["m"]), _align(d["n"]),
-                    _align(d["k"]), *_waves(k, d, device, c, peak)]
-    elif f is Family.ATTENTION:
-        specific = [_log(d["batch"]), _log(d["heads"]), _log(d["heads"] / d["kv_heads"]), _log(d["seq_q"]),
-                    _log(d["seq_kv"]), _log(d["head_dim"]), _log(d["head_dim_v"]), _log(d["window"] / d["seq_kv"]),
-                    float(d["causal"]), float(d["flash"]), *_waves(k, d, device, c, peak)]
-    elif f is Family.NORM:
-        specific = [_log(d["tokens"]), _log(d["hidden"]), float(d["rms"]), _align(d["hidden"])]
-    elif f is Family.ELEMENTWISE:
-        specific = [_log(d["elements"])]
-    elif f is Family.SOFTMAX:
-        specific = [_log(d["rows"]), _log(d["cols"]), _align(d["cols"])]
-    elif f is Family.CROSS_ENTROPY:
-        specific = [_log(d["tokens"]), _log(d["vocab"]), _align(d["vocab"])]
-    elif f is Family.EMBEDDING:
-        specific = [_log(d["tokens"]), _log(d["hidden"]), _log(d["vocab"])]
-    elif f is Family.OPTIMIZER:
-        specific = [_log(d["params"])]
-    elif f is Family.QUANTIZE:
-        specific = [_log(d["elements"]), _log(d["scales"])]
-    else:
-        specific = [_log(d["elements"])]
+    specific = _SPECIFIC_ROW[f](k, d, device, c, peak)
     variants = [float(k.variant == v) for v in kernels.VARIANTS[f][1:]]
     return [*common, *specific, *variants, *_device_row(peak, device)], t_roof
 

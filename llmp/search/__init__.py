@@ -30,6 +30,7 @@ from llmp.analytic import specpath
 from llmp.dsl.spec import Spec
 from llmp.errors import InputError, LlmpError
 from llmp.search import engine, prune, rank
+from llmp.search.derived import resolution_of
 from llmp.search.engine import Progress, Resolve, load
 from llmp.search.rank import Objective
 from llmp.search.report import Candidate, SearchResult
@@ -71,7 +72,9 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
     how many ranked configurations to return (None: all feasible ones). ``calibration``: an
     ``llmp calibrate`` file of the spec's GPU and stack, applied to every configuration.
     ``resolve``: from :func:`load`, to derive again the fields the spec computes from varied
-    ones (``dp = 64 / tp``); without it they keep the spec's values.
+    ones (``dp = 64 / tp``); without it, the spec's own file is resolved again when it gives this
+    spec (``llmp.search(llmp.load(path))`` then answers as ``llmp search path``), else derived
+    fields keep the spec's values.
 
     A layout search with a ``top`` is a branch and bound (:mod:`llmp.search.prune`): it composes
     only the layouts whose lower bound can still reach the ranking or the Pareto front, and
@@ -87,6 +90,8 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
     objective = Objective(objective)
     if not (math.isfinite(gpu_hour_price) and gpu_hour_price > 0):
         raise InputError(f"--gpu-hour-price must be positive, got {gpu_hour_price:g}")
+    if resolve is None:
+        resolve = resolution_of(spec)
     built = engine.build(spec, gpus, layouts, resolve)
     grid, spec = built.grid, built.spec
     notes = built.notes

@@ -110,6 +110,19 @@ class Resolution:
         return resolver.get(resolver.frame(frame), name)
 
 
+def resolution_of(spec: Spec) -> Resolution | None:
+    """A :class:`Resolution` of ``spec``'s own file, when that file alone resolves to ``spec`` (a
+    spec loaded with ``--set`` overrides, or from text, has none: its derivations cannot be read
+    again, so the API and the command agree only when they were given the same file)."""
+    if not os.path.isfile(spec.source):
+        return None
+    again = Resolution(spec.source, ())
+    try:
+        return again if again(()) == spec else None
+    except LlmpError:
+        return None
+
+
 def derive(resolve: Any, spec: Spec, grid: Grid) -> tuple[Grid, list[str]]:
     """Add columns for the fields the spec derives from varied numeric fields (fields that also
     depend on a field the spec leaves free get none: the search then says what is missing)."""

@@ -7,14 +7,16 @@ then differentiates it with SymPy: the ``Max``/``Min`` branches active at the po
 (:mod:`~llmp.sensitivity.branches`), each field's symbol is differentiated, and a field's total
 derivative follows the spec's derivations by the chain rule (:mod:`~llmp.sensitivity.fields`).
 
-What is held fixed: every other field that the spec does not derive from the one varied, and
-the structure of the step (which collectives exist, how many pipeline chunk kinds there are).
-Residual correction factors are not part of the closed form: with a residual model store they
-would multiply op times as constants taken at the point.
+What is held fixed: every other field that the spec does not derive from the one varied, the
+structure of the step (which collectives exist, how many pipeline chunk kinds there are), and the
+residual correction factors: each op's time is its closed form times the factor ``llmp predict``
+applies at the point (the same store, chosen the same way), so the step time at the point is
+predict's and the derivatives are predict's wherever no residual tree changes its leaf.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -23,12 +25,14 @@ import sympy as sp
 
 from llmp.analytic import specpath
 from llmp.analytic.symbolic import SymbolicCost, cost
-from llmp.compose import predict, step_time_expr
+from llmp.compose import Residuals, predict, step_time_expr
 from llmp.compose.prediction import Prediction
+from llmp.compose.predictor import ROOFLINE_ONLY
 from llmp.dsl.spec import Spec
 from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.progress import Progress, tick
+from llmp.search.derived import resolution_of
 from llmp.sensitivity import regimes
 from llmp.sensitivity.along import Along
 from llmp.sensitivity.branches import Branches
@@ -62,6 +66,8 @@ class Operating:
     branches: Branches
     """Evaluator at the point (caches values and active branches)."""
     resolve: Resolve | None
+    residuals: str
+    """The residual store whose factors are held at their values at the point (or none)."""
     derivations: dict[str, tuple[dict[str, sp.Expr], bool]] = field(default_factory=dict)
     """Cache of :meth:`derived` (the spec is resolved again once per field)."""
 
@@ -84,13 +90,20 @@ class Operating:
         return Along(path, self.value(path), self.point, derived)
 
 
-def operating_point(spec: Spec, at: Mapping[str, float] | None = None, resolve: Resolve | None = None) -> Operating:
-    """The step time of ``spec`` at its point; ``at`` gives its free fields values (path → SI)."""
+def operating_point(spec: Spec, at: Mapping[str, float] | None = None, resolve: Resolve | None = None,
+                    residuals: Residuals | str | os.PathLike[str] | None = "default") -> Operating:
+    """The step time of ``spec`` at its point; ``at`` gives its free fields values (path → SI).
+
+    ``residuals`` is :func:`llmp.predict`'s argument: its factors at the point multiply each op's
+    closed form, held fixed, so the closed form at the point is the prediction's step time.
+    """
     pinned = pin(spec, at or {}) if free_paths(spec) else spec
     sc = cost(pinned)
     point = {s: float(v) for s, v in sc.point.items()}
-    return Operating(spec=spec, pinned=pinned, step=step_time_expr(pinned), cost=sc, point=point,
-                     prediction=predict(pinned, residuals=None), branches=Branches(point), resolve=resolve)
+    prediction = predict(pinned, residuals)
+    return Operating(spec=spec, pinned=pinned, step=step_time_expr(pinned, prediction.ops), cost=sc, point=point,
+                     prediction=prediction, branches=Branches(point), resolve=resolve,
+                     residuals=prediction.provenance.residuals)
 
 
 class _Gradient:
@@ -159,23 +172,28 @@ def analyze(op: Operating, wrt: Sequence[str] = (), *, progress: Progress | None
         kinks_found += regimes.kinks(op.step, op.cost, op.branches, a)
     kinks = tuple(kinks_found)
     return Sensitivity(
-        source=op.spec.source, step_time_s=op.prediction.step_time_s, closed_form_s=t, fields=fields,
+        source=op.spec.source, step_time_s=op.prediction.step_time_s, closed_form_s=t, residuals=op.residuals,
+        fields=fields,
         regimes=regimes.family_regimes(op.cost, op.branches, alongs),
         comm=regimes.comm_regimes(op.cost, op.branches, op.prediction), step=regimes.step_regime(op.prediction),
         kinks=kinks, free=_free_forms(op), notes=_notes(op, fields, t))
 
 
 def sensitivity(spec: Spec, *, wrt: Sequence[str] = (), at: Mapping[str, float] | None = None,
-                resolve: Resolve | None = None) -> Sensitivity:
+                resolve: Resolve | None = None,
+                residuals: Residuals | str | os.PathLike[str] | None = "default") -> Sensitivity:
     """Sensitivity of ``spec``'s step time (see :func:`analyze`); ``resolve`` re-resolves the spec's
-    source with extra ``--set`` overrides, so derivatives follow the spec's derivations."""
-    return analyze(operating_point(spec, at, resolve), wrt)
+    source with extra ``--set`` overrides, so derivatives follow the spec's derivations (None: the
+    spec's own file, when it alone gives this spec, as ``llmp sensitivity`` does); ``residuals``
+    as for :func:`llmp.predict` (their factors held at the point)."""
+    return analyze(operating_point(spec, at, resolve if resolve is not None else resolution_of(spec), residuals), wrt)
 
 
 def _notes(op: Operating, fields: Sequence[FieldSensitivity], t: float) -> tuple[str, ...]:
+    held = ("no residual models (the bare roofline composition)" if op.residuals == ROOFLINE_ONLY else
+            f"each op's residual factor ({op.residuals}) held at its value at the point, as llmp predict applies it")
     notes = [("derivatives are SymPy derivatives of the composed closed form (roofline and alpha-beta op times "
-             "through the pipeline schedule and overlap rules); no residual models: their factors would be held "
-             "fixed at the point"),
+             f"through the pipeline schedule and overlap rules); {held}"),
              ("counts (layers, degrees, batch sizes, ...) are differentiated as if they were continuous; "
              "the step's structure (which collectives exist, the pipeline's chunk kinds) is held fixed")]
     if any(not f.derivations_known for f in fields):

@@ -133,6 +133,9 @@ class Sensitivity:
     """The step time at the point (the prediction)."""
     closed_form_s: float
     """The closed form at the point; equals the prediction for uniform pipeline stages."""
+    residuals: str
+    """The residual store whose factors multiply the op times, held at their values at the point
+    (``llmp predict``'s choice), or that none does."""
     fields: tuple[FieldSensitivity, ...]
     """Sorted by |elasticity|, largest first."""
     regimes: tuple[FamilyRegime, ...]
@@ -146,6 +149,7 @@ class Sensitivity:
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "step_time_s": self.step_time_s, "closed_form_s": self.closed_form_s,
+                "residuals": self.residuals,
                 "fields": [f.to_dict() for f in self.fields],
                 "regimes": {"families": [r.to_dict() for r in self.regimes],
                             "communication": [c.to_dict() for c in self.comm],
@@ -155,7 +159,8 @@ class Sensitivity:
 
     def to_table(self, top: int | None = None) -> str:
         lines = [(f"step time {format_time(self.step_time_s)} ({self.source}); closed form at the point "
-                 f"{format_time(self.closed_form_s)}"), ""]
+                 f"{format_time(self.closed_form_s)}"),
+                 f"residuals: {self.residuals} (factors held at their values at the point)", ""]
         moving = [f for f in self.fields if f.derivative != 0.0]
         shown = moving if top is None else moving[:top]
         lines.append(f"{'field':<28}{'value':>14}{'dT/dx':>14}{'elasticity':>12}  notes")

@@ -74,29 +74,25 @@ class Tech:
     """A scale-out network technology a cell may name."""
 
     name: str
-    pattern: str
     links: tuple[str, ...]
     """Catalog links of this technology (ids of ``links.llmp``)."""
-    port_gbps: float | None = None
-    """Line rate of one port, Gb/s (for "4 OPA links" with no bandwidth)."""
 
 
 TECHS: tuple[Tech, ...] = (
-    Tech(name="RoCE", pattern=r"\broce(?:v2)?\b", links=("roce_1600g", "roce_400g_x8")),
-    Tech(name="InfiniBand XDR", pattern=r"\bxdr\b", links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72"),
-         port_gbps=800),
-    Tech(name="InfiniBand NDR", pattern=r"\bndr\b", links=("ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72"),
-         port_gbps=400),
-    Tech(name="InfiniBand HDR", pattern=r"\bhdr\b", links=("hdr_ib", "hdr_ib_x4", "hdr_ib_x8"), port_gbps=200),
-    Tech(name="InfiniBand EDR", pattern=r"\bedr\b", links=("edr_ib", "edr_ib_x8"), port_gbps=100),
-    Tech(name="InfiniBand", pattern=r"infini-?band|\bib\b",
+    Tech(name="RoCE", links=("roce_1600g", "roce_400g_x8")),
+    Tech(name="InfiniBand XDR", links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72")),
+    Tech(name="InfiniBand NDR", links=("ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72")),
+    Tech(name="InfiniBand HDR", links=("hdr_ib", "hdr_ib_x4", "hdr_ib_x8")),
+    Tech(name="InfiniBand EDR", links=("edr_ib", "edr_ib_x8")),
+    Tech(name="InfiniBand",
          links=("xdr_ib", "xdr_ib_x4", "xdr_ib_x8", "xdr_ib_x72", "ndr_ib", "ndr_ib_x4", "ndr_ib_x8", "ndr_ib_x72",
                 "hdr_ib", "hdr_ib_x4", "hdr_ib_x8", "edr_ib", "edr_ib_x8")),
-    Tech(name="Omni-Path", pattern=r"omni-?path|\bopa\b", links=(), port_gbps=100),
-    Tech(name="Slingshot", pattern=r"slingshot", links=("slingshot11", "slingshot11_x4"), port_gbps=200),
+    Tech(name="Omni-Path", links=()),
+    Tech(name="Slingshot", links=("slingshot11", "slingshot11_x4")),
 )
-"""Technologies met in published interconnect cells, most specific first (OPA 100: Intel Omni-Path
-Architecture 100 Series; HDR/NDR/XDR: InfiniBand 200/400/800 Gb/s per port)."""
+"""Technologies met in published interconnect cells, by the name the cell reader gives them, with
+the catalog links each may be (Omni-Path: none in the catalog; HDR/NDR/XDR: InfiniBand 200/400/800
+Gb/s per port)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

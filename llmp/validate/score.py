@@ -12,14 +12,16 @@ only describes the errors, nothing is fitted to them.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from llmp.compose import Residuals, predict
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.prediction import MemoryReport
+from llmp.compose.predictor import choose_residuals
 from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.progress import Progress, tick
@@ -316,6 +318,25 @@ ResidualsFor = Callable[[Spec], Residuals | None]
 """Which residual store corrects a spec's prediction (e.g. the shipped default of its GPU)."""
 
 
+def residuals_for(choice: ResidualsFor | Residuals | str | os.PathLike[str] | None) -> ResidualsFor | None:
+    """Each row's residual store from ``choice``: ``"default"`` (as ``llmp predict``: the store
+    shipped for the row's GPU, else the cross-GPU one), ``None`` or ``"none"`` (the roofline alone),
+    a store directory (read once for every row), a loaded store, or a function of the spec."""
+    if choice is None or choice == "none":
+        return None
+    if choice == "default":
+        return lambda spec: choose_residuals("default", spec)[0]
+    if isinstance(choice, (str, os.PathLike)):
+        from llmp.residuals import store
+
+        fitted = store.load(choice)
+        return lambda spec: fitted
+    if hasattr(choice, "correct"):  # a loaded store (the Residuals protocol)
+        given = cast(Residuals, choice)
+        return lambda spec: given
+    return cast(ResidualsFor, choice)
+
+
 def score(mapped: Mapped, residuals: Residuals | None = None, calibration: Any = None) -> Scored | Skipped:
     """Predict one mapped measurement; a prediction llmp refuses becomes a :class:`Skipped`
     (``calibration``: an ``llmp calibrate`` file; rows of another GPU or stack are skipped)."""
@@ -353,14 +374,15 @@ def select_sources(measurements: Iterable[Measurement], sources: Sequence[str]) 
     return tuple(m for m in ms if m.config.text("source") in sources)
 
 
-def validate(paths: Sequence[str], *, residuals: ResidualsFor | None = None, sources: Sequence[str] = (),
-             calibration: Any = None, progress: Progress | None = None) -> Report:
+def validate(paths: Sequence[str], *, residuals: ResidualsFor | Residuals | str | os.PathLike[str] | None = "default",
+             sources: Sequence[str] = (), calibration: Any = None, progress: Progress | None = None) -> Report:
     """Read ``paths``, map and predict every measurement, and score it (the API of ``llmp validate``).
 
-    ``residuals`` picks the residual store for each mapped spec (None: the roofline alone);
-    ``calibration`` applies an ``llmp calibrate`` file (loaded once) to every row; ``progress`` is
-    told of each measurement done (:mod:`llmp.progress`).
+    ``residuals`` picks the residual store for each mapped spec (:func:`residuals_for`; by default
+    the one ``llmp predict`` applies); ``calibration`` applies an ``llmp calibrate`` file (loaded
+    once) to every row; ``progress`` is told of each measurement done (:mod:`llmp.progress`).
     """
+    residuals = residuals_for(residuals)
     if calibration is not None:
         calibration = as_calibration(calibration)
     measurements, copies = read_measurements(paths, sources)

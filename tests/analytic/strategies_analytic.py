@@ -12,6 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from llmp.analytic.structure import structure_of
+from llmp.dsl.checks import check
 from llmp.dsl.spec import (
     Activation,
     Arch,
@@ -28,10 +30,13 @@ from llmp.dsl.spec import (
     Router,
     Schedule,
     Spec,
+    Stack,
     TrainSpec,
     ZeroStage,
 )
+from llmp.errors import LlmpError
 from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
+from llmp.stacks import DEFAULT_FIELDS, profile
 
 TERA = 1e12
 
@@ -172,7 +177,7 @@ def specs(draw: st.DrawFn, *, max_world: int = 64, moe: bool | None = None,
     if pp > 1 and draw(st.booleans()) and model.layers % (2 * pp) == 0 and m % pp == 0:
         vp = 2
     schedule = Schedule.INTERLEAVED if vp > 1 else draw(st.sampled_from([Schedule.GPIPE, Schedule.ONE_F_ONE_B]))
-    return make_spec(model, nodes=nodes, gpus_per_node=gpn, global_batch=m * micro * dp, micro_batch=micro,
+    plain = make_spec(model, nodes=nodes, gpus_per_node=gpn, global_batch=m * micro * dp, micro_batch=micro,
                      recompute=recompute if recompute is not None else draw(st.sampled_from(list(Recompute))),
                      flash=draw(st.booleans()),
                      tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=etp, dispatcher=dispatcher, vp=vp, schedule=schedule,
@@ -180,3 +185,33 @@ def specs(draw: st.DrawFn, *, max_world: int = 64, moe: bool | None = None,
                      sequence_parallel=tp > 1 and (model.moe is not None or draw(st.booleans())),
                      zero=draw(st.sampled_from(list(ZeroStage))),
                      tp_comm_overlap=draw(st.booleans()), dp_overlap=draw(st.booleans()))
+    return draw(variants(plain))
+
+
+@st.composite
+def variants(draw: st.DrawFn, spec: Spec) -> Spec:
+    """``spec`` under a drawn precision (every one the device has a peak for: the low-precision
+    recipes too), pipeline schedule (the zero-bubble ones and DualPipe too) and training stack
+    (its profile's defaults), each kept only where the layout rules let it run: a draw the rules
+    refuse falls back to the spec's own value, so no example is filtered away."""
+    peaks = spec.cluster.node.gpu.peak_flops
+    precision = draw(st.sampled_from([p for p in Precision if p.compute_dtype in peaks]))
+    spec = _runs(spec, with_train(spec, precision=precision))
+    schedule = draw(st.sampled_from(list(Schedule)))
+    vp = {Schedule.ZB_V: 2, Schedule.INTERLEAVED: spec.parallel.vp}.get(schedule, 1)
+    spec = _runs(spec, with_parallel(spec, schedule=schedule, vp=vp))
+    stack = draw(st.sampled_from(list(Stack)))
+    prof = profile(stack)
+    train = {n: getattr(prof, n).value for n in DEFAULT_FIELDS["train"] if hasattr(prof, n)}
+    return _runs(spec, with_train(spec, stack=stack, **train))
+
+
+def _runs(before: Spec, after: Spec) -> Spec:
+    """``after`` when it passes ``llmp.load``'s cross-field checks and the layout rules let it run
+    (what ``predict`` checks), else ``before``."""
+    try:
+        check(after, lambda path: None)
+        structure_of(after)
+    except LlmpError:
+        return before
+    return after

@@ -70,7 +70,7 @@ def test_a_microscaling_gemm_without_a_measurement_borrows_the_fp8_efficiency():
 
 # -- which ops run in low precision, which quantise ----------------------------------------------
 def _ops(spec):
-    return [op for op in llmp.ops(spec).ops]
+    return [op for op in llmp.analytic.ops(spec).ops]
 
 
 @pytest.mark.parametrize("path,precision,scaling",
@@ -181,7 +181,7 @@ train {{ precision = {precision}  fp8_param_gather = {str(gather).lower()}  glob
 
 
 def _gathers(spec) -> dict[str, float]:
-    return {op.name: float(op.work.bytes) for op in llmp.ops(spec) if "param_all_gather" in op.name}
+    return {op.name: float(op.work.bytes) for op in llmp.analytic.ops(spec) if "param_all_gather" in op.name}
 
 
 @pytest.mark.parametrize("gpu,precision,per_weight", [
@@ -225,8 +225,9 @@ def test_the_zero1_parameter_all_gather_moves_one_byte_per_fp8_weight(moe):
         assert before["step.expert_param_all_gather"] - after["step.expert_param_all_gather"] == pytest.approx(
             layers * lowp.expert)
     # the gradient reduce-scatter keeps the gradients' dtype
-    grads = {n: op.work.bytes for n, op in ((o.name, o) for o in llmp.ops(without)) if "grad_reduce_scatter" in n}
-    assert grads == {n: op.work.bytes for n, op in ((o.name, o) for o in llmp.ops(with_params))
+    grads = {n: op.work.bytes for n, op in ((o.name, o) for o in llmp.analytic.ops(without))
+             if "grad_reduce_scatter" in n}
+    assert grads == {n: op.work.bytes for n, op in ((o.name, o) for o in llmp.analytic.ops(with_params))
                      if "grad_reduce_scatter" in n}
 
 

@@ -47,6 +47,7 @@ def test_import_prints_what_it_wrote_and_skipped(tmp_path, capsys):
     assert manifest["rows_written"]["gemm/fwd"] == 32 and samplefile.read(out / "gemm.csv").meta["source"]
 
 
+@pytest.mark.slow  # an XGBoost fit of a whole import
 def test_fit_reads_an_import(tmp_path, capsys):
     out, models = tmp_path / "samples", tmp_path / "models"
     assert main(["import-samples", "--format", "seed", str(_seed(tmp_path / "seed")), "--device", "a100_sxm4_80gb",

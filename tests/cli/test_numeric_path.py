@@ -39,6 +39,7 @@ def test_numeric_predict_does_not_import_sympy(argv):
     assert not loaded
 
 
+@pytest.mark.slow  # runs each symbolic command in a fresh interpreter
 def test_symbolic_commands_still_import_sympy():
     rc, loaded = _imports_sympy("sensitivity", str(EXAMPLES / "llama3_8b_dgx_h100.llmp"), "--top", "3")
     assert rc == 0 and loaded

@@ -6,8 +6,8 @@ covered by .gitignore, so the tour leaves a clean checkout. A sample output show
 followed by its lines is checked against the real command's output (``...`` elides lines).
 
 The set-up block (pip installs) is not re-run here: CI runs the test command, and its first
-command's `llmp predict` is run. Blocks that sample this machine for minutes are marked slow and
-run in CI's slow step.
+command's `llmp predict` is run. Blocks that sample this machine for minutes, or run the
+sensitivity, search and plan walk-throughs, are marked slow and run in CI's slow step.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ TRACKED = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=Tru
 
 
 def _slow(block: Block) -> bool:
-    return any(c[0] in ("sample", "measure") for c in block.commands)
+    """Sampling and measuring; and the sensitivity, search and plan walk-throughs (10-25 s each, and
+    their library functions are checked against the commands in ``test_api_cli_pairs.py``)."""
+    return any(c[0] in ("sample", "measure", "sensitivity", "search", "plan") for c in block.commands)
 
 
 def _clone(tmp_path: Path) -> Path:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from llmp.cli import main
 from llmp.residuals import store
 
@@ -56,6 +58,7 @@ def test_user_errors_exit_1_with_a_message(tmp_path, capsys):
     assert "no sample files" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # torchrun workers, then an XGBoost fit
 def test_collectives_through_torchrun_and_fit(tmp_path):
     """``llmp sample --families collectives`` starts torchrun (2 gloo ranks); the rows fit."""
     from llmp.measure import collectives

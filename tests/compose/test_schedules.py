@@ -103,7 +103,8 @@ def test_gpipe_1f1b_and_interleaved_keep_their_previous_timelines(schedule, data
 
 
 @settings(max_examples=40, deadline=None)
-@given(specs())
+# The oracle writes out GPipe, 1F1B and interleaved 1F1B only (the generator draws every schedule).
+@given(specs().filter(lambda s: s.parallel.schedule in (Schedule.GPIPE, Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)))
 def test_composed_steps_of_random_specs_equal_the_previous_composition(spec):
     st_ = structure_of(spec)
     graph = decompose(spec, st_)

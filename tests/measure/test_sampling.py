@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tiny_ranges import TINY
 
 from llmp.measure import design, sampling
@@ -42,6 +43,7 @@ def _rows(out: Path, families: tuple[str, ...]) -> list[str]:
     return keys
 
 
+@pytest.mark.slow  # samples in a subprocess it kills
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     """Start the sampler as a process, SIGKILL it mid-run, rerun: every row once, none partial.
 

@@ -43,7 +43,9 @@ def _exhaustive_top(gpus: tuple[int, ...], objective: Objective, top: int) -> Se
     return dataclasses.replace(full, ranked=full.ranked[:top])
 
 
-@pytest.mark.parametrize("objective", list(Objective))
+# 10-40 s each: in CI's slow step; the default suite keeps the same check on one stack
+# (test_pruned_search_equals_the_exhaustive_one_on_a_stack_without_fusion)
+@pytest.mark.parametrize("objective", [pytest.param(o, marks=pytest.mark.slow) for o in Objective])
 @pytest.mark.parametrize("gpus", [(4,), pytest.param((8,), marks=pytest.mark.slow),
                                   pytest.param((4, 8), marks=pytest.mark.slow)])  # 5-10 s per exhaustive search
 @settings(max_examples=6, deadline=None)
@@ -79,7 +81,7 @@ def _exhaustive(path: Path, gpus: int, sample: int | None = None, sets: tuple[st
 # Stacks without gradient-accumulation fusion add each microbatch's gradients into a buffer that
 # ZeRO-2/3 shard over dp: a per-layer kernel whose size the pipeline fields change.
 @pytest.mark.parametrize(("path", "gpus", "sample", "sets"), [
-    (SMALL, 8, None, ()), (SMALL, 16, None, ()), (MOE, 64, 60, ()),
+    *(pytest.param(SMALL, n, None, (), marks=pytest.mark.slow) for n in (8, 16)), (MOE, 64, 60, ()),
     (SMALL, 8, None, ("train.stack=megatron_deepspeed",))])
 def test_the_bounds_never_exceed_the_composed_step(path, gpus, sample, sets):
     built, rows, values = _exhaustive(path, gpus, sample, sets)

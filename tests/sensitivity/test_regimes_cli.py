@@ -76,7 +76,7 @@ def test_table_says_what_is_held_fixed(capsys):
     code, out, _ = run(capsys, "sensitivity", SMALL, "--top", "3")
     assert code == 0
     assert "differentiated as if they were continuous" in out
-    assert "residual models" in out
+    assert "factors held at their values at the point" in out  # the residuals predict applies
     assert "... " in out and "more (--top)" in out
 
 

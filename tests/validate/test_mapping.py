@@ -447,6 +447,7 @@ def test_architecture_notes_override_the_family_and_the_columns(map_snippet):
     assert model.rotary_pct == 0.25 and model.position is Position.ROTARY and model.parallel_residual
 
 
+@pytest.mark.slow  # maps every published row: ~80 s
 def test_every_validation_row_is_understood():
     # Every cell, unit and note of every published file is read: no skip says "not understood".
     measurements = group_measurements(read_csvs(sorted(str(p) for p in VALIDATION.glob("*.csv"))))
