@@ -122,8 +122,12 @@ def test_crossing_domains_is_never_faster_than_staying_inside_at_equal_size(kind
 def test_faster_links_never_cost_more(shape, fabric, size, factor):
     kind, r, domains = shape
     c = _c(kind, size, r * domains, r, Tier.INTRA if domains == 1 else Tier.INTER)
+    # every bandwidth of the links scales, a mesh's pair links too (a faster intra with the same pair
+    # links is a different topology, whose tree NCCL may size by the NIC: nvidia/nccl tree.cc)
+    peer = fabric.intra_peer_bandwidth
     fast = dataclasses.replace(fabric, intra_bandwidth=fabric.intra_bandwidth * factor,
-                               inter_bandwidth=fabric.inter_bandwidth * factor)
+                               inter_bandwidth=fabric.inter_bandwidth * factor,
+                               intra_peer_bandwidth=None if peer is None else peer * factor)
     assert time(c, fast) <= time(c, fabric) * (1 + 1e-12)
 
 
