@@ -43,7 +43,7 @@ from llmp.planning.inputs import MAX_GPUS as GPU_LIMIT
 from llmp.planning.inputs import check_price, parse_bandwidth, parse_duration, parse_mttf, parse_tokens
 from llmp.planning.power import PowerModel, busy_fraction, power
 from llmp.planning.reliability import FailureModel
-from llmp.planning.report import DAY, Estimate, Plan, RunModel
+from llmp.planning.report import DAY, Estimate, Plan, RunModel, RunnerUp
 from llmp.progress import Progress, tick
 from llmp.search.space import divisors
 from llmp.units import format_count
@@ -100,6 +100,17 @@ def _estimate(source: str, sets: Sequence[str], gpus: int, residuals: object,
                     checkpoint=checkpointing(spec, pred, mode=run.checkpoint_mode,
                                              storage_bandwidth=run.storage_bandwidth, relaunch_s=run.relaunch_s)
                     ), pred.provenance.residuals
+
+
+def _runner_up(source: str, sets: Sequence[str], chosen: Estimate, residuals: object) -> RunnerUp | None:
+    """The next layout at the chosen count, predicted as the chosen one was."""
+    other = next((lay for lay in layouts.ranked(source, sets, chosen.gpus, 2)
+                  if tuple(lay.overrides()) != chosen.overrides), None)
+    if other is None:
+        return None
+    overrides = tuple(other.overrides())
+    pred = predict(dsl.load(source, [*sets, *overrides]), residuals)  # type: ignore[arg-type]
+    return RunnerUp.of(chosen, overrides, float(pred.step_time_s), (float(pred.band[0]), float(pred.band[1])))
 
 
 def _gpu_count(value: object, what: str) -> int:
@@ -193,6 +204,7 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
                  f"pp <= {layouts.PP_LIMIT}; cp stays the spec's ({base.parallel.cp}); ranked by search's "
                  "roofline composition, then predicted with residual models")
     return Plan(source=source, tokens=n_tokens, mode=mode, deadline_s=deadline_s,
+                runner_up=_runner_up(source, sets, chosen, residuals),
                 price_per_gpu_hour=price_per_gpu_hour, chosen=chosen,
                 power=power(power_model, tdp, chosen.busy, idle_fraction), considered=tuple(considered),
                 scanned=scanned, unlayable=unlayable,

@@ -110,6 +110,13 @@ def matmul_params(spec: Spec) -> tuple[float, float]:
 def best(source: str, sets: Sequence[str], gpus: int) -> Layout | None:
     """The layout with the shortest step time (search's composition, no residual models) on
     ``gpus`` GPUs, or None when no layout of the narrowed space can run."""
+    found = ranked(source, sets, gpus, 1)
+    return found[0] if found else None
+
+
+def ranked(source: str, sets: Sequence[str], gpus: int, top: int) -> list[Layout]:
+    """The ``top`` layouts with the shortest step times (search's composition) on ``gpus`` GPUs,
+    best first; empty when none of the narrowed space can run."""
     spec, resolve = engine.load(source, sets)
     built = engine.build(spec, [gpus], False, resolve)
     spec, grid = built.spec, built.grid
@@ -118,19 +125,17 @@ def best(source: str, sets: Sequence[str], gpus: int) -> Layout | None:
     narrowed = Grid(columns=grid.columns, varied=grid.varied, size=grid.size, dropped=reasons)
     world = np.full(grid.size, float(gpus))
     tokens = np.full(grid.size, float(spec.tokens_per_step))
-    found = prune.search(spec, narrowed, objective=Objective.STEP_TIME, top=1, max_memory=None, gpus=world,
+    found = prune.search(spec, narrowed, objective=Objective.STEP_TIME, top=top, max_memory=None, gpus=world,
                          tokens=tokens, gpu_hour_price=1.0, pareto_x=None)
     good = np.flatnonzero(found.values["feasible"])
     checked = np.flatnonzero(found.checked)
     dropped = Counter(str(r) for r in found.reasons[checked] if r != "")
-    if len(good) == 0:
-        return None
     step = found.values["step_time_s"]
-    i = int(good[rank.order(step[good], step[good], Objective.STEP_TIME)[0]])
-    config = {p: _plain(c[i]) for p, c in grid.columns.items()}
-    return Layout(gpus=gpus, config=config, roofline_step_s=float(step[i]),
-                  memory_per_gpu_bytes=float(found.values["memory_per_gpu_bytes"][i]), space=space,
-                  checked=len(checked), evaluated=int(np.count_nonzero(~np.isnan(step))), dropped=dict(dropped))
+    order = good[rank.order(step[good], step[good], Objective.STEP_TIME)][:top] if len(good) else good
+    return [Layout(gpus=gpus, config={p: _plain(c[i]) for p, c in grid.columns.items()},
+                   roofline_step_s=float(step[i]), memory_per_gpu_bytes=float(found.values["memory_per_gpu_bytes"][i]),
+                   space=space, checked=len(checked), evaluated=int(np.count_nonzero(~np.isnan(step))),
+                   dropped=dict(dropped)) for i in (int(j) for j in order)]
 
 
 def _plain(v: Any) -> Any:

@@ -92,6 +92,29 @@ class RunModel:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class RunnerUp:
+    """The second-best layout at the chosen GPU count, predicted as the chosen one is: whether
+    the plan's choice between them is one the bands can make."""
+
+    overrides: tuple[str, ...]
+    step_time_s: float
+    step_band_s: tuple[float, float]
+    indistinguishable: bool
+    """One's predicted step lies inside the other's band (their bands share the model's common
+    errors, so this reads cautiously)."""
+
+    @classmethod
+    def of(cls, chosen: Estimate, overrides: tuple[str, ...], step_s: float, band: tuple[float, float]) -> RunnerUp:
+        low, high = chosen.step_band_s
+        inside = low <= step_s <= high or band[0] <= chosen.step_time_s <= band[1]
+        return cls(overrides=overrides, step_time_s=step_s, step_band_s=band, indistinguishable=inside)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"set": list(self.overrides), "step_time_s": _band(self.step_time_s, *self.step_band_s),
+                "indistinguishable": self.indistinguishable}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Plan:
     """A whole training run: how long, how many GPU-hours, how much energy and money."""
 
@@ -117,6 +140,8 @@ class Plan:
     seconds: float
     notes: tuple[str, ...]
     run: RunModel
+    runner_up: RunnerUp | None = None
+    """The next layout at the chosen count (None: no other layout runs there)."""
 
     # ---- the run -----------------------------------------------------------------------
     @property
@@ -226,6 +251,7 @@ class Plan:
             "tokens_per_step": c.tokens_per_step, "tokens_per_s": c.tokens_per_step / c.step_time_s,
             "steps": self.steps, "mfu": c.mfu, "memory_per_gpu_bytes": c.memory_per_gpu_bytes,
             "layout": dict(c.config), "set": list(c.overrides),
+            "runner_up": None if self.runner_up is None else self.runner_up.to_dict(),
             "power": {"model": self.power.model.value, "watts_per_gpu": self.power.watts,
                       "tdp_watts": self.power.tdp_watts, "busy_fraction": self.power.busy,
                       "idle_fraction": self.power.idle_fraction, "definition": self.power.describe()},
@@ -319,6 +345,16 @@ class Plan:
                   f"memory/GPU     {format_bytes(c.memory_per_gpu_bytes, binary=True)}",
                   (f"searched       {c.space} layouts, {c.checked} checked, {c.evaluated} evaluated "
                   "(branch-and-bound on a step-time lower bound)")]
+        r = self.runner_up
+        if r is not None:
+            level = "80%"
+            verdict = (f"indistinguishable from this one at {level} (one's step lies inside the other's band): "
+                       "measure both before choosing" if r.indistinguishable else
+                       f"behind this one beyond the {level} band")
+            if r.step_time_s < c.step_time_s:
+                verdict += "; predicted faster than the layout above, which search's roofline ranked first"
+            lines.append(f"runner-up      {format_time(r.step_time_s)} [{format_time(r.step_band_s[0])}, "
+                         f"{format_time(r.step_band_s[1])}], {verdict} (--set {' --set '.join(r.overrides)})")
         if len(self.scanned) > 1:
             lines += ["", "GPU count scan (best layout at each)"]
             rows = [(e.gpus, e) for e in self.scanned] + [(n, None) for n in self.unlayable]

@@ -173,15 +173,10 @@ def _by_prediction(spec: Spec, grid: Grid, rows: np.ndarray, numeric: frozenset[
             out.append(c)
             continue
         store = pred.provenance.residuals
-        out.append(dataclasses.replace(c, predicted_step_time_s=float(pred.step_time_s)))
-
-    def key(c: Candidate) -> float:
-        """The objective on the predicted step (tokens per step and GPUs are the configuration's)."""
-        slower = (c.predicted_step_time_s or c.step_time_s) / c.step_time_s
-        return {Objective.STEP_TIME: c.step_time_s * slower, Objective.TOKENS_PER_S: -c.tokens_per_s / slower,
-                Objective.COST: c.cost * slower}[objective]
-
-    out.sort(key=key)
+        low, high = pred.band
+        out.append(dataclasses.replace(c, predicted_step_time_s=float(pred.step_time_s),
+                                       band_s=(float(low), float(high))))
+    out.sort(key=lambda c: c.objective_value(objective))
     return out, store
 
 

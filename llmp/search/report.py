@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.compose.band import LEVEL
 from llmp.dsl import schema
 from llmp.search.rank import COST_DEFINITION, Objective
 from llmp.units import (
@@ -62,6 +63,23 @@ class Candidate:
     predicted_step_time_s: float | None = None
     """The step as ``llmp predict`` predicts it (residual models applied), for the configurations
     shown; ``step_time_s`` is the roofline composition every configuration was priced by."""
+    band_s: tuple[float, float] | None = None
+    """``llmp predict``'s band of that step (at :attr:`SearchResult.band_level`), for those shown."""
+
+    def objective_value(self, objective: Objective) -> float:
+        """The objective on the predicted step (where there is one), smaller is better: tokens per
+        step and GPUs are the configuration's, so step time, cost and seconds per token all scale
+        with the step."""
+        slower = (self.predicted_step_time_s or self.step_time_s) / self.step_time_s
+        return {Objective.STEP_TIME: self.step_time_s * slower, Objective.TOKENS_PER_S: slower / self.tokens_per_s,
+                Objective.COST: self.cost * slower}[objective]
+
+    def interval(self, objective: Objective) -> tuple[float, float, float]:
+        """(low, point, high) of :meth:`objective_value` over the band of the step."""
+        value = self.objective_value(objective)
+        point = self.predicted_step_time_s or self.step_time_s
+        low, high = self.band_s if self.band_s is not None else (point, point)
+        return value * low / point, value, value * high / point
 
     def overrides(self) -> list[str]:
         """``--set`` arguments that turn the spec into this configuration."""
@@ -71,7 +89,8 @@ class Candidate:
         out: dict[str, Any] = {} if rank is None else {"rank": rank}
         out.update({"config": dict(self.config), "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
                     "mfu": self.mfu, "memory_per_gpu_bytes": self.memory_per_gpu_bytes, "gpus": self.gpus,
-                    "cost": self.cost, "set": self.overrides(), "predicted_step_time_s": self.predicted_step_time_s})
+                    "cost": self.cost, "set": self.overrides(), "predicted_step_time_s": self.predicted_step_time_s,
+                    "band_s": None if self.band_s is None else list(self.band_s)})
         return out
 
 
@@ -110,6 +129,18 @@ class SearchResult:
     ranked_by: str = ""
     """The residual store the shown configurations were predicted and ordered with ("": ordered by
     the roofline composition alone)."""
+    band_level: float = LEVEL
+    """The level of the shown configurations' bands (``llmp predict``'s)."""
+
+    def top_two(self) -> bool | None:
+        """Whether the best two are indistinguishable at :attr:`band_level`: either one's objective
+        lies inside the other's band of it (None: fewer than two shown with a band). Their bands
+        share the model's common errors (the composition term, the host), so this reads cautiously:
+        two layouts it calls indistinguishable may still differ in the same direction everywhere."""
+        if len(self.ranked) < 2 or self.ranked[0].band_s is None or self.ranked[1].band_s is None:
+            return None
+        a, b = (c.interval(self.objective) for c in self.ranked[:2])
+        return a[0] <= b[1] <= a[2] or b[0] <= a[1] <= b[2]
 
     @property
     def configs_per_s(self) -> float:
@@ -124,6 +155,7 @@ class SearchResult:
             "pruned": self.pruned,
             "memory_limit_bytes": self.memory_limit_bytes,
             "results": [c.to_dict(i + 1) for i, c in enumerate(self.ranked)], "ranked_by": self.ranking(),
+            "band_level": self.band_level, "top_two_indistinguishable": self.top_two(),
             "pareto": {"axes": list(self.pareto_axes), "points": [c.to_dict() for c in self.pareto]},
             "seconds": self.seconds, "configs_per_s": self.configs_per_s, "notes": list(self.notes),
         }
@@ -142,7 +174,10 @@ class SearchResult:
         widths = [max(len(h), *(len(_show(p, c.config.get(p, ""))) for c in candidates)) for p, h in zip(paths, heads)]
         lead = "  #  " if numbered else ""
         predicted = any(c.predicted_step_time_s is not None for c in candidates)
+        banded = any(c.band_s is not None for c in candidates)
+        band_head = f"band ({self.band_level:.0%})"
         lines = [lead + "  ".join(h.rjust(w) for h, w in zip(heads, widths)) + (f"{'predict':>10}" if predicted else "")
+                 + (f"{band_head:>21}" if banded else "")
                  + f"{'roofline':>10}{'tokens/s':>11}{'MFU':>7}{'mem/GPU':>11}{'GPUs':>6}{'cost':>10}"]
         for i, c in enumerate(candidates, start=1):
             lead = f"{i:>3}  " if numbered else ""
@@ -150,6 +185,9 @@ class SearchResult:
             if predicted:
                 shown = "-" if c.predicted_step_time_s is None else format_time(c.predicted_step_time_s)
                 cells += f"{shown:>10}"
+            if banded:
+                span = "-" if c.band_s is None else f"{format_time(c.band_s[0])} - {format_time(c.band_s[1])}"
+                cells += f"{span:>21}"
             lines.append(lead + cells + f"{format_time(c.step_time_s):>10}{format_count(c.tokens_per_s):>11}"
                          f"{c.mfu:>7.1%}{format_bytes(c.memory_per_gpu_bytes, binary=True):>11}{c.gpus:>6}"
                          f"{c.cost:>10.4g}")
@@ -172,6 +210,11 @@ class SearchResult:
             return "\n".join(lines)
         lines += ["", f"best by {self.objective.value} ({COST_DEFINITION})", f"ranking: {self.ranking()}; "
                   "tokens/s, MFU and cost are the roofline's", *self._rows(self.ranked, True)]
+        verdict = self.top_two()
+        if verdict is not None:
+            level = f"{self.band_level:.0%}"
+            lines.append(f"#1 and #2 are indistinguishable at {level}: one's point lies inside the other's band; "
+                         "measure both before choosing" if verdict else f"#1 is ahead of #2 beyond the {level} band")
         best = self.ranked[0]
         sets = " ".join(f"--set {s!r}" if " " in s else f"--set {s}" for s in best.overrides())
         lines += ["", f"reproduce the best: llmp predict {self.source} " + sets]

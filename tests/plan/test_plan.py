@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import llmp
 from llmp.errors import InfeasibleError, LlmpError
 from llmp.planning import considered_counts, plan
-from llmp.planning.report import DAY
+from llmp.planning.report import DAY, RunnerUp
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +153,23 @@ def test_utilisation_power_is_between_idle_and_tdp(small_spec):
 def test_no_layout_is_an_infeasible_error(small_spec):
     with pytest.raises(InfeasibleError):
         plan(small_spec, tokens="1T", gpus=8, sets=["gpu.memory=2GiB"])  # no layout fits
+
+
+def test_the_runner_up_says_whether_the_bands_can_choose(on8):
+    r = on8.runner_up
+    assert r is not None and r.overrides != on8.chosen.overrides
+    low, high = on8.chosen.step_band_s
+    inside = low <= r.step_time_s <= high or r.step_band_s[0] <= on8.chosen.step_time_s <= r.step_band_s[1]
+    assert r.indistinguishable is inside
+    again = llmp.predict(llmp.load(on8.source, r.overrides))
+    assert again.step_time_s == pytest.approx(r.step_time_s, rel=1e-9)
+    assert on8.to_dict()["runner_up"]["indistinguishable"] is inside
+    assert "runner-up" in on8.to_table()
+
+
+def test_the_runner_up_verdict_follows_the_bands(on8):
+    chosen = on8.chosen
+    high = chosen.step_band_s[1]
+    assert RunnerUp.of(chosen, ("x=1",), high * 0.999, (high * 0.99, high * 2)).indistinguishable
+    assert not RunnerUp.of(chosen, ("x=1",), high * 1.5, (high * 1.01, high * 2)).indistinguishable
+    assert RunnerUp.of(chosen, ("x=1",), high * 1.5, (chosen.step_time_s * 0.99, high * 2)).indistinguishable

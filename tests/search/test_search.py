@@ -13,6 +13,7 @@ from hypothesis.extra.numpy import arrays
 from llmp import dsl
 from llmp.compose import predict as _predict
 from llmp.search import Objective, load, rank, search
+from llmp.search.report import Candidate, SearchResult
 
 
 def predict(spec, residuals=None):
@@ -209,3 +210,28 @@ def test_the_shown_configurations_are_ordered_by_what_predict_predicts():
     best = result.ranked[0]
     again = _predict(dsl.load(ROOT / "examples" / "llama3_8b_dgx_h100.llmp", best.overrides()))
     assert again.step_time_s == pytest.approx(best.predicted_step_time_s, rel=1e-9)
+    # ... with the band predict gives it, and the verdict on the best two reads those bands
+    assert again.band == pytest.approx(best.band_s, rel=1e-9)
+    a, b = (c.interval(result.objective) for c in result.ranked[:2])
+    assert a[0] <= a[1] <= a[2] and b[0] <= b[1] <= b[2] and a[1] <= b[1]
+    assert result.top_two() == (b[1] <= a[2] or a[1] >= b[0])
+    verdict = "indistinguishable at 80%" if result.top_two() else "ahead of #2 beyond the 80% band"
+    assert verdict in result.to_table()
+    assert result.to_dict()["top_two_indistinguishable"] is result.top_two()
+    assert result.to_dict()["results"][0]["band_s"] == list(best.band_s)
+
+
+def test_the_verdict_on_the_best_two_follows_their_bands():
+    def shown(point: float, low: float, high: float) -> Candidate:
+        return Candidate(config={}, step_time_s=point, tokens_per_s=1e6 / point, mfu=0.5, memory_per_gpu_bytes=1.0,
+                         gpus=8, cost=8 * point, predicted_step_time_s=point, band_s=(low, high))
+
+    def verdict(a: Candidate, b: Candidate, objective: Objective = Objective.STEP_TIME) -> bool | None:
+        return SearchResult(source="s", objective=objective, axes=(), columns=(), size=2, feasible=2, groups=1,
+                            infeasible={}, pruned=0, ranked=(a, b), pareto=(), pareto_axes=("gpus", "step_time_s"),
+                            seconds=0.1, memory_limit_bytes=None, gpu_hour_price=1.0, notes=()).top_two()
+
+    assert verdict(shown(1.0, 0.9, 1.2), shown(1.1, 1.0, 1.3)) is True  # #2's point inside #1's band
+    assert verdict(shown(1.0, 0.9, 1.05), shown(1.1, 1.08, 1.3)) is False  # apart beyond both bands
+    assert verdict(shown(1.0, 0.9, 1.05), shown(1.1, 0.95, 1.3), Objective.COST) is True  # #1 inside #2's
+    assert verdict(shown(1.0, 0.9, 1.05), shown(1.1, 1.08, 1.3), Objective.TOKENS_PER_S) is False
