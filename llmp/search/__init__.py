@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from llmp.analytic import specpath
+from llmp.callable_package import make_callable
 from llmp.dsl.spec import Spec
 from llmp.errors import InputError, LlmpError
 from llmp.search import engine, prune, rank
@@ -211,3 +212,6 @@ def _plain(v: object) -> object:
         f = float(v)
         return int(f) if f.is_integer() else f
     return v
+
+
+make_callable(__name__, search)  # llmp.search(...) is this function, whichever was imported first

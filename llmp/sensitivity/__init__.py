@@ -12,6 +12,7 @@ Modules: ``branches`` (values and active Max/Min branches at a point), ``fields`
 
 from __future__ import annotations
 
+from llmp.callable_package import make_callable
 from llmp.sensitivity.analysis import (
     Operating,
     analyze,
@@ -36,3 +37,6 @@ from llmp.sensitivity.report import (
 __all__ = ["CommRegime", "FamilyRegime", "FieldSensitivity", "Flip", "Operating", "Sensitivity", "StepRegime",
            "analyze", "canonical", "closed_form", "curve", "derivatives", "latex", "operating_point", "parse_at",
            "phase_time", "sensitivity", "specialise", "symbolic_forms"]
+
+
+make_callable(__name__, sensitivity)  # llmp.sensitivity(...) is this function, whichever was imported first

@@ -13,6 +13,7 @@ meaning) → ``score`` (predict, error, memory against measured peaks, aggregate
 
 from __future__ import annotations
 
+from llmp.callable_package import make_callable
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
 from llmp.validate.rows import Measurement, Row, group_measurements, read_csv, read_csvs
 from llmp.validate.score import Report, Scored, Stats, validate
@@ -20,3 +21,6 @@ from llmp.validate.skips import SkipReason
 
 __all__ = ["Mapped", "Measurement", "Report", "Row", "Scored", "SkipReason", "Skipped", "Stats",
            "group_measurements", "map_measurement", "read_csv", "read_csvs", "validate"]
+
+
+make_callable(__name__, validate)  # llmp.validate(...) is this function, whichever was imported first
