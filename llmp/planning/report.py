@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.compose.band import LEVEL
 from llmp.planning.checkpoint import Checkpointing, Mode
 from llmp.planning.facility import Facility
 from llmp.planning.power import Power
@@ -347,7 +348,7 @@ class Plan:
                   "(branch-and-bound on a step-time lower bound)")]
         r = self.runner_up
         if r is not None:
-            level = "80%"
+            level = f"{LEVEL:.0%}"
             verdict = (f"indistinguishable from this one at {level} (one's step lies inside the other's band): "
                        "measure both before choosing" if r.indistinguishable else
                        f"behind this one beyond the {level} band")
