@@ -216,9 +216,9 @@ NODE = _section("node", "A server: identical devices, an intra-node link and a n
     _count("nvlink_domain", "The scale-up domain: GPUs joined by the intra link's switch "
            "fabric, a whole number of nodes (72 for a GB200 NVL72 rack of 4-GPU trays); groups "
            "inside it run on intra, the NICs stay per node.", default="gpus_per_node"),
-    _enum("host_cpu", HostCpu, "The core of the host CPU that issues the kernels (zen2, zen3, zen4): "
-          "the host thread's dispatch runs at its speed. Absent: at the speed of the CPU llmp's host "
-          "costs were measured on."),
+    _enum("host_cpu", HostCpu, "The core of the host CPU that issues the kernels (zen2, zen3, zen4, "
+          "sapphire_rapids, grace): the host thread's dispatch runs at its speed. Absent: at the speed "
+          "of the CPU llmp's host costs were measured on."),
 ])
 
 CLUSTER = _section("cluster", "`nodes` identical nodes on one network.", [

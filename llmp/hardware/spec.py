@@ -89,6 +89,10 @@ class HostCpu(StrEnum):
     """AMD EPYC 7003 (Milan): Perlmutter's EPYC 7763."""
     ZEN4 = "zen4"
     """AMD EPYC 9004 (Genoa)."""
+    SAPPHIRE_RAPIDS = "sapphire_rapids"
+    """Intel Xeon 4th generation (Golden Cove cores): the DGX H100's Xeon Platinum 8480C."""
+    GRACE = "grace"
+    """NVIDIA Grace (Arm Neoverse V2 cores): the CPU of every GH200 and GB200 superchip."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -11,7 +11,7 @@ every op costs host time as well as device time:
   launches llmp's graph counts for the same layer): the forward and its backward, and under full
   recompute the checkpointed forward and the backward that recomputes it.
   A node whose catalog entry names its host CPU's core (``host_cpu``) dispatches at that core's
-  speed: the measured costs scale by the ratio of instructions per clock (:data:`IPC`).
+  speed: the measured costs scale by the cores' single-thread speeds (:data:`SPEED`).
 * **launch**: the CUDA driver and runtime per kernel launch, the device's ``launch_overhead``
   (each catalog GPU cites its figure).
 
@@ -71,30 +71,43 @@ class Spread:
 _Z90 = 1.6449  # the standard normal quantile at 95%: a 90% interval's half-width in sigmas
 HOST_SPEED = Spread(
     below=math.log(1.2) / _Z90, above=math.log(1.5) / _Z90,
-    source=("the host CPUs of GPU servers span several generations, from the AMD EPYC 7742 (Zen 2) of the "
-            "DGX A100 to Zen 5 parts and NVIDIA Grace; AMD's launch figures put Zen 3's instructions per clock "
-            "19% above Zen 2's (Ryzen 5000 launch, Oct 2020) and Zen 4's 13% above Zen 3's (Ryzen 7000 launch, "
-            "Aug 2022), so at like clocks a 2019 host issues kernels about 1.5x slower than the Zen 4 the "
-            "dispatch costs were measured on (host_costs.json names it) and the newest about 1.2x faster: "
-            "a 90% range [1/1.2, 1.5]"))
+    source=('the x86 host CPUs of GPU servers span several generations, from the AMD EPYC 7742 (Zen 2) of the DGX'
+            ' A100 to Zen 5 parts (Grace hosts, 2.6x slower per call than Golden Cove, are named by the catalog '
+            "nodes built on them: llmp.stacks.host.SPEED); AMD's launch figures put Zen 3's instructions per "
+            "clock 19% above Zen 2's (Ryzen 5000 launch, Oct 2020) and Zen 4's 13% above Zen 3's (Ryzen 7000 "
+            'launch, Aug 2022), so at like clocks a 2019 host issues kernels about 1.5x slower than the Zen 4 the'
+            ' dispatch costs were measured on (host_costs.json names it) and the newest about 1.2x faster: a 90% '
+            'range [1/1.2, 1.5]'))
 """The run's host against the measuring machine: the band's host term and a calibration's prior."""
 
 
-IPC = MappingProxyType({HostCpu.ZEN2: 1.0, HostCpu.ZEN3: 1.19, HostCpu.ZEN4: 1.19 * 1.13})
-"""Instructions per clock of each host core, relative to Zen 2: Zen 3 19% above Zen 2 (AMD, Ryzen 5000
-launch, Oct 2020; the same +19% for EPYC 7003 at its Mar 2021 launch), Zen 4 13% above Zen 3 (AMD,
-Ryzen 7000 launch, Aug 2022). Dispatch is one thread of Python and C++, so a node's host issues
-kernels at its core's IPC; clocks (EPYC 7742 3.4 GHz boost, 7763 3.5, Genoa 3.7-4.4) stay in the
-band's :data:`HOST_SPEED` spread."""
+_GOLDEN_COVE = 1.19 * 1.13 / 1.02
+_GRACE_PER_CALL = math.sqrt(33.17 * 37.08) / 13.48
+
+SPEED = MappingProxyType({HostCpu.ZEN2: 1.0, HostCpu.ZEN3: 1.19, HostCpu.ZEN4: 1.19 * 1.13,
+                          HostCpu.SAPPHIRE_RAPIDS: _GOLDEN_COVE, HostCpu.GRACE: _GOLDEN_COVE / _GRACE_PER_CALL})
+"""How fast each host core runs the dispatch thread, relative to Zen 2. Dispatch is one thread of
+Python and C++, so it runs at the core's single-thread speed:
+
+* x86 cores by instructions per clock, clocks being left to the band's :data:`HOST_SPEED` spread
+  (EPYC 7742 3.4 GHz boost, 7763 3.5, Genoa 3.7-4.4, Xeon 8480C 3.8): Zen 3 19% above Zen 2 (AMD,
+  Ryzen 5000 launch, Oct 2020; the same +19% for EPYC 7003 at its Mar 2021 launch), Zen 4 13% above
+  Zen 3 (AMD, Ryzen 7000 launch, Aug 2022), and Golden Cove (Sapphire Rapids) 2% below Zen 4
+  (SPEC CPU2017 rate-1 at a fixed 3.6 GHz, as reported by WCCFTech in 2022: Raptor Cove and Zen 4
+  within 1% of each other, Raptor Cove 2% above Golden Cove).
+* Grace by a direct measurement of the same call on both hosts: one ``torch.nn.Linear`` forward
+  (BF16, hidden 2048, 8192 tokens) costs the CPU 13.48 us on a DGX H100's Xeon 8480C, 33.17 us on a
+  GH200 and 37.08 us on a GB200 (NVIDIA/TransformerEngine issue #2053, Aug 2025): Grace issues
+  torch's calls 2.6x slower (the geometric mean of the two) than Golden Cove."""
 
 
 def speed(node: Node) -> float:
     """How much longer the node's host takes per dispatch than the CPU the costs were measured on:
-    the ratio of their cores' :data:`IPC`; 1 where either core is not one llmp compares."""
+    the ratio of their cores' :data:`SPEED`; 1 where either core is not one llmp compares."""
     here = measured().machine.get("core", "")
-    if node.host_cpu is None or here not in IPC:
+    if node.host_cpu is None or here not in SPEED:
         return 1.0
-    return IPC[HostCpu(here)] / IPC[node.host_cpu]
+    return SPEED[HostCpu(here)] / SPEED[node.host_cpu]
 
 
 @functools.cache

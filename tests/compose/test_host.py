@@ -18,7 +18,7 @@ from llmp.compose.predictor import priced
 from llmp.dsl.spec import Recompute, Stack
 from llmp.hardware.spec import HostCpu
 from llmp.stacks import PROFILES
-from llmp.stacks.host import IPC, HostRules, measured
+from llmp.stacks.host import SPEED, HostRules, measured
 
 seconds = st.floats(min_value=0.0, max_value=1e-3, allow_nan=False)
 
@@ -149,7 +149,7 @@ def test_a_node_dispatches_at_its_host_cores_speed(core):
     node = dataclasses.replace(spec.cluster.node, host_cpu=core)
     named = dataclasses.replace(spec, cluster=dataclasses.replace(spec.cluster, node=node))
     plain, slower = HostRules.of(spec), HostRules.of(named)
-    ratio = IPC[HostCpu(measured().machine["core"])] / IPC[core]
+    ratio = SPEED[HostCpu(measured().machine["core"])] / SPEED[core]
     for field in ("forward", "recompute", "backward", "step"):
         assert getattr(slower, field) == pytest.approx(ratio * getattr(plain, field), rel=1e-12)
     assert slower.launch == plain.launch  # the driver's launch is the GPU's, cited per device
@@ -163,8 +163,18 @@ def test_a_node_dispatches_at_its_host_cores_speed(core):
 def test_the_catalog_names_the_host_cpus_its_data_names():
     from llmp.dsl import loads
 
-    for node, core in (("dgx_a100", HostCpu.ZEN2), ("perlmutter_gpu_80gb", HostCpu.ZEN3)):
+    for node, core in (("dgx_a100", HostCpu.ZEN2), ("perlmutter_gpu_80gb", HostCpu.ZEN3),
+                       ("dgx_h100", HostCpu.SAPPHIRE_RAPIDS), ("gb200_nvl72_tray", HostCpu.GRACE),
+                       ("gb300_nvl72", HostCpu.GRACE), ("vista_gh200", HostCpu.GRACE), ("alps_gh200", HostCpu.GRACE)):
         spec = loads(f'use "{node}"\n'
                      "model m { arch = gpt layers = 2 hidden = 256 heads = 4 vocab = 512 seq_len = 128 }\n"
-                     f"cluster c {{ node = {node} }}\ntrain {{ global_batch = 8 micro_batch = 1 }}\n")
+                     f"cluster c {{ node = {node} }}\ntrain {{ global_batch = 72 micro_batch = 1 }}\n")
         assert spec.cluster.node.host_cpu is core
+
+
+def test_grace_issues_torch_calls_slower_than_the_x86_hosts_of_its_generation():
+    """TransformerEngine issue #2053's one measured call (13.48 us on a Xeon 8480C, 33-37 us on
+    GH200/GB200) puts Grace 2.6x behind Golden Cove; the x86 cores keep their IPC order."""
+    assert SPEED[HostCpu.SAPPHIRE_RAPIDS] / SPEED[HostCpu.GRACE] == pytest.approx(2.60, abs=0.01)
+    order = [HostCpu.GRACE, HostCpu.ZEN2, HostCpu.ZEN3, HostCpu.SAPPHIRE_RAPIDS, HostCpu.ZEN4]
+    assert [SPEED[c] for c in order] == sorted(SPEED[c] for c in order)
