@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PROGRAM = """
@@ -26,6 +28,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a fresh interpreter running every API function
 def test_the_api_functions_survive_their_packages_being_imported_first():
     done = subprocess.run([sys.executable, "-c", PROGRAM], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

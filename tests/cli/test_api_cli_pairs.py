@@ -72,6 +72,7 @@ def test_search_rederives_dp(capsys):
     assert _cli(capsys, "search", path, "--json") == _api(api.to_dict())
 
 
+@pytest.mark.slow  # a symbolic sensitivity run twice, by the API and by the CLI
 def test_sensitivity(capsys):
     path = ROOT / "tests" / "sensitivity" / "fixtures" / "small.llmp"
     wrt = ["model.hidden", "train.global_batch", "gpu.mem_bandwidth"]

@@ -58,6 +58,7 @@ def _args(name: str, tmp_path: Path) -> list[str]:
     return [a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[name]]
 
 
+@pytest.mark.slow  # runs three commands end to end in a pseudo-terminal
 def test_a_terminal_sees_the_bar_and_quiet_or_a_pipe_sees_nothing(tmp_path: Path) -> None:
     args = _args("sensitivity", tmp_path)
     status, drawn = _stderr(args, tty=True, cwd=ROOT)

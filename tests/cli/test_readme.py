@@ -67,10 +67,15 @@ TRACKED = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=Tru
                          check=True).stdout.split("\0")
 
 
+QUICK = frozenset({"predict", "check", "ops", "import-hf", "serve"})
+"""Commands that answer in a second or two: a block of at most two of them runs in the default suite."""
+
+
 def _slow(block: Block) -> bool:
-    """Sampling and measuring; and the sensitivity, search and plan walk-throughs (10-25 s each, and
-    their library functions are checked against the commands in ``test_api_cli_pairs.py``)."""
-    return any(c[0] in ("sample", "measure", "sensitivity", "search", "plan") for c in block.commands)
+    """Walk-throughs that sample, fit, calibrate, search, plan or differentiate, or chain more than
+    two commands (5-25 s each; CI runs them in its slow step, and each command's library function
+    is checked against the command in ``test_api_cli_pairs.py``)."""
+    return len(block.commands) > 2 or any(c[0] not in QUICK for c in block.commands)
 
 
 def _clone(tmp_path: Path) -> Path:
@@ -179,7 +184,9 @@ def test_slow_block_runs(block, tmp_path):
     _run(block, _clone(tmp_path))
 
 
-@pytest.mark.parametrize("page,command,shown", SAMPLES, ids=lambda v: v if "\n" not in v else "")
+@pytest.mark.parametrize("page,command,shown", [
+    s if shlex.split(s[1])[0] in QUICK else pytest.param(*s, marks=pytest.mark.slow) for s in SAMPLES],
+    ids=lambda v: v if "\n" not in v else "")
 def test_sample_output_is_what_the_command_prints(page, command, shown, tmp_path):
     clone = _clone(tmp_path)
     out = _llmp(shlex.split(command), clone, _env(clone))

@@ -8,6 +8,7 @@ op's FLOPs, bytes and time, and composed the step time, within 1e-12 relative.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from strategies import specs
 
@@ -20,6 +21,7 @@ from llmp.errors import InfeasibleError
 from llmp.hardware.spec import Dtype
 
 
+@pytest.mark.slow  # fifteen drawn specs priced through sympy
 @settings(max_examples=15, suppress_health_check=[HealthCheck.filter_too_much])  # the stack filter drops many draws
 # Vector kernels need FP32. The generic stack only: under other stacks' profiles (drawn since issue
 # 26) the symbolic graph orders or prices some ops differently (megatron_core on fp32, gpipe, pp 1;

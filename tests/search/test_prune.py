@@ -58,6 +58,7 @@ def test_pruned_search_equals_the_exhaustive_one(gpus, objective, top):
     assert full.pruned == 0
 
 
+@pytest.mark.slow  # a pruned and an exhaustive search over every layout of 64 GPUs
 def test_pruning_skips_most_layouts_and_says_so():
     pruned = _search(SMALL, (4,), Objective.STEP_TIME, 3, False)
     full = _search(SMALL, (4,), Objective.STEP_TIME, 10**6, True)
@@ -82,7 +83,7 @@ def _exhaustive(path: Path, gpus: int, sample: int | None = None, sets: tuple[st
 # ZeRO-2/3 shard over dp: a per-layer kernel whose size the pipeline fields change.
 @pytest.mark.parametrize(("path", "gpus", "sample", "sets"), [
     *(pytest.param(SMALL, n, None, (), marks=pytest.mark.slow) for n in (8, 16)), (MOE, 64, 60, ()),
-    (SMALL, 8, None, ("train.stack=megatron_deepspeed",))])
+    pytest.param(SMALL, 8, None, ("train.stack=megatron_deepspeed",), marks=pytest.mark.slow)])
 def test_the_bounds_never_exceed_the_composed_step(path, gpus, sample, sets):
     built, rows, values = _exhaustive(path, gpus, sample, sets)
     ran = rows[values["feasible"][rows]]
@@ -132,6 +133,7 @@ def test_layouts_of_a_class_share_their_tails(path, gpus, sets):
     assert compared > 10
 
 
+@pytest.mark.slow  # an exhaustive search beside the pruned one
 def test_pruned_search_equals_the_exhaustive_one_on_a_stack_without_fusion():
     spec = llmp.load(SMALL, ["train.stack=megatron_deepspeed"])
     pruned = search(spec, gpus=[8], top=5, residuals=None)

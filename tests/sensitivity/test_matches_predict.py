@@ -108,6 +108,7 @@ def test_sensitivity_matches_finite_differences_of_predict(path):
     assert _check(path) >= 1, "no top field could be differenced without moving a residual factor"
 
 
+@pytest.mark.slow  # the GPT-3 example differentiated symbolically and by finite differences of predict
 def test_gpt3_sensitivity_is_predicts_step():
     # The case: sensitivity reported the bare roofline's step (55 s) beside predict's 64 s,
     # and dT/d global_batch 0.0348 beside a finite difference of predict of 0.0403.
