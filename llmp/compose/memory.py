@@ -100,7 +100,6 @@ from llmp.dsl.spec import (
     Optimizer,
     Precision,
     Spec,
-    Stack,
     ZeroStage,
 )
 
@@ -143,10 +142,8 @@ def logits_bytes(ctx: Context) -> Any:
     torchtitan's ``F.cross_entropy`` on FP32 logits (pytorch/torchtitan@v0.1.0:torchtitan/models/
     llama/model.py ``self.output(h).float()``; train.py ``loss_fn`` and ``del pred`` before
     ``loss.backward()``) 12, Megatron's in-place vocab-parallel cross-entropy the model-dtype logits
-    plus its FP32 softmax."""
-    if ctx.spec.train.stack is Stack.TORCHTITAN:
-        return 12
-    return ctx.e + 4
+    plus its FP32 softmax: the stack profile's ``fp32_loss_logits``."""
+    return 12 if ctx.profile.fp32_loss_logits.value else ctx.e + 4
 
 
 def _fsdp(spec: Spec) -> bool:

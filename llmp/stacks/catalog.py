@@ -49,6 +49,8 @@ _FOUNDRY = "mosaicml/llm-foundry@v0.10.0"
 _COMPOSER = "mosaicml/composer@v0.24.0"
 _AUTOMODEL = "NVIDIA-NeMo/Automodel@v0.1.0:nemo_automodel/_transformers/auto_model.py"
 _NEMO = "NVIDIA/NeMo@v2.0.0:nemo/collections/llm"
+_VOCAB_PARALLEL_CE = ("the model-dtype logits and an FP32 softmax, as Megatron's vocab-parallel "
+                      "cross-entropy keeps them")
 _ALL_DEEPSPEED_ZERO = ("DeepSpeed runs ZeRO-1 with its pipeline engine only; stages 2 and 3 partition gradients, which "
                        f"the pipeline engine rejects ({_DS_PIPE} (PipelineEngine.__init__: assert "
                        "zero_optimization_stage() < ZeroStageEnum.gradients))")
@@ -97,6 +99,7 @@ GENERIC = Profile(
     host_style=Item(HostStyle.TORCH, "llmp default", "a plain eager PyTorch block"),
     pipeline_host_sync=_no("the host runs ahead across pipeline tasks", "llmp default"),
     batch_host_sync=_no("no wait per microbatch", "llmp default"),
+    fp32_loss_logits=Item(False, "llmp default", _VOCAB_PARALLEL_CE),
     lowp_saved_input=Item(True, "llmp default", "TransformerEngine's modules, the low-precision library of the "
                           "Megatron-family stacks"),
 )
@@ -173,6 +176,8 @@ MEGATRON_LM = Profile(
                          "from pageable memory, ordered after a stream sync: "
                          "docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html); pretrain_gpt.py "
                          "(get_batch)"),
+    fp32_loss_logits=Item(False, "NVIDIA/Megatron-LM@v2.6:megatron/mpu/cross_entropy.py (_VocabParallelCrossEntropy: "
+                               "the softmax computed in place on the FP32 logits it is given)"),
     lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _MLM_ARGS),
 )
 
@@ -242,6 +247,8 @@ MEGATRON_CORE = Profile(
                             "megatron/core/model_parallel_config.py (batch_p2p_sync = True)"),
     batch_host_sync=_no("pinned batches copied with cuda(non_blocking=True)", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/"
                         "training/utils.py (get_batch_on_this_tp_rank); training.py (pin_memory=True)"),
+    fp32_loss_logits=Item(False, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/tensor_parallel/cross_entropy.py "
+                               "(VocabParallelCrossEntropy: in-place softmax of the logits)"),
     lowp_saved_input=Item(True, _TE_SAVE, "Megatron-Core builds its linear layers from TE "
                           "(TELayerNormColumnParallelLinear, TERowParallelLinear, TEGroupedLinear) and passes no "
                           "save_original_input"),
@@ -306,6 +313,8 @@ NEMO = Profile(
                             "(batch_p2p_sync = True, which NeMo passes through)"),
     batch_host_sync=_no("Megatron-Core's pinned, non-blocking batch copies",
                         "NVIDIA/NeMo@v2.0.0:nemo/collections/llm/gpt/model/base.py (gpt_data_step: non_blocking=True)"),
+    fp32_loss_logits=Item(False, f"{_NEMO}/gpt/model/base.py (Megatron-Core GPT models: Megatron-Core's "
+                               "vocab-parallel cross-entropy)"),
     lowp_saved_input=Item(True, _TE_SAVE, "NeMo trains Megatron-Core models with TE layers"),
 )
 
@@ -367,6 +376,7 @@ MEGATRON_DEEPSPEED = Profile(
                          "pageable memory, ordered after a stream sync: "
                          "docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html); pretrain_gpt.py "
                          "(get_batch_pipe)"),
+    fp32_loss_logits=Item(False, f"{_MDS}/core/tensor_parallel/cross_entropy.py (_VocabParallelCrossEntropy)"),
     lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _MDS),
 )
 
@@ -438,6 +448,8 @@ GPT_NEOX = Profile(
                          "from pageable memory, ordered after a stream sync: "
                          "docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html); "
                          "megatron/training.py (get_batch_pipe)"),
+    fp32_loss_logits=Item(False, "EleutherAI/gpt-neox@e897c23:megatron/mpu/cross_entropy.py "
+                               "(_VocabParallelCrossEntropy)"),
     lowp_saved_input=_no("no TransformerEngine: the GEMMs run in 16 bits", _NEOX),
 )
 
@@ -500,6 +512,9 @@ COMPOSER = Profile(
     pipeline_host_sync=_no("no pipeline parallelism", _FOUNDRY),
     batch_host_sync=_no("pinned batches moved with non_blocking=True", f"{_COMPOSER}:composer/devices/device_gpu.py "
                         "(DeviceGPU.tensor_to_device)"),
+    fp32_loss_logits=Item(False, "mosaicml/llm-foundry@8c8dd48f72:llmfoundry/models/mpt/modeling_mpt.py "
+                               "(ComposerMPTCausalLM: loss_fn default 'fused_crossentropy', flash_attn's "
+                               "CrossEntropyLoss on the model-dtype logits)"),
     lowp_saved_input=Item(True, f"{_COMPOSER}:composer/core/precision.py (amp_fp8 runs TE's fp8_autocast); "
                           f"{_FOUNDRY}:llmfoundry/models/layers/fc.py (fc_type 'te': te.Linear); {_TE_SAVE}"),
 )
@@ -565,6 +580,8 @@ TORCHTITAN = Profile(
                            "dist.batch_isend_irecv, work.wait())"),
     batch_host_sync=_no("one batch per step, copied once: no wait per microbatch",
                         "pytorch/torchtitan@v0.1.0:torchtitan/train.py (input_ids.to(device_type))"),
+    fp32_loss_logits=Item(True, "pytorch/torchtitan@v0.1.0:torchtitan/models/llama/model.py (self.output(h).float()); "
+                              "train.py (loss_fn: F.cross_entropy; del pred before loss.backward())"),
     lowp_saved_input=_no("torchao Float8Linear saves the BF16 input", _TORCHAO_SAVE),
 )
 
@@ -614,6 +631,10 @@ NEMO_AUTOMODEL = Profile(
     host_style=Item(HostStyle.TORCH, f"{_AUTOMODEL} (Hugging Face modules)"),
     pipeline_host_sync=_no("no pipeline parallelism in the runs modelled", _AUTOMODEL),
     batch_host_sync=_no("no wait per microbatch", _AUTOMODEL),
+    fp32_loss_logits=Item(False, "NVIDIA-NeMo/Automodel@51d4df5:examples/llm_benchmark/qwen/"
+                               "qwen3_moe_30b_te_deepep.yaml (loss_fn MaskedCrossEntropy with fp32_upcast: false)",
+                          "the class upcasts by default (nemo_automodel/components/loss/masked_ce.py); the benchmark "
+                          "configs turn it off"),
     lowp_saved_input=_no("torchao Float8Linear saves the BF16 input",
                          "NVIDIA-NeMo/Automodel@102dece:nemo_automodel/components/quantization/fp8.py "
                          f"(apply_fp8_to_model: torchao convert_to_float8_training); {_TORCHAO_SAVE}"),

@@ -175,6 +175,11 @@ class Profile:
     CUDA runtime orders after all queued work): the forwards of the chunks that read the batch
     (the first, for tokens; the last, for labels) start on an empty queue."""
 
+    fp32_loss_logits: Item
+    """The loss upcasts the logits to FP32 and calls ``F.cross_entropy``: at the start of the backward
+    log_softmax's FP32 copy and the FP32 gradients of nll_loss and log_softmax are alive together, 12
+    bytes per logit. Otherwise the loss keeps the model-dtype logits and an FP32 softmax (Megatron's
+    in-place vocab-parallel cross-entropy)."""
     lowp_saved_input: Item
     """A low-precision GEMM keeps its input quantised for the weight gradient (TransformerEngine's
     modules: :meth:`~llmp.analytic.lowp.Recipe.saved_input_bytes`), not in BF16 (torchao's
