@@ -256,7 +256,7 @@ def _distributed(args: argparse.Namespace, world: Any, kernels: tuple[str, ...],
             measured, remaining, failed = (sum(t[i] for t in totals) for i in (0, 2, 3))  # type: ignore[index]
             if coll_report is not None:
                 print(f"sampled {coll_report.measured} collective cases on {world.size} ranks "
-                      f"({world.nodes} nodes x {world.local_size}) into {args.out} "
+                      f"({world.nodes} node{'s' if world.nodes > 1 else ''} x {world.local_size}) into {args.out} "
                       f"({coll_report.existing} already there, {coll_report.remaining} left)")
             if report is not None:
                 print(f"sampled {measured} kernels on {world.size} ranks in {time.monotonic() - start:.1f} s into "

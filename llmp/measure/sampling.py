@@ -6,7 +6,7 @@ measured (``samplefile.py``), and a rerun skips keys already on disk. Kill it at
 rerun: no row is lost, none is duplicated.
 
 Under torchrun (:mod:`~llmp.measure.ranks`) every rank measures its share of the cases not on
-disk yet (the i-th such case goes to rank i mod world) and appends them to its own files,
+disk yet (:func:`share`) and appends them to its own files,
 ``DIR/<family>.rank<R>.csv``: one writer per file, so ranks on many nodes never interleave writes
 to one file on a shared file system, and a node without a shared ``DIR`` keeps its own rows. The
 keys already measured are gathered from every rank's view of ``DIR`` (the files of every rank and
@@ -130,6 +130,14 @@ def done_keys(out: Path, family: str, meta: dict[str, object]) -> set[str]:
     return keys
 
 
+def share(todo: list[design.Case], rank: int, size: int) -> list[design.Case]:
+    """The cases ``rank`` of ``size`` measures: one of each block of ``size`` consecutive cases, the
+    choice rotating by block, so that every rank gets its share of every family although the
+    design interleaves families round-robin (a plain ``todo[rank::size]`` hands two ranks of a
+    two-family run one family each)."""
+    return [c for i, c in enumerate(todo) if (i + i // size) % size == rank]
+
+
 def check_device(out: Path, meta: dict[str, object]) -> None:
     """Refuse a sample directory holding any file measured on another device (a copied or reused
     ``--out``): ``llmp fit DIR`` would fit both devices' rows as one."""
@@ -228,7 +236,7 @@ def run(config: SampleConfig) -> SampleReport:
     todo = [c for c in plan if c.key not in done]
     existing = len(plan) - len(todo)
     if world is not None:
-        todo = todo[world.rank::world.size]
+        todo = share(todo, world.rank, world.size)
     appenders = {f: samplefile.Appender(file_of(config.out, f, world), columns(f), meta, sync=True)
                  for f in config.families}
     start = time.monotonic()
