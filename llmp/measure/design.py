@@ -16,6 +16,7 @@ are the strings of ``llmp.analytic.kernels`` (``Family``, ``Pass``, ``Elementwis
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -375,13 +376,19 @@ SCAN = 4096
 stratum of every family appears within the first few hundred cases of the shipped ranges."""
 
 
+@functools.lru_cache(maxsize=64)
+def _scan(family: str, ranges: Ranges, dtypes: tuple[str, ...], seed: int) -> list[Case]:
+    """The first :data:`SCAN` cases of a family's design (drawing them is the slow part of a plan)."""
+    return list(itertools.islice(cases(family, ranges, dtypes, seed), SCAN))
+
+
 def per_stratum_prefix(family: str, ranges: Ranges, dtypes: tuple[str, ...], seed: int, k: int) -> list[Case]:
     """The shortest prefix of the family's design holding ``k`` cases of every stratum it draws
     (:attr:`Case.stratum`; all of a stratum's cases when it has fewer than ``k`` in :data:`SCAN`).
 
     ``k`` samples per (operator, pass) is what ``llmp fit --budget K`` adapts with, so this is the
     run a new GPU needs for that k; a prefix (not a pick) keeps the design's resume order."""
-    scanned = list(itertools.islice(cases(family, ranges, dtypes, seed), SCAN))
+    scanned = _scan(family, ranges, dtypes, seed)
     have: dict[tuple[str, str, str, str], int] = {}
     for c in scanned:
         have[c.stratum] = have.get(c.stratum, 0) + 1
@@ -391,7 +398,7 @@ def per_stratum_prefix(family: str, ranges: Ranges, dtypes: tuple[str, ...], see
         seen[c.stratum] = seen.get(c.stratum, 0) + 1
         if all(seen.get(s, 0) >= n for s, n in need.items()):
             return scanned[:i + 1]
-    return scanned
+    return list(scanned)
 
 
 def design(families: tuple[str, ...], ranges: Ranges, dtypes: tuple[str, ...], seed: int,

@@ -143,11 +143,11 @@ def check_device(out: Path, meta: dict[str, object]) -> None:
     ``--out``): ``llmp fit DIR`` would fit both devices' rows as one."""
     for path in sorted(out.glob("*.csv")):
         table = samplefile.read(path)
-        for name in DEVICE_FIELDS:
-            if name in table.meta and table.meta.get(name) != meta.get(name):
-                raise InputError(f"{path} holds samples of another device ({name} {table.meta.get(name)!r}; "
-                                 f"this machine: {meta.get(name)!r})",
-                                 hint="sample each device into its own --out directory")
+        if any(name in table.meta and table.meta.get(name) != meta.get(name) for name in DEVICE_FIELDS):
+            theirs, ours = (f"'{m.get('device_name')}' ({m.get('device_kind')}, catalog id {m.get('device_id')})"
+                            for m in (table.meta, meta))
+            raise InputError(f"{path} holds samples of another device: {theirs}; this machine is {ours}",
+                             hint="sample each device into its own --out directory")
 
 
 def header(config: SampleConfig, dev: torch.device, threads: int) -> dict[str, object]:
