@@ -47,7 +47,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated subset of {','.join(FAMILIES)},{COLLECTIVES} (default: all kernels; "
                              "under torchrun with 2 or more ranks, collectives too)")
     limit = parser.add_mutually_exclusive_group()
-    limit.add_argument("--minutes", type=positive_float, help="stop after this many minutes (rerun to continue)")
+    limit.add_argument("--minutes", type=positive_float,
+                       help="stop after this many minutes (rerun to continue); under torchrun the whole run, "
+                            "collectives first")
     limit.add_argument("--budget", type=positive_int,
                        help="cases per kernel family (default 40; with --minutes: 400) and per collective kind and "
                             "tier (default 12)")
@@ -210,7 +212,7 @@ def _distributed(args: argparse.Namespace, world: Any, kernels: tuple[str, ...],
     import torch.distributed as dist
 
     from llmp.measure import collectives as coll
-    from llmp.measure import ranks, sampling
+    from llmp.measure import devices, ranks, sampling
 
     # Every rank sees the same flags and environment: rank 0 says what is wrong, the others exit.
     problem = None
@@ -240,7 +242,7 @@ def _distributed(args: argparse.Namespace, world: Any, kernels: tuple[str, ...],
         if collectives:
             config = coll.CollectiveConfig(out=args.out, per_stratum=collective_budget(args), seed=args.seed,
                                            device_id=args.device_id, node_id=args.node_id or
-                                           ("cpu_host" if args.device == "cpu" else None), deadline=deadline,
+                                           (devices.CPU_NODE_ID if args.device == "cpu" else None), deadline=deadline,
                                            progress=not args.quiet)
             if args.device == "cpu":
                 torch.set_num_threads(args.threads)

@@ -7,8 +7,9 @@ way the sampler spends time on it:
 * a kernel case: building its input sets (``bench.build``: as many sets as cover twice the last-level
   cache, at most 8, each written once at memory bandwidth), :data:`CASE_OVERHEAD_S` of set-up, then
   ``warm-up + 1 + repeats`` calls (``timing.time_calls``: repeats fill ``target_s``, between 5 and
-  30), each call at the catalog device's roofline (``residuals.features.roofline_seconds``, the
-  very time ``llmp predict`` composes; a dtype the device has no peak for, at its FP32 vector peak).
+  30), each call at the catalog device's roofline (``kernels.roofline`` against ``kernels.ceiling``
+  with the tiles quantized on the device's SMs, as ``residuals.features.roofline_seconds`` and so
+  ``llmp predict`` price it; a dtype the device has no peak for, at its FP32 vector peak).
   One round: on a GPU the sampler never retries; on a shared CPU it may retry up to twice, so a CPU
   plan is a lower bound. Each case occupies one GPU.
 * a collective case: ``2 + 7`` calls of every group of its shape at once, each call at the
@@ -26,11 +27,12 @@ from dataclasses import dataclass
 
 from llmp.analytic import collectives as analytic_collectives
 from llmp.analytic import kernels
-from llmp.analytic.kernels import Collective, CollectiveKind, Tier
+from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel, Pass, Tier
+from llmp.dsl import catalog
 from llmp.errors import InputError
-from llmp.hardware.spec import Device, Dtype
+from llmp.hardware.catalog import canonical, catalog_ids
+from llmp.hardware.spec import Device, Dtype, Node
 from llmp.measure import collectives, design, devices, sampling
-from llmp.residuals import dataset, features
 
 CASE_OVERHEAD_S = 0.02
 """Seconds of one kernel case outside its timed calls and input fill (Python, the row's fsync'd
@@ -101,24 +103,52 @@ class Plan:
         return "\n".join(lines)
 
 
-def _call_s(case: design.Case, device: Device) -> tuple[float, float]:
+def kernel(case: design.Case) -> Kernel:
+    """The analytic kernel a design case times (a GEMM's role is no variant there: the fit reads the
+    sample row the same way, ``residuals.dataset.kernel_of``)."""
+    variant = "" if case.family == "gemm" or case.variant == "-" else case.variant
+    return Kernel.make(Family(case.family), Dtype(case.dtype), Pass(case.pass_), variant, **dict(case.dims))
+
+
+def call_s(case: design.Case, device: Device) -> tuple[float, float]:
     """(seconds of one call at the device's roofline, bytes one input set holds)."""
-    row = {"family": case.family, "pass": case.pass_, "variant": case.variant, "dtype": case.dtype,
-           **{name: str(value) for name, value in case.dims}}
-    kernel = dataset.kernel_of(row)
-    cost = kernels.cost(kernel)
+    k = kernel(case)
+    cost = kernels.cost(k)
     try:
-        _, seconds = features.roofline_seconds(kernel, device)
+        peak = kernels.ceiling(k, cost.tensor_core, device)[0]
     except KeyError:  # no peak for the dtype (tf32 on a CPU): the vector FP32 peak
-        seconds = float(kernels.roofline(kernel, cost, peak=float(device.peak_flops[Dtype.FP32]),
-                                         mem_bandwidth=float(device.mem_bandwidth),
-                                         launch_overhead=float(device.launch_overhead)))
-    return seconds, float(cost.bytes)
+        peak = device.peak_flops[Dtype.FP32]
+    seconds = kernels.roofline(k, cost, peak=float(peak), mem_bandwidth=float(device.mem_bandwidth),
+                               launch_overhead=float(device.launch_overhead), grid=kernels.Grid.of(device))
+    return float(seconds), float(cost.bytes)
+
+
+def catalog_device(device_id: str) -> Device:
+    """The catalog device ``--device-id`` names."""
+    if canonical(device_id) not in catalog_ids()["gpu"]:
+        raise InputError(f"'{device_id}' is not a catalog device",
+                         hint=f"catalog devices: {', '.join(catalog_ids()['gpu'])}")
+    return catalog.gpu(device_id)
+
+
+def catalog_node(device: Device, node_id: str | None) -> Node:
+    """The catalog node ``--node-id`` names, built of ``device`` (its links price the collectives)."""
+    theirs = ", ".join(n.id for n in catalog.nodes_with(device.id)) or "none"
+    if node_id is None:
+        raise InputError("--plan with collectives needs the node they run on: --node-id ID",
+                         hint=f"catalog nodes of {device.id}: {theirs}; or leave collectives out of --families")
+    if node_id not in catalog_ids()["node"]:
+        raise InputError(f"'{node_id}' is not a catalog node", hint=f"catalog nodes of {device.id}: {theirs}")
+    node = catalog.node(node_id)
+    if node.gpu.id != device.id:
+        raise InputError(f"catalog node '{node_id}' holds device '{node.gpu.id}', not '{device.id}'",
+                         hint=f"catalog nodes of {device.id}: {theirs}")
+    return node
 
 
 def kernel_case_s(case: design.Case, device: Device, *, target_s: float, memory_cap: int) -> float:
     """Seconds ``llmp sample`` spends on one kernel case (module docstring)."""
-    call, footprint = _call_s(case, device)
+    call, footprint = call_s(case, device)
     repeats = min(MAX_REPEATS, max(MIN_REPEATS, target_s / max(call, 1e-7)))
     sets = max(1, min(8, math.ceil(2 * float(device.l2_cache) / max(footprint, 1)), memory_cap // max(footprint, 1)))
     fill = sets * footprint / float(device.mem_bandwidth)
@@ -146,15 +176,10 @@ def estimate(config: sampling.SampleConfig, *, device_id: str | None, collective
     if device_id is None:
         raise InputError("--plan --device cuda needs the GPU to price: --device-id ID",
                          hint="a catalog gpu id, e.g. --device-id h100_sxm5_80gb (llmp/hardware/catalog/)")
-    device = dataset.catalog_device(device_id)
+    device = catalog_device(device_id)
     node = None
     if collectives_too:
-        node_id = node_id or dataset.DEFAULT_NODE.get(device.id)
-        if node_id is None:
-            raise InputError("--plan with collectives needs the node they run on: --node-id ID",
-                             hint="a catalog node of the device, e.g. --node-id dgx_h100; or leave collectives out "
-                                  "of --families")
-        node = dataset.catalog_node(device.id, node_id)
+        node = catalog_node(device, node_id or (devices.CPU_NODE_ID if device.id == devices.CPU_ID else None))
     # Ranks per node: --nproc; else the node's GPUs (cuda), two CPU processes for CPU collectives
     # (the launcher's default), one process for kernels alone.
     per_node = ranks_per_node or (1 if node is None else int(node.gpus_per_node) if kind == "cuda" else 2)
@@ -173,7 +198,7 @@ def estimate(config: sampling.SampleConfig, *, device_id: str | None, collective
         if world < 2:
             raise InputError(f"collectives need at least 2 ranks; the plan has {nodes} node(s) x {per_node}",
                              hint="give --nproc 2 or more, or --nodes 2 or more")
-        links = dataset.node_links(node)
+        links = analytic_collectives.Links.between(node, node.inter)  # as llmp fit prices them
         plan = collectives.plan(per_node, nodes, kind, per_stratum, config.seed)
         wall = sum(collective_case_s(c, links, world, nodes) for c in plan)
         rows.insert(0, FamilyPlan(family="collectives", cases=len(plan),

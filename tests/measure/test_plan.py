@@ -18,6 +18,21 @@ from llmp.residuals.model import stratum_of
 H100 = dataset.catalog_device("h100_sxm5_80gb")
 
 
+def _row(case: design.Case) -> dict[str, str]:
+    return {"family": case.family, "pass": case.pass_, "variant": case.variant, "dtype": case.dtype,
+            **{n: str(v) for n, v in case.dims}}
+
+
+@pytest.mark.parametrize("family", design.FAMILIES)
+def test_a_case_is_priced_as_the_fit_reads_its_row(family: str) -> None:
+    """The plan's kernel and roofline are the ones llmp fit derives from the case's sample row."""
+    for case in design.per_stratum_prefix(family, design.RANGES["cuda"], ("bf16", "fp32"), 0, 1):
+        kernel = dataset.kernel_of(_row(case))
+        assert estimate.kernel(case) == kernel and stratum_of(kernel) == case.stratum
+        call, _ = estimate.call_s(case, H100)
+        assert call == pytest.approx(features.roofline_seconds(kernel, H100)[1])
+
+
 @given(family=st.sampled_from(design.FAMILIES), k=st.integers(1, 6))
 @settings(max_examples=25, deadline=None)
 def test_per_operator_prefix_holds_k_of_every_stratum(family: str, k: int) -> None:
@@ -30,16 +45,11 @@ def test_per_operator_prefix_holds_k_of_every_stratum(family: str, k: int) -> No
     assert min(counts.values()) >= k
     last = prefix[-1].stratum
     assert counts[last] == k  # the last case was needed
-    for case in prefix[:5]:
-        kernel = dataset.kernel_of({"family": case.family, "pass": case.pass_, "variant": case.variant,
-                                    "dtype": case.dtype, **{n: str(v) for n, v in case.dims}})
-        assert stratum_of(kernel) == case.stratum
 
 
 def test_a_case_costs_its_repeats_at_the_roofline() -> None:
     case = next(design.cases("gemm", design.RANGES["cuda"], ("bf16",), 0))
-    kernel = dataset.kernel_of({"family": "gemm", "pass": case.pass_, "variant": case.variant, "dtype": "bf16",
-                                **{n: str(v) for n, v in case.dims}})
+    kernel = dataset.kernel_of(_row(case))
     _, call = features.roofline_seconds(kernel, H100)
     seconds = estimate.kernel_case_s(case, H100, target_s=0.15, memory_cap=2**30)
     repeats = min(30, max(5, 0.15 / call))
