@@ -265,6 +265,11 @@ def _distributed(args: argparse.Namespace, world: Any, kernels: tuple[str, ...],
                       f"{args.out} ({report.existing} already there, {remaining} left, {failed} failed)")
     except ranks.Reported:  # rank 0 prints the error
         return 1
+    except RuntimeError as err:  # torch.distributed's error when a peer is gone (gloo: "Connection reset")
+        first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+        raise InputError(f"rank {world.rank} lost the other ranks ({first}): one of them stopped or failed",
+                         hint=f"every row measured so far is in {args.out}; the output above says which rank "
+                              "stopped first; rerun the same command to continue") from None
     dist.barrier()
     dist.destroy_process_group()
     return 0

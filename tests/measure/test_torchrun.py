@@ -87,6 +87,8 @@ def test_sigterm_leaves_valid_files_and_a_rerun_completes(tmp_path: Path) -> Non
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGTERM)  # what Slurm sends at the time limit, to the whole step
     _, err = proc.communicate(timeout=120)
+    assert "interrupted: every row measured so far" in err
+    assert "[rank0]: Traceback" not in err and "[rank1]: Traceback" not in err  # torchrun's own report aside
     partial = [k for f in families for k in _keys(out, f)]
     assert 10 <= len(partial) < 120, err[-2000:]
     assert len(partial) == len(set(partial))
