@@ -25,11 +25,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmp import files
 from llmp.commands.flags import positive_float, positive_int
 from llmp.errors import InputError, LlmpError
+
+if TYPE_CHECKING:
+    from llmp.measure.ranks import World
 
 COLLECTIVES = "collectives"
 
@@ -65,7 +68,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=positive_int, default=None,
                         help="ranks per node for collectives (default: GPUs, or 2 on CPU; under torchrun: its "
                              "--nproc-per-node)")
-    parser.add_argument("--nodes", type=positive_int, default=1,
+    parser.add_argument("--nodes", type=positive_int, default=None,
                         help="with --plan: nodes the run spans (collectives across nodes; default 1)")
     parser.add_argument("--node-id", help="catalog node id the collectives run on (default cpu_host on CPU)")
     parser.add_argument("--scale", type=positive_float, default=1.0,
@@ -140,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         raise InputError("--json goes with --plan (a sampling run writes sample files, not JSON)",
                          hint="drop --json, or add --plan")
+    if args.nodes is not None:
+        raise InputError("--nodes goes with --plan: a run spans the nodes torchrun started",
+                         hint="drop --nodes; start torchrun --nnodes N (see README: Sampling a cluster of your own)")
     from llmp.measure import ranks
 
     world = ranks.from_env()
@@ -206,7 +212,7 @@ def _launch_collectives(args: argparse.Namespace) -> int:
     return 0
 
 
-def _distributed(args: argparse.Namespace, world: Any, kernels: tuple[str, ...], collectives: bool) -> int:
+def _distributed(args: argparse.Namespace, world: World, kernels: tuple[str, ...], collectives: bool) -> int:
     """One rank of a torchrun world: collectives in every group shape, then this rank's kernel cases."""
     import torch
     import torch.distributed as dist
@@ -279,13 +285,11 @@ def _plan(args: argparse.Namespace) -> int:
     """``--plan``: the design priced on the catalog device, nothing measured."""
     from llmp.measure import estimate
 
-    if args.out is not None:
-        raise InputError("--plan measures nothing and writes no sample files", hint="drop --out")
     # By default the plan prices the kernels, and the collectives when --node-id names their node.
     kernels, collectives = families_of(args, 2 if args.node_id is not None else 1)
     plan = estimate.estimate(kernel_config(args, kernels), device_id=args.device_id,
                              collectives_too=collectives, per_stratum=collective_budget(args), node_id=args.node_id,
-                             nodes=args.nodes, ranks_per_node=args.nproc)
+                             nodes=args.nodes or 1, ranks_per_node=args.nproc)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=1))
     else:
