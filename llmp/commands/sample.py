@@ -285,6 +285,8 @@ def _plan(args: argparse.Namespace) -> int:
     """``--plan``: the design priced on the catalog device, nothing measured."""
     from llmp.measure import estimate
 
+    if args.minutes is not None:
+        raise InputError("--minutes bounds a run; --plan prices a design", hint="give --budget N or --per-operator K")
     # By default the plan prices the kernels, and the collectives when --node-id names their node.
     kernels, collectives = families_of(args, 2 if args.node_id is not None else 1)
     plan = estimate.estimate(kernel_config(args, kernels), device_id=args.device_id,

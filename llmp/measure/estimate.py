@@ -177,6 +177,11 @@ def estimate(config: sampling.SampleConfig, *, device_id: str | None, collective
         raise InputError("--plan --device cuda needs the GPU to price: --device-id ID",
                          hint="a catalog gpu id, e.g. --device-id h100_sxm5_80gb (llmp/hardware/catalog/)")
     device = catalog_device(device_id)
+    if (kind == "cpu") != (device.id == devices.CPU_ID):
+        raise InputError(f"--device {kind} samples {'the CPU' if kind == 'cpu' else 'GPUs'}, but --device-id "
+                         f"{device_id} is {'a GPU' if kind == 'cpu' else 'the CPU'}",
+                         hint="--device cuda --device-id GPU_ID for a GPU, --device cpu for this CPU")
+    dtypes = sampling.check_dtypes(kind, config.dtypes)
     node = None
     if collectives_too:
         node = catalog_node(device, node_id or (devices.CPU_NODE_ID if device.id == devices.CPU_ID else None))
@@ -185,7 +190,6 @@ def estimate(config: sampling.SampleConfig, *, device_id: str | None, collective
     per_node = ranks_per_node or (1 if node is None else int(node.gpus_per_node) if kind == "cuda" else 2)
     world = nodes * per_node
     ranges = config.ranges or design.RANGES[kind]
-    dtypes = config.dtypes or design.DEFAULT_DTYPES[kind]
     cases = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family,
                           config.per_stratum)
     rows = []

@@ -91,6 +91,9 @@ def init(world: World, device_kind: str) -> None:
     if device_kind == "cuda":
         import torch
 
+        if torch.cuda.device_count() == 0:
+            raise InputError("--device cuda: torch sees no CUDA device on this machine",
+                             hint=f"torch {torch.__version__} (CUDA build: {torch.version.cuda}); use --device cpu")
         if world.local_rank >= torch.cuda.device_count():
             raise InputError(f"local rank {world.local_rank} has no GPU: torchrun started {world.local_size} "
                              f"processes on this node, torch sees {torch.cuda.device_count()} GPUs",

@@ -104,6 +104,17 @@ def device(kind: str) -> torch.device:
     return torch.device("cpu")
 
 
+def check_dtypes(kind: str, dtypes: tuple[str, ...] | None) -> tuple[str, ...]:
+    """``dtypes`` (default: the device kind's), refused when the sampler cannot time them there."""
+    dtypes = dtypes or design.DEFAULT_DTYPES[kind]
+    bad = set(dtypes) - set(design.DTYPE_BYTES) | ({"fp16", "tf32"} & set(dtypes) if kind == "cpu" else set())
+    if bad:
+        raise InputError(f"unsupported dtypes {sorted(bad)} on {kind}",
+                         hint=f"{kind} supports {', '.join(design.DEFAULT_DTYPES[kind])}"
+                              + (", bf16" if kind == "cpu" else ""))
+    return tuple(dtypes)
+
+
 def file_of(out: Path, family: str, world: ranks.World | None) -> Path:
     """The file this process appends ``family``'s rows to (module docstring)."""
     return out / (f"{family}.csv" if world is None else f"{family}.rank{world.rank}.csv")
@@ -200,11 +211,7 @@ def run(config: SampleConfig) -> SampleReport:
     if unknown:
         raise InputError(f"unknown kernel families {unknown}", hint=f"choose from {', '.join(design.FAMILIES)}")
     dev = device(config.device)
-    dtypes = config.dtypes or design.DEFAULT_DTYPES[dev.type]
-    bad = sorted(set(dtypes) - set(design.DTYPE_BYTES))
-    if bad or (dev.type == "cpu" and {"fp16", "tf32"} & set(dtypes)):
-        raise InputError(f"unsupported dtypes {sorted(set(bad) | ({'fp16', 'tf32'} & set(dtypes)))} on {dev.type}",
-                         hint=f"{dev.type} supports {', '.join(design.DEFAULT_DTYPES[dev.type])}")
+    dtypes = check_dtypes(dev.type, config.dtypes)
     threads = config.threads
     if threads < 1:
         raise InputError(f"--threads must be at least 1, got {threads}")

@@ -57,3 +57,16 @@ def test_other_ranks_leave_the_message_to_rank_0(tmp_path, monkeypatch: pytest.M
         monkeypatch.setenv(name, value)
     assert main(["sample", "--out", str(tmp_path / "s"), "--nproc", "4"]) == 1
     assert capsys.readouterr().err == ""
+
+
+def test_cuda_under_torchrun_without_a_gpu_is_named(tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    for name, value in {**WORLD, "RANK": "0", "LOCAL_RANK": "0"}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["sample", "--out", str(tmp_path / "s"), "--device", "cuda"]) == 1
+    err = capsys.readouterr().err
+    assert "torch sees no CUDA device" in err and "--device cpu" in err
