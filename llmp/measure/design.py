@@ -16,6 +16,7 @@ are the strings of ``llmp.analytic.kernels`` (``Family``, ``Pass``, ``Elementwis
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -72,6 +73,13 @@ class Case:
 
     def dim(self, name: str) -> int:
         return dict(self.dims)[name]
+
+    @property
+    def stratum(self) -> tuple[str, str, str, str]:
+        """(family, variant, pass, dtype): the operator and pass this case is a sample of, the unit
+        ``llmp fit --budget K`` counts (``residuals.model.stratum_of`` of its kernel; a GEMM's role
+        is no variant there: a dgrad and a wgrad are both backward GEMMs)."""
+        return self.family, "" if self.family == "gemm" else self.variant, self.pass_, self.dtype
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -363,10 +371,45 @@ def cases(family: str, ranges: Ranges, dtypes: tuple[str, ...], seed: int) -> It
         start += block
 
 
+SCAN = 4096
+"""Cases of a family's design read to learn which strata it draws (:func:`per_stratum_prefix`): every
+stratum of every family appears within the first few hundred cases of the shipped ranges."""
+
+
+@functools.lru_cache(maxsize=64)
+def _scan(family: str, ranges: Ranges, dtypes: tuple[str, ...], seed: int) -> list[Case]:
+    """The first :data:`SCAN` cases of a family's design (drawing them is the slow part of a plan)."""
+    return list(itertools.islice(cases(family, ranges, dtypes, seed), SCAN))
+
+
+def per_stratum_prefix(family: str, ranges: Ranges, dtypes: tuple[str, ...], seed: int, k: int) -> list[Case]:
+    """The shortest prefix of the family's design holding ``k`` cases of every stratum it draws
+    (:attr:`Case.stratum`; all of a stratum's cases when it has fewer than ``k`` in :data:`SCAN`).
+
+    ``k`` samples per (operator, pass) is what ``llmp fit --budget K`` adapts with, so this is the
+    run a new GPU needs for that k; a prefix (not a pick) keeps the design's resume order."""
+    scanned = _scan(family, ranges, dtypes, seed)
+    have: dict[tuple[str, str, str, str], int] = {}
+    for c in scanned:
+        have[c.stratum] = have.get(c.stratum, 0) + 1
+    need = {s: min(k, n) for s, n in have.items()}
+    seen: dict[tuple[str, str, str, str], int] = {}
+    for i, c in enumerate(scanned):
+        seen[c.stratum] = seen.get(c.stratum, 0) + 1
+        if all(seen.get(s, 0) >= n for s, n in need.items()):
+            return scanned[:i + 1]
+    return list(scanned)
+
+
 def design(families: tuple[str, ...], ranges: Ranges, dtypes: tuple[str, ...], seed: int,
-           per_family: int) -> list[Case]:
-    """``per_family`` cases of each family, interleaved round-robin (so a time-boxed run is balanced)."""
+           per_family: int, per_stratum: int | None = None) -> list[Case]:
+    """``per_family`` cases of each family (or, with ``per_stratum``, :func:`per_stratum_prefix`),
+    interleaved round-robin (so a time-boxed run is balanced)."""
     columns = []
     for fam in families:
-        columns.append(list(itertools.islice(cases(fam, ranges, dtypes, seed), per_family)))
-    return [col[i] for i in range(per_family) for col in columns if i < len(col)]
+        if per_stratum is None:
+            columns.append(list(itertools.islice(cases(fam, ranges, dtypes, seed), per_family)))
+        else:
+            columns.append(per_stratum_prefix(fam, ranges, dtypes, seed, per_stratum))
+    longest = max((len(col) for col in columns), default=0)
+    return [col[i] for i in range(longest) for col in columns if i < len(col)]

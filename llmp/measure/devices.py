@@ -14,6 +14,8 @@ from __future__ import annotations
 from llmp.hardware import names
 
 CPU_ID = "cpu"
+CPU_NODE_ID = "cpu_host"
+"""The catalog node a CPU sampler's processes run on (gloo over loopback; ``llmp fit`` reads its links)."""
 
 
 def catalog_id(kind: str, device_name: str) -> str | None:

@@ -5,6 +5,13 @@ key is a function of its case, rows are appended one complete line at a time as 
 measured (``samplefile.py``), and a rerun skips keys already on disk. Kill it at any moment and
 rerun: no row is lost, none is duplicated.
 
+Under torchrun (:mod:`~llmp.measure.ranks`) every rank measures its share of the cases not on
+disk yet (:func:`share`) and appends them to its own files,
+``DIR/<family>.rank<R>.csv``: one writer per file, so ranks on many nodes never interleave writes
+to one file on a shared file system, and a node without a shared ``DIR`` keeps its own rows. The
+keys already measured are gathered from every rank's view of ``DIR`` (the files of every rank and
+of single-process runs), so a rerun with another world size skips exactly what is done.
+
 Torch and numpy only (``rich`` for the progress bar when installed, plain text otherwise), so
 a bare GPU node with a checkout and torch can sample.
 """
@@ -12,6 +19,7 @@ a bare GPU node with a checkout and torch can sample.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,8 +28,8 @@ from pathlib import Path
 import torch
 
 from llmp import __version__, files
-from llmp.errors import InputError
-from llmp.measure import bench, design, devices, timing
+from llmp.errors import InputError, LlmpError
+from llmp.measure import bench, design, devices, ranks, timing
 from llmp.residuals import samplefile
 
 DESIGN_VERSION = "halton-llm-v1"
@@ -45,6 +53,9 @@ class SampleConfig:
     """Element dtypes; default per device kind (``design.DEFAULT_DTYPES``)."""
     per_family: int = 40
     """Cases per family (``--budget``): the design prefix this run completes."""
+    per_stratum: int | None = None
+    """Instead of ``per_family``: k cases of every (operator, pass) (``--per-operator``,
+    :func:`design.per_stratum_prefix`)."""
     minutes: float | None = None
     """Wall-clock limit; the run stops cleanly and a rerun continues where it stopped."""
     seed: int = 0
@@ -61,6 +72,10 @@ class SampleConfig:
     """Shape ranges; default ``design.RANGES[device]`` (narrower ranges make a quicker run)."""
     target_s: float = 0.15
     """Timed repeats per case fill about this many seconds (at least 5 repeats)."""
+    world: ranks.World | None = None
+    """The torchrun world this rank belongs to (its process group started); None: one process."""
+    deadline: float | None = None
+    """``time.monotonic()`` past which no case starts; default ``minutes`` from the start of ``run``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,7 +92,8 @@ class SampleReport:
     meta: dict[str, object] = field(default_factory=dict)
 
 
-def _device(kind: str) -> torch.device:
+def device(kind: str) -> torch.device:
+    """The device this process times: the CPU, or its GPU (under torchrun, its local rank's)."""
     if kind == "cuda":
         if not torch.cuda.is_available():
             raise InputError("--device cuda: torch sees no CUDA device on this machine",
@@ -86,6 +102,63 @@ def _device(kind: str) -> torch.device:
     if kind != "cpu":
         raise InputError(f"unknown device kind {kind!r}", hint="use --device cpu or --device cuda")
     return torch.device("cpu")
+
+
+def check_dtypes(kind: str, dtypes: tuple[str, ...] | None) -> tuple[str, ...]:
+    """``dtypes`` (default: the device kind's), refused when the sampler cannot time them there."""
+    dtypes = dtypes or design.DEFAULT_DTYPES[kind]
+    bad = set(dtypes) - set(design.DTYPE_BYTES) | ({"fp16", "tf32"} & set(dtypes) if kind == "cpu" else set())
+    if bad:
+        raise InputError(f"unsupported dtypes {sorted(bad)} on {kind}",
+                         hint=f"{kind} supports {', '.join(design.DEFAULT_DTYPES[kind])}"
+                              + (", bf16" if kind == "cpu" else ""))
+    return tuple(dtypes)
+
+
+def file_of(out: Path, family: str, world: ranks.World | None) -> Path:
+    """The file this process appends ``family``'s rows to (module docstring)."""
+    return out / (f"{family}.csv" if world is None else f"{family}.rank{world.rank}.csv")
+
+
+DEVICE_FIELDS = ("device_kind", "device_name", "device_id")
+"""What says which device a sample file was measured on."""
+
+
+def done_keys(out: Path, family: str, meta: dict[str, object]) -> set[str]:
+    """Keys of ``family`` already in ``out`` (every rank's file and a single-process run's),
+    refusing files of another setup (:data:`samplefile.RESUME_MUST_MATCH`): their rows would be
+    skipped here and mixed there."""
+    keys: set[str] = set()
+    pattern = re.compile(rf"{re.escape(family)}(\.rank\d+)?\.csv")
+    for path in sorted(p for p in out.glob(f"{family}*.csv") if pattern.fullmatch(p.name)):
+        table = samplefile.read(path)
+        for name in samplefile.RESUME_MUST_MATCH:
+            if table.meta.get(name) != meta.get(name):
+                raise InputError(f"{path} was sampled with {name}={table.meta.get(name)!r}, this run has "
+                                 f"{meta.get(name)!r}; resuming would mix two setups in one sample directory",
+                                 hint="sample into a new --out directory, or rerun with the original settings")
+        keys.update(row["key"] for row in table.rows)
+    return keys
+
+
+def share(todo: list[design.Case], rank: int, size: int) -> list[design.Case]:
+    """The cases ``rank`` of ``size`` measures: one of each block of ``size`` consecutive cases, the
+    choice rotating by block, so that every rank gets its share of every family although the
+    design interleaves families round-robin (a plain ``todo[rank::size]`` hands two ranks of a
+    two-family run one family each)."""
+    return [c for i, c in enumerate(todo) if (i + i // size) % size == rank]
+
+
+def check_device(out: Path, meta: dict[str, object]) -> None:
+    """Refuse a sample directory holding any file measured on another device (a copied or reused
+    ``--out``): ``llmp fit DIR`` would fit both devices' rows as one."""
+    for path in sorted(out.glob("*.csv")):
+        table = samplefile.read(path)
+        if any(name in table.meta and table.meta.get(name) != meta.get(name) for name in DEVICE_FIELDS):
+            theirs, ours = (f"'{m.get('device_name')}' ({m.get('device_kind')}, catalog id {m.get('device_id')})"
+                            for m in (table.meta, meta))
+            raise InputError(f"{path} holds samples of another device: {theirs}; this machine is {ours}",
+                             hint="sample each device into its own --out directory")
 
 
 def header(config: SampleConfig, dev: torch.device, threads: int) -> dict[str, object]:
@@ -137,12 +210,8 @@ def run(config: SampleConfig) -> SampleReport:
     unknown = sorted(set(config.families) - set(design.FAMILIES))
     if unknown:
         raise InputError(f"unknown kernel families {unknown}", hint=f"choose from {', '.join(design.FAMILIES)}")
-    dev = _device(config.device)
-    dtypes = config.dtypes or design.DEFAULT_DTYPES[dev.type]
-    bad = sorted(set(dtypes) - set(design.DTYPE_BYTES))
-    if bad or (dev.type == "cpu" and {"fp16", "tf32"} & set(dtypes)):
-        raise InputError(f"unsupported dtypes {sorted(set(bad) | ({'fp16', 'tf32'} & set(dtypes)))} on {dev.type}",
-                         hint=f"{dev.type} supports {', '.join(design.DEFAULT_DTYPES[dev.type])}")
+    dev = device(config.device)
+    dtypes = check_dtypes(dev.type, config.dtypes)
     threads = config.threads
     if threads < 1:
         raise InputError(f"--threads must be at least 1, got {threads}")
@@ -153,12 +222,34 @@ def run(config: SampleConfig) -> SampleReport:
     cache = timing.cache_bytes(dev)  # as recorded in meta
     ranges = config.ranges or design.RANGES[dev.type]
     meta["ranges"] = dataclasses.asdict(ranges)
-    plan = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family)
-    appenders = {f: samplefile.Appender(config.out / f"{f}.csv", columns(f), meta) for f in config.families}
-    todo = [c for c in plan if c.key not in appenders[c.family].keys]
+    world = config.world
+    if world is not None:
+        meta.update(rank=world.rank, world=world.size, ranks_per_node=world.local_size)
+    plan = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family, config.per_stratum)
+    done, error = set(), None
+    try:
+        check_device(config.out, meta)
+        for f in config.families:
+            done |= done_keys(config.out, f, meta)
+    except LlmpError as err:
+        error = err
+    if world is not None:  # every rank's view of DIR (a node-local DIR holds that node's rows only)
+        ranks.agree(error)
+        views: list[object] = [None] * world.size
+        torch.distributed.all_gather_object(views, sorted(done))
+        done = set().union(*(set(v) for v in views))  # type: ignore[call-overload]
+    elif error is not None:
+        raise error
+    todo = [c for c in plan if c.key not in done]
     existing = len(plan) - len(todo)
-    deadline = None if config.minutes is None else time.monotonic() + 60 * config.minutes
+    if world is not None:
+        todo = share(todo, world.rank, world.size)
+    appenders = {f: samplefile.Appender(file_of(config.out, f, world), columns(f), meta, sync=True)
+                 for f in config.families}
     start = time.monotonic()
+    deadline = config.deadline
+    if deadline is None and config.minutes is not None:
+        deadline = start + 60 * config.minutes
     failed: list[tuple[str, str]] = []
     measured = 0
     bar = _Progress(len(todo), config.progress)

@@ -90,9 +90,13 @@ def read(path: str | Path) -> SampleTable:
 class Appender:
     """Open (or create) a sample file for appending rows one complete line at a time."""
 
-    def __init__(self, path: str | Path, columns: tuple[str, ...], meta: dict[str, object]) -> None:
+    def __init__(self, path: str | Path, columns: tuple[str, ...], meta: dict[str, object], *,
+                 sync: bool = False) -> None:
         self.path = Path(path)
         self.columns = columns
+        self.sync = sync
+        """``fsync`` after every row: a sampler's rows survive a crashed node, not only a killed
+        process (an importer writing thousands of rows it can rewrite does not pay for it)."""
         self.keys: set[str] = set()
         if self.path.exists() and self.path.stat().st_size > 0:
             self._resume(meta)
@@ -127,6 +131,8 @@ class Appender:
         written = os.write(self._fd, line)
         if written != len(line):  # a short write on a regular file means the disk is full
             raise InputError(f"short write to {self.path} (disk full?)")
+        if self.sync:
+            os.fsync(self._fd)
         self.keys.add(str(row["key"]))
 
     def close(self) -> None:

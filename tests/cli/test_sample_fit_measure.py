@@ -68,7 +68,7 @@ def test_collectives_through_torchrun_and_fit(tmp_path):
     samples = tmp_path / "coll"
     assert main(["sample", "--out", str(samples), "--families", "collectives", "--nproc", "2", "--budget", "2"]) == 0
     table = samplefile.read(samples / "collectives.csv")
-    assert {r["key"] for r in table.rows} == {c.key for c in collectives.plan(2, "cpu", 2, 0)}
+    assert {r["key"] for r in table.rows} == {c.key for c in collectives.plan(2, 1, "cpu", 2, 0)}
     assert {r["kind"] for r in table.rows} == set(collectives.KINDS)
     assert table.meta["backend"] == "gloo" and table.meta["node_id"] == "cpu_host"
     assert all(r["tier"] == "intra" and int(r["group"]) == int(r["ranks_per_node"]) == 2 for r in table.rows)

@@ -53,7 +53,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     families = ("copy", "elementwise", "norm")
     per_family = 20
     code = ("import sys; from pathlib import Path; sys.path.insert(0, 'tests/measure'); from tiny_ranges import "
-            "TINY; import llmp.measure.sampling as sampling, llmp.measure.step, "
+            "TINY; import llmp.measure.sampling as sampling, llmp.measure.step, llmp.measure.ranks, "
             f"llmp.measure.collectives, llmp.commands.sample, llmp.cli; heavy = [m for m in {HEAVY!r} if m in "
             f"sys.modules]; assert not heavy, heavy; sampling.run(sampling.SampleConfig(out=Path({str(tmp_path)!r}), "
             f"families={families!r}, ranges=TINY, per_family={per_family}, target_s=0.02, progress=False))")
