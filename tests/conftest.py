@@ -6,11 +6,17 @@ set, and ``thorough`` (1,000 random examples per property, for the scaling-law p
 on their own: ``LLMP_HYPOTHESIS_PROFILE=thorough python -m pytest tests/analytic/test_scaling.py``).
 Deadlines are off in both: the first example of a test may build the grammar or import SymPy, and
 a timing flake is not a finding.
+
+Each pytest-xdist worker is one process per core, so the threaded libraries (XGBoost's and torch's
+OpenMP pools) run one thread each: a pool per worker sized to every core oversubscribes the
+machine, and its spinning threads doubled the suite's CPU time.
 """
 
 from __future__ import annotations
 
 import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before any test module imports xgboost or torch
 
 import pytest
 from hypothesis import HealthCheck, settings
