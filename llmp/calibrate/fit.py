@@ -36,9 +36,10 @@ How far the runs may move the factors is itself estimated from the runs (empiric
 evidence approximation: MacKay, "Bayesian interpolation", Neural Computation 4(3), 1992; Bishop,
 *Pattern Recognition and Machine Learning*, 2006, sec. 3.5). The prior's two parts get a scale
 each, ``theta ~ N(0, a S_shift + b S_own)``: ``S_shift`` the shift every device group shares,
-``S_own`` each group's own error. With the noise, ``a`` and ``b`` maximise the marginal likelihood
-of the runs, linearised at the current factors (:func:`hyper`), under a scaled inverse chi-square
-hyperprior on the noise of ``NOISE_PSEUDO_ROWS`` pseudo-runs at the prior noise. So a part moves
+``S_own`` each group's own error. ``a`` and ``b`` maximise the marginal likelihood of the runs,
+linearised at the current factors, with the noise integrated out under a scaled inverse
+chi-square hyperprior of ``NOISE_PSEUDO_ROWS`` pseudo-runs at the prior noise, and a log-uniform
+hyperprior on each part's variance as the runs see it (:func:`hyper`). So a part moves
 only as far as the runs show it beyond their own scatter: runs that agree with the uncalibrated
 model within their spread give ``a = 0`` and the factors stay at the prior (the zero-shot
 prediction, never worse than it by more than chance); a shift every run shows is followed; group
@@ -49,7 +50,9 @@ the band's spread (``Posterior.noise``).
 Fit: at those scales and noise, the maximum a posteriori point (Levenberg-Marquardt on the
 whitened residuals, ``omega`` projected onto ``>= 0``); then the scales and noise again at that
 point, until they repeat (``HYPER_ITERATIONS``). Whether there is an overhead at all is a choice
-between two models, with and without it, by their Laplace evidence (Bayesian Occam's razor): on
+between two models, with and without it, each with its own scales, by their evidence (the
+marginal likelihood :func:`hyper` maximises, the overhead's half-normal read on its half line;
+Bayesian Occam's razor): on
 runs of one length an added second and a multiplied factor explain the data equally and the
 simpler, multiplicative model wins (it carries a correction to configurations of other sizes
 neutrally); an overhead is fitted only when runs of different lengths show one
@@ -149,8 +152,9 @@ def hyper(jac: np.ndarray, pseudo: np.ndarray, prior: Prior) -> Hyper:
     N(0, noise^2)``, times the noise's scaled inverse chi-square hyperprior and, per part (shift,
     own factors, overhead), a log-uniform hyperprior on the variance the runs see of it (``scale g
     + noise^2 / k``, ``g`` the part's mean variance per run at scale 1; the overhead's scale is 1
-    or, without its column, 0), maximised on :data:`SCALES` x :data:`SCALES` x :data:`NOISES`
-    (every point of the grid at once).
+    or, without its column, 0). The noise is integrated out on :data:`NOISES` and the scales
+    maximised on :data:`SCALES` x :data:`SCALES` (every point of the grid at once); the noise
+    returned is its posterior mean (root mean square) at those scales.
 
     The scale hyperprior is what keeps few runs from costing accuracy. With one part and k runs
     whose mean misfit is ``m`` (standard error ``s``), the flat hyperprior moves the model by
@@ -183,10 +187,16 @@ def hyper(jac: np.ndarray, pseudo: np.ndarray, prior: Prior) -> Hyper:
     per_run = var[:, 0] / k
     log_scale = (-np.log(scales[:, None, None] * seen[0] + per_run) - np.log(scales[None, :, None] * seen[1] + per_run)
                  - np.log(seen[2] + per_run))
-    objective = -0.5 * (logdet + quad) + log_hyper + log_scale
-    s, c, m = np.unravel_index(int(np.argmax(objective)), objective.shape)
-    return Hyper(shift=float(scales[s]), contrast=float(scales[c]), noise=float(NOISES[m] * prior.noise),
-                 evidence=float(objective[s, c, m]))
+    # the noise integrated out, not maximised: three runs barely know it, and its maximum would
+    # understate it (the grid is even in log noise: d noise^2 = 2 noise^2 d log noise)
+    joint = -0.5 * (logdet + quad) + log_hyper + log_scale + np.log(var[:, 0])
+    top = joint.max(axis=-1, keepdims=True)
+    weight = np.exp(joint - top)
+    evidence = top[..., 0] + np.log(weight.sum(-1))  # (s, c)
+    s, c = np.unravel_index(int(np.argmax(evidence)), evidence.shape)
+    mean_var = float(weight[s, c] @ var[:, 0] / weight[s, c].sum())
+    return Hyper(shift=float(scales[s]), contrast=float(scales[c]), noise=math.sqrt(mean_var),
+                 evidence=float(evidence[s, c]))
 
 
 def fit(rows: Sequence[Priced], measured_s: Sequence[float], term: CompositionTerm) -> Posterior:
