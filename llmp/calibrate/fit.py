@@ -91,7 +91,8 @@ OVERHEAD_EVIDENCE = 1.0
 """Log Bayes factor above which the overhead is fitted: "positive" evidence on Kass and Raftery's
 scale (J. Am. Stat. Assoc. 90, 1995, sec. 3.2: 2 ln B > 2), so a near tie keeps the simpler model."""
 HYPER_ITERATIONS = 6
-"""Rounds of (scales and noise at the factors, factors at them); they settle in two to four."""
+"""Most rounds of (scales and noise at the factors, factors at them); they end early when the
+scales and the noise repeat."""
 SCALES: tuple[float, ...] = (0.0, *(float(v) for v in np.geomspace(1e-3, 16.0, 60)))
 """The grid of the prior's scales: 0 (the factor held at the uncalibrated model), then 0.001 to 16
 times the zero-shot variance in steps of 18%; 16 (four times its width) lets runs far outside the
@@ -141,8 +142,8 @@ class Hyper:
     """Multiplies the prior variance of each group's own factor."""
     noise: float
     evidence: float
-    """The maximised log marginal likelihood with the hyperpriors (up to a constant shared by the
-    models with and without an overhead)."""
+    """The log marginal likelihood with the hyperpriors at these scales, the noise integrated out
+    (up to a constant shared by the models with and without an overhead)."""
 
 
 def hyper(jac: np.ndarray, pseudo: np.ndarray, prior: Prior) -> Hyper:
@@ -263,9 +264,8 @@ class _Solution:
         """The spread of one new run around the calibrated model: the posterior mean of the noise
         variance, ``(nu s0^2 + RSS) / (nu + k - p_eff - 2)`` (scaled inverse chi-square with
         ``nu = NOISE_PSEUDO_ROWS`` pseudo-runs at ``s0 = prior_noise``; ``p_eff`` the effective
-        number of fitted parameters, ``inner`` the Laplace covariance). The fit itself works at the
-        posterior mode; a band needs what the runs leave unknown of the noise too, so it reads the
-        mean (with three pseudo-runs and three runs, 1.5 times the mode's variance)."""
+        number of fitted parameters, ``inner`` the Laplace covariance), at the fitted point: the
+        misfit the factors leave, with what the runs leave unknown of the noise."""
         p_eff = float(np.trace(self.jacobian @ inner @ self.jacobian.T)) / self.noise**2
         dof = NOISE_PSEUDO_ROWS + max(len(self.misfit) - p_eff, 0.0) - 2
         return math.sqrt((NOISE_PSEUDO_ROWS * prior_noise**2 + float(self.misfit @ self.misfit)) / dof)
