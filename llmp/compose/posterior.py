@@ -207,7 +207,8 @@ class Posterior:
                                    source=f"{what}, fitted on {runs}"))
         terms.append(band.Term(name="residual", kind="residual", sigma_below=self.noise, sigma_above=self.noise,
                                share=share["residual"], source=(
-                                   "spread of one run around the calibrated model (the dev sources' within-stack "
-                                   f"spread, {NOISE_PSEUDO_ROWS:g} pseudo-runs, updated with the rows' residuals)")))
+                                   "spread of one new run around the calibrated model: the posterior mean of the "
+                                   f"noise variance ({NOISE_PSEUDO_ROWS:g} pseudo-runs at the dev sources' "
+                                   f"within-stack spread, and the {self.rows} runs' misfit)")))
         return band.Band(low=low, high=high, level=level, draws=draws, method="calibrated", terms=tuple(terms),
                          uncovered=())
