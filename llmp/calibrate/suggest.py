@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmp import dsl
 from llmp.calibrate.fit import prior_of
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
@@ -34,7 +33,9 @@ from llmp.compose.correction import Residuals
 from llmp.compose.posterior import PARAMS, step_times
 from llmp.compose.predictor import Priced, priced
 from llmp.errors import InfeasibleError, InputError
+from llmp.progress import Progress, tick
 from llmp.search import load, search
+from llmp.search.space import row_spec
 
 STEP = 1e-2
 """Finite-difference step of the log factors (1%): the step's elasticity to each group."""
@@ -106,21 +107,27 @@ def design(rows: np.ndarray, precision: np.ndarray, noise: float, n: int) -> tup
 
 def suggest(spec: str | os.PathLike[str], n: int, *, gpus: Sequence[int] = (), sets: Sequence[str] = (),
             residuals: Residuals | str | os.PathLike[str] | None = "default", term: CompositionTerm | None = None,
-            candidates: int = 60) -> Suggestion:
+            candidates: int = 60, progress: Progress | None = None) -> Suggestion:
     """The ``n`` runs of ``spec``'s layouts (on ``gpus`` GPUs, or its own count) worth measuring to
     calibrate its stack on its cluster (``llmp calibrate --suggest N``); ``candidates``: how many of
-    the fastest feasible layouts are considered."""
+    the fastest feasible layouts are considered; ``progress``: told of each candidate priced.
+
+    The search ranks the layouts by the roofline composition (``residuals=None``: the set of the
+    ``candidates`` fastest is the same, and no band is drawn for them); each candidate's spec is
+    the loaded spec with the search's fields replaced (``search.space.row_spec``), not the text
+    parsed again."""
     if not 1 <= n <= 50:
         raise InputError(f"--suggest needs a count of runs from 1 to 50, got {n}",
                          hint="three to five runs are what a calibration usually needs")
     source = os.fspath(spec)
     loaded, resolve = load(source, sets)
-    found = search(loaded, gpus=gpus, layouts=not gpus, top=candidates, resolve=resolve)
+    found = search(loaded, gpus=gpus, layouts=not gpus, top=candidates, resolve=resolve, residuals=None)
     rows: list[tuple[tuple[str, ...], Priced]] = []
-    for c in found.ranked:
-        overrides = (*sets, *c.overrides())
+    for i, c in enumerate(found.ranked):
+        tick(progress, i, len(found.ranked))
+        layout = row_spec(loaded, {p: np.asarray([v], dtype=object) for p, v in c.config.items()}, 0)
         try:
-            rows.append((overrides, priced(dsl.load(source, overrides), residuals)))
+            rows.append(((*sets, *c.overrides()), priced(layout, residuals)))
         except InfeasibleError:
             continue
     if not rows:
@@ -130,6 +137,7 @@ def suggest(spec: str | os.PathLike[str], n: int, *, gpus: Sequence[int] = (), s
     prior = prior_of([p for _, p in rows], term)
     t_ref = min(float(p.step_time(p.times)) for _, p in rows)
     jac = np.asarray([elasticities(p, t_ref) for _, p in rows])
+    tick(progress, len(found.ranked), len(found.ranked))
     groups = len(PARAMS) - 1
     precision = np.zeros((len(PARAMS), len(PARAMS)))
     precision[:groups, :groups] = np.linalg.inv(prior.covariance)

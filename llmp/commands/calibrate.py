@@ -62,7 +62,9 @@ def _table(cal) -> str:
     overhead = (f"{format_time(post.overhead_s)} per step" if post.overhead_s > 0 else
                 "none (runs of these lengths do not show one)")
     lines += [f"  {'overhead':<10} {overhead}   (log Bayes factor for an overhead {post.overhead_log_bayes:+.2f})",
-              f"run-to-run spread (log sd) {post.noise:.3f}", "",
+              f"how far the runs moved the prior: shared shift x{post.scale_shift:.3g} of its zero-shot variance, "
+              f"each group's own x{post.scale_contrast:.3g} (0: held at the uncalibrated model)",
+              f"run-to-run spread (log sd, one new run) {post.noise:.3f}", "",
               f"{'row':<36}{'measured':>12}{'zero-shot':>12}{'calibrated':>12}"]
     for r in basis.rows:
         lines.append(f"{r.key:<36}{format_time(r.measured_s):>12}{format_time(r.predicted_s):>12}"
@@ -93,8 +95,9 @@ def _suggest(args: argparse.Namespace) -> int:
     if args.csv or args.output:
         raise InputError("--suggest proposes runs to measure; it reads no measurements and writes no calibration",
                          hint="drop the CSV files and -o, or drop --suggest to calibrate")
-    result = suggest(args.spec, args.suggest, gpus=args.gpus, sets=args.set,
-                     residuals="none" if args.no_residuals else args.residuals)
+    with bar("pricing candidate runs", quiet=args.quiet) as advance:
+        result = suggest(args.spec, args.suggest, gpus=args.gpus, sets=args.set,
+                         residuals="none" if args.no_residuals else args.residuals, progress=advance)
     print(json.dumps(result.to_dict(), indent=1) if args.json else _suggestion(result))
     return 0
 

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic.kernels import Collective, CollectiveKind
-from llmp.analytic.op import OpGraph
+from llmp.analytic.op import OpGraph, Scope
 from llmp.compose.correction import Correction
 from llmp.errors import InputError, ResidualSchemaError
 from llmp.stacks.host import Spread
@@ -223,6 +223,23 @@ class OpErrors:
     """Per family: every op of it was corrected by a store."""
     sources: tuple[str, ...]
     """Per family: where its width comes from."""
+    weight: np.ndarray
+    """Per op: how many times its time counts in a step (its count, times the layers of a chunk
+    for a per-layer op), to weigh its error within its family."""
+    widen: np.ndarray
+    """Per op: how many times wider its interval is for lying outside its store's domain
+    (``llmp.residuals.store.OUT_OF_DOMAIN_WIDEN``, else 1)."""
+
+    def widened(self, times: Sequence[float]) -> dict[str, float]:
+        """Per family: the part of its variance that is the out-of-domain widening, its ops'
+        errors weighed by their time in the step (``1 - (sum w t sigma / widen)^2 / (sum w t sigma)^2``)."""
+        w = np.asarray(times, float) * self.weight * self.sigma
+        out = {}
+        for i, f in enumerate(self.families):
+            mine = self.column == i
+            total = float(w[mine].sum())
+            out[f] = 1.0 - (float((w[mine] / self.widen[mine]).sum()) / total) ** 2 if total > 0 else 0.0
+        return out
 
 
 def op_errors(graph: OpGraph, corr: Correction, device_id: str) -> OpErrors:
@@ -251,8 +268,13 @@ def op_errors(graph: OpGraph, corr: Correction, device_id: str) -> OpErrors:
                 sigma[i] = w.sigma
         fam_covered.append(False)
         fam_source.append(w.source)
+    from llmp.residuals.store import OUT_OF_DOMAIN_WIDEN
+
+    per_layer = float(graph.layers_per_chunk)
+    weight = np.asarray([float(op.count) * (per_layer if op.scope is Scope.LAYER else 1.0) for op in graph.ops])
+    ood = np.zeros(n, bool) if corr.out_of_domain is None else np.asarray(corr.out_of_domain, bool) & covered
     return OpErrors(sigma=sigma, column=column, families=tuple(families), covered=tuple(fam_covered),
-                    sources=tuple(fam_source))
+                    sources=tuple(fam_source), weight=weight, widen=np.where(ood, OUT_OF_DOMAIN_WIDEN, 1.0))
 
 
 # -- the band ----------------------------------------------------------------------------------
@@ -270,10 +292,26 @@ class Term:
     share: float
     """First-order share of the variance of log step time (all terms sum to 1)."""
     source: str
+    out_of_domain: float = 0.0
+    """The part of ``share`` that is the out-of-domain widening of the family's store intervals
+    (``OpErrors.widened``); 0 for every other kind."""
+
+    @property
+    def part(self) -> str:
+        """Which of the band's parts (``Band.parts``) the term's width belongs to."""
+        return PARTS[self.kind]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "sigma_below": self.sigma_below,
-                "sigma_above": self.sigma_above, "share": self.share, "source": self.source}
+                "sigma_above": self.sigma_above, "share": self.share, "out_of_domain": self.out_of_domain,
+                "source": self.source}
+
+
+PARTS = {"store": "operator_intervals", "roofline": "roofline_errors", "host": "host", "composition": "composition",
+         "calibration": "calibration", "residual": "run_to_run"}
+"""The band's parts by term kind: the residual stores' intervals (with ``out_of_domain``, their
+widening carved out), the roofline's measured error where no store serves, the host CPU, the
+composition term, a calibration's factors and its run-to-run spread."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -313,9 +351,20 @@ class Band:
                          "measured error for them")
         return lines
 
+    @property
+    def parts(self) -> dict[str, float]:
+        """The share of the band's width from each part (``PARTS``, and ``out_of_domain``: the
+        stores' widening outside their domains); they sum to 1 as the terms do."""
+        out: dict[str, float] = {}
+        for t in self.terms:
+            out[t.part] = out.get(t.part, 0.0) + t.share * (1.0 - t.out_of_domain)
+            if t.out_of_domain > 0:
+                out["out_of_domain"] = out.get("out_of_domain", 0.0) + t.share * t.out_of_domain
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"low": self.low, "high": self.high, "level": self.level, "draws": self.draws,
-                "method": self.method, "uncovered": list(self.uncovered),
+                "method": self.method, "uncovered": list(self.uncovered), "parts": self.parts,
                 "terms": [t.to_dict() for t in sorted(self.terms, key=lambda t: -t.share)]}
 
 
@@ -360,13 +409,14 @@ def zero_shot(compose: Callable[..., Any], times: Sequence[float], errors: OpErr
     log_t = np.broadcast_to(np.log(compose_draws(compose, times, errors.sigma, z[:, errors.column],
                                                  None if eta_host is None else np.exp(eta_host))),
                             (draws,)).copy()  # no error: one value
-    return with_term(log_t, z, errors, term, level, host, eta_host)
+    return with_term(log_t, z, errors, term, level, host, eta_host, widened=errors.widened(times))
 
 
 def with_term(log_t: np.ndarray, z: np.ndarray, errors: OpErrors, term: CompositionTerm, level: float,
-              host: Spread | None = None, eta_host: np.ndarray | None = None) -> Band:
+              host: Spread | None, eta_host: np.ndarray | None, *, widened: Mapping[str, float]) -> Band:
     """The band from the draws ``log_t`` (taken with the family columns of ``z`` and, where there
-    is a host, its column ``-2`` as ``eta_host``) and ``term`` (drawn from the last column)."""
+    is a host, its column ``-2`` as ``eta_host``) and ``term`` (drawn from the last column);
+    ``widened``: per family, the part of its width that is out-of-domain widening."""
     eta = two_piece(z[:, -1], term.below, term.above)
     log_y = log_t + eta
     low, high = quantiles(log_y, level)
@@ -379,7 +429,8 @@ def with_term(log_t: np.ndarray, z: np.ndarray, errors: OpErrors, term: Composit
     for i, f in enumerate(errors.families):
         if widths[f] > 0:
             terms.append(Term(name=f, kind="store" if errors.covered[i] else "roofline", sigma_below=widths[f],
-                              sigma_above=widths[f], share=share[f], source=errors.sources[i]))
+                              sigma_above=widths[f], share=share[f], source=errors.sources[i],
+                              out_of_domain=widened[f]))
     if host is not None:
         terms.append(Term(name="host", kind="host", sigma_below=host.below, sigma_above=host.above,
                           share=share["host"], source=host.source))

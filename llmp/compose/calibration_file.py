@@ -29,8 +29,9 @@ from llmp.dsl.spec import Spec
 from llmp.errors import InputError
 
 FORMAT = "llmp-calibration"
-VERSION = 2
-"""2: a factor on the host thread (the host group); version 1 files predate it and are refused."""
+VERSION = 3
+"""3: the prior's scales estimated from the runs (``scale_shift``, ``scale_contrast``); 2: a factor
+on the host thread (the host group). Older files are refused (write them again)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -198,10 +199,12 @@ def _posterior(r: _Reader, d: Mapping[str, Any], where: str) -> Posterior:
                   noise=r.get(p, "noise", float, at))
     t_ref, noise = r.get(d, "t_ref_s", float, where), r.get(d, "noise", float, where)
     rows = r.get(d, "rows", int, where)
-    if t_ref <= 0 or noise <= 0 or rows < 1 or mean[-1] < 0:
-        raise r.fail(f"{where}t_ref_s and noise must be positive, rows >= 1 and the overhead >= 0")
+    scales = (r.get(d, "scale_shift", float, where), r.get(d, "scale_contrast", float, where))
+    if t_ref <= 0 or noise <= 0 or rows < 1 or mean[-1] < 0 or min(scales) < 0:
+        raise r.fail(f"{where}t_ref_s and noise must be positive, rows >= 1, the overhead and the scales >= 0")
     return Posterior(mean=tuple(mean), covariance=tuple(tuple(row) for row in cov), t_ref=t_ref, noise=noise,
-                     prior=prior, rows=rows, overhead_log_bayes=r.get(d, "overhead_log_bayes", float, where))
+                     prior=prior, rows=rows, overhead_log_bayes=r.get(d, "overhead_log_bayes", float, where),
+                     scale_shift=scales[0], scale_contrast=scales[1])
 
 
 def from_dict(d: Any, path: str) -> Calibration:

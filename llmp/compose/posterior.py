@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,11 @@ if TYPE_CHECKING:  # the predictor applies a posterior; a posterior composes the
     from llmp.compose.predictor import Priced
 
 NOISE_PSEUDO_ROWS = 3.0
-"""How many runs' worth of weight the dev estimate of the noise keeps against the user's own residuals."""
+"""How many runs' worth of weight the dev estimate of the noise keeps against the user's own residuals
+(the degrees of freedom of its scaled inverse chi-square hyperprior)."""
+SCALE_FLOOR = 1e-4
+"""A prior scale of 0 (the runs do not show that part) is held at this: a standard deviation 1% of
+the zero-shot one, which keeps the factor within a fraction of a percent of the uncalibrated model."""
 
 
 class Group(StrEnum):
@@ -74,11 +78,23 @@ def host_scale(theta: np.ndarray) -> Any:
     return np.exp(np.asarray(theta, float)[..., HOST_INDEX])
 
 
-def step_times(p: Priced, theta: np.ndarray, overhead_s: np.ndarray | float = 0.0) -> np.ndarray:
+def overhead_reach(step_s: Any, t_ref: float) -> Any:
+    """The share of a calibration's per-step overhead a step of ``step_s`` seconds (calibrated,
+    before the overhead) gets: all of it from the shortest calibration step ``t_ref`` up, in
+    proportion to the step below it. The runs show a fixed overhead only over the lengths they
+    span; below them the correction keeps the ratio the shortest run showed, never more seconds
+    than the step itself could hide. ``t_ref`` 0: all of it on every step."""
+    step = np.asarray(step_s, float)
+    return np.minimum(1.0, step / t_ref) if t_ref > 0 else np.ones_like(step)
+
+
+def step_times(p: Priced, theta: np.ndarray, overhead_s: np.ndarray | float = 0.0, t_ref: float = 0.0) -> np.ndarray:
     """Calibrated step time of ``p`` for each row of ``theta`` (``(m, groups)`` log factors): one
-    composition on arrays of ``m`` draws, plus the per-step overhead in seconds."""
+    composition on arrays of ``m`` draws, plus the per-step overhead in seconds (at its
+    :func:`overhead_reach` for steps shorter than ``t_ref``)."""
     theta = np.atleast_2d(np.asarray(theta, float))
-    return np.asarray(p.step_time(scaled(p.graph, p.times, theta), host_scale(theta)), float) + overhead_s
+    t = np.asarray(p.step_time(scaled(p.graph, p.times, theta), host_scale(theta)), float)
+    return t + overhead_s * overhead_reach(t, t_ref)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -95,13 +111,23 @@ class Prior:
     """Prior log-space spread of one run around the calibrated model."""
 
     @property
-    def covariance(self) -> np.ndarray:
-        """``diag(sigma^2)`` plus the shared shift between the device's groups; the host's factor
-        (the run's CPU) shares nothing with them."""
-        s = np.asarray(self.sigma)
-        shared = np.ones(len(s))
+    def parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The covariance's two parts: the shift the device's groups share (the host's factor, the
+        run's CPU, shares nothing with them) and each group's own ``diag(sigma^2)``."""
+        shared = np.ones(len(self.sigma))
         shared[HOST_INDEX] = 0.0
-        return np.diag(s**2) + self.shift**2 * np.outer(shared, shared)
+        return self.shift**2 * np.outer(shared, shared), np.diag(np.asarray(self.sigma) ** 2)
+
+    @property
+    def covariance(self) -> np.ndarray:
+        shared, own = self.parts
+        return shared + own
+
+    def scaled(self, shift: float, contrast: float) -> Prior:
+        """This prior with the shared shift's variance times ``shift`` and each group's own times
+        ``contrast`` (each at least :data:`SCALE_FLOOR`, so the covariance stays invertible)."""
+        return replace(self, shift=self.shift * math.sqrt(max(shift, SCALE_FLOOR)),
+                       sigma=tuple(s * math.sqrt(max(contrast, SCALE_FLOOR)) for s in self.sigma))
 
     def to_dict(self) -> dict[str, Any]:
         return {"sigma": dict(zip((g.value for g in GROUPS), self.sigma)), "shift": self.shift,
@@ -124,6 +150,11 @@ class Posterior:
     overhead_log_bayes: float = 0.0
     """Log Bayes factor of the model with a per-step overhead over the one without (> 0: the
     overhead was fitted; else it is held at 0)."""
+    scale_shift: float
+    """The prior variance of the shared shift the runs support, as a multiple of the zero-shot one
+    (0: the runs show no shift beyond their own scatter, and the factors stay at the prior)."""
+    scale_contrast: float
+    """The same for each group's own factor (0: the runs cannot tell the groups apart)."""
 
     @property
     def factors(self) -> dict[str, float]:
@@ -132,17 +163,24 @@ class Posterior:
 
     @property
     def overhead_s(self) -> float:
+        """The fitted per-step overhead in seconds (what a step of ``t_ref`` or longer gets)."""
         return self.mean[-1] * self.t_ref
+
+    def overhead_at(self, step_s: Any) -> Any:
+        """Seconds of overhead added to calibrated steps of ``step_s`` (numbers or arrays):
+        :func:`overhead_reach` of the fitted overhead."""
+        return self.overhead_s * overhead_reach(step_s, self.t_ref)
 
     def to_dict(self) -> dict[str, Any]:
         return {"factors": self.factors, "overhead_s": self.overhead_s, "params": list(PARAMS),
                 "mean": list(self.mean), "covariance": [list(r) for r in self.covariance], "t_ref_s": self.t_ref,
                 "noise": self.noise, "prior": self.prior.to_dict(), "rows": self.rows,
-                "overhead_log_bayes": self.overhead_log_bayes}
+                "overhead_log_bayes": self.overhead_log_bayes, "scale_shift": self.scale_shift,
+                "scale_contrast": self.scale_contrast}
 
     def point(self, p: Priced) -> float:
         """Calibrated step time of ``p``."""
-        return float(step_times(p, np.asarray(self.mean[:-1]), self.overhead_s)[0])
+        return float(step_times(p, np.asarray(self.mean[:-1]), self.overhead_s, self.t_ref)[0])
 
     def band(self, p: Priced, level: float, draws: int = band.DRAWS) -> band.Band:
         """The calibrated band of ``p``: the factors and overhead drawn from the posterior
@@ -153,7 +191,7 @@ class Posterior:
         chol = np.linalg.cholesky(np.asarray(self.covariance) + 1e-12 * np.eye(n))
         x = np.asarray(self.mean) + z[:, :n] @ chol.T
         omega = np.maximum(x[:, -1], 0.0)
-        t = step_times(p, x[:, :-1], omega * self.t_ref)
+        t = step_times(p, x[:, :-1], omega * self.t_ref, self.t_ref)
         resid = self.noise * z[:, -1]
         log_y = np.log(t) + resid
         low, high = band.quantiles(log_y, level)
@@ -169,7 +207,8 @@ class Posterior:
                                    source=f"{what}, fitted on {runs}"))
         terms.append(band.Term(name="residual", kind="residual", sigma_below=self.noise, sigma_above=self.noise,
                                share=share["residual"], source=(
-                                   "spread of one run around the calibrated model (the dev sources' within-stack "
-                                   f"spread, {NOISE_PSEUDO_ROWS:g} pseudo-runs, updated with the rows' residuals)")))
+                                   "spread of one new run around the calibrated model: the posterior mean of the "
+                                   f"noise variance ({NOISE_PSEUDO_ROWS:g} pseudo-runs at the dev sources' "
+                                   f"within-stack spread, and the {self.rows} runs' misfit)")))
         return band.Band(low=low, high=high, level=level, draws=draws, method="calibrated", terms=tuple(terms),
                          uncovered=())

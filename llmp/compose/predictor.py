@@ -281,11 +281,12 @@ def predict(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "
     post = cal.basis(model_id).posterior
     theta = np.asarray(post.mean[:-1])
     step = p.compose(scaled(graph, times, theta), float(host_scale(theta)))
-    t = float(step.step_time) + post.overhead_s
+    overhead = float(post.overhead_at(step.step_time))
+    t = float(step.step_time) + overhead
     factors = ", ".join(f"{g} x{f:.3f}" for g, f in post.factors.items())
     what = (f"{cal.id}: {post.rows} measured step{'s' if post.rows != 1 else ''} of {cal.stack} on {cal.gpu}; "
-            f"factors {factors}; per-step overhead {post.overhead_s:.4g} s")
-    return _prediction(p, step, t, lambda: post.band(p, level), hw, model_id, overhead=post.overhead_s, calibrated=what)
+            f"factors {factors}; per-step overhead {overhead:.4g} s")
+    return _prediction(p, step, t, lambda: post.band(p, level), hw, model_id, overhead=overhead, calibrated=what)
 
 
 def ops(spec: Spec, residuals: Residuals | str | os.PathLike[str] | None = "default") -> tuple[OpRow, ...]:

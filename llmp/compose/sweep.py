@@ -168,8 +168,10 @@ def _evaluate_group(spec: Spec, k: int, posterior: Any = None) -> dict[str, np.n
     if posterior is not None:
         from llmp.compose.posterior import scaled
 
-        times, overhead = scaled(graph, times, np.asarray(posterior.mean[:-1])), posterior.overhead_s
+        times = scaled(graph, times, np.asarray(posterior.mean[:-1]))
     step = compose(graph, times, OverlapRules.of(spec), spec.parallel.schedule)
+    if posterior is not None:
+        overhead = posterior.overhead_at(step.step_time)
     mem = memory(spec, st, schedule_plan(graph, spec.parallel.schedule))
     t = np.broadcast_to(np.asarray(step.step_time, float) + overhead, (k,))
     world = st.world_size

@@ -126,8 +126,13 @@ class Bounds:
     key: np.ndarray
     """Index of the configuration's key in ``computes`` (-1: none could be priced)."""
     computes: tuple[KeyCompute, ...]
-    overhead: float
-    """Seconds every step adds (a calibration's overhead)."""
+    overhead: Any
+    """The calibration's posterior (None: none), for the per-step overhead a step adds
+    (``overhead_at``)."""
+
+    def with_overhead(self, bound: np.ndarray) -> np.ndarray:
+        """``bound`` plus the overhead a step of that length gets."""
+        return bound if self.overhead is None else bound + self.overhead.overhead_at(bound)
 
 
 def _representative(spec: Spec, grid: Grid, row: int, numeric: frozenset[str]) -> Spec:
@@ -194,10 +199,12 @@ def _compute(rep: Spec, scale: Any) -> KeyCompute:
                       last_host=(host(Scope.LAST, Part.FORWARD), host(Scope.LAST, Part.BACKWARD)))
 
 
-def _calibration(calibration: Any) -> tuple[Any, float]:
-    """The per-op scaling of ``calibration`` (None without one) and its per-step overhead."""
+def _calibration(calibration: Any) -> tuple[Any, Any]:
+    """The per-op scaling of ``calibration`` (None without one) and its posterior (None without
+    one), whose ``overhead_at`` a bound takes at the bound: it grows with the step, so a bound
+    plus it bounds the step plus it."""
     if calibration is None:
-        return None, 0.0
+        return None, None
     from llmp.compose.posterior import scaled
     from llmp.compose.predictor import ROOFLINE_ONLY
 
@@ -207,7 +214,7 @@ def _calibration(calibration: Any) -> tuple[Any, float]:
     def scale(graph: Any, times: Sequence[Any]) -> Any:
         return scaled(graph, times, factors)
 
-    return scale, float(post.overhead_s)
+    return scale, post
 
 
 def bounds(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) -> Bounds:
@@ -215,9 +222,9 @@ def bounds(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) ->
     out = np.zeros(grid.size)
     key = np.full(grid.size, -1)
     computes: list[KeyCompute] = []
-    scale, overhead = _calibration(calibration)
+    scale, post = _calibration(calibration)
     if len(rows) == 0:
-        return Bounds(step=out, key=key, computes=(), overhead=overhead)
+        return Bounds(step=out, key=key, computes=(), overhead=post)
     numeric = frozenset(specpath.paths(spec))
     key_paths = [p for p in grid.columns if p not in PIPELINE]
     for group in space.groups(grid, key_paths, rows):
@@ -229,8 +236,9 @@ def bounds(spec: Spec, grid: Grid, rows: np.ndarray, calibration: Any = None) ->
             continue  # no bound for this key: its layouts are all evaluated
         key[group] = len(computes)
         computes.append(found)
-        out[group] = _bound(spec, grid, group, found) + overhead
-    return Bounds(step=out, key=key, computes=tuple(computes), overhead=overhead)
+        b = _bound(spec, grid, group, found)
+        out[group] = b if post is None else b + post.overhead_at(b)
+    return Bounds(step=out, key=key, computes=tuple(computes), overhead=post)
 
 
 def _column(spec: Spec, grid: Grid, path: str, rows: np.ndarray) -> np.ndarray:
@@ -420,7 +428,7 @@ class Tails:
             fill = ((pp - 1) * (fwd.min(axis=1) + bwd.min(axis=1)) + m[:, 0] * c.vp * (fwd + bwd).min(axis=1)
                     + (c.sync + c.last).min())
             bound = np.maximum(bound, fill)
-        return (bound + c.update) * (1.0 - SLACK) + self.found.overhead
+        return self.found.with_overhead((bound + c.update) * (1.0 - SLACK))
 
 
 def layout_bound(graph: OpGraph, times: Sequence[float], spec: Spec) -> float:

@@ -284,6 +284,10 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         from llmp.compose.predictor import ROOFLINE_ONLY
 
         post = calibration.basis(ROOFLINE_ONLY).posterior
+
+    def with_overhead(t: float) -> float:  # the calibration's per-step overhead (monotone: bounds stay bounds)
+        return t if post is None else t + float(post.overhead_at(t))
+
     numeric = frozenset(specpath.paths(spec))
     for i in (int(r) for r in rows):
         s = space.row_spec(spec, grid.columns, i, None, numeric)
@@ -306,10 +310,10 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         try:
             graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
             # predict's times with no residual models (each factor is 1)
-            times, overhead = [float(t) for t in price(graph, s).time], 0.0
+            times = [float(t) for t in price(graph, s).time]
             if post is not None:
-                times, overhead = scaled(graph, times, np.asarray(post.mean[:-1])), float(post.overhead_s)
-            if skip is not None and skip(i, layout_bound(graph, times, s) + overhead):
+                times = scaled(graph, times, np.asarray(post.mean[:-1]))
+            if skip is not None and skip(i, with_overhead(layout_bound(graph, times, s))):
                 skipped[i] = True
                 continue
         except InfeasibleError:
@@ -320,7 +324,7 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         except InfeasibleError:
             reasons[i] = "infeasible layout"
             continue
-        out["step_time_s"][i] = t = float(step.step_time) + overhead
+        out["step_time_s"][i] = t = with_overhead(float(step.step_time))
         if skip is not None and skip(i, t):
             skipped[i] = True
             continue

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 from analytic.strategies_analytic import llama, make_spec, with_train
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmp.analytic.kernels import Collective, Family, Tier
 from llmp.calibrate import fit as fitting
@@ -89,8 +91,9 @@ def test_one_run_is_never_worse_than_none_on_average(configs):
         rest = [j for j in range(len(configs)) if j != i]
         k0.append(np.mean([abs(zero(configs[j]) / measured[j] - 1) for j in rest]))
         k1.append(np.mean([abs(post.point(configs[j]) / measured[j] - 1) for j in rest]))
-    # one run takes out about half the error (0.50x with NCCL's collective model on these configs)
-    assert np.mean(k1) < 0.6 * np.mean(k0)
+    # one run takes out about 40% of the error (0.60x): one run cannot tell its shift from its own
+    # scatter, and the scales' hyperprior moves it by m (1 - 3 s^2 / m^2) (fit.hyper)
+    assert np.mean(k1) < 0.65 * np.mean(k0)
 
 
 def test_more_runs_recover_the_factors_and_narrow_the_band(configs):
@@ -150,3 +153,72 @@ def test_a_slower_host_is_learnt_from_steps_it_paces():
     post = fitting.fit(rows, measured, TERM)
     assert post.factors["host"] == pytest.approx(1.4, rel=0.1)
     assert all(abs(math.log(post.factors[g])) < 0.1 for g in ("tensor", "memory"))
+
+
+def test_runs_that_agree_with_the_model_leave_it_where_it_was(configs):
+    # No systematic error, 5% run-to-run scatter: three runs show nothing beyond their scatter, so
+    # the scales stay at 0 and every prediction stays the uncalibrated one.
+    measured = truth(configs, theta=(0.0,) * 5, noise=0.05, seed=7)
+    post = fitting.fit(configs[:3], measured[:3], TERM)
+    assert post.scale_shift == 0.0 and post.scale_contrast == 0.0
+    assert all(abs(post.point(p) / zero(p) - 1) < 0.01 for p in configs)
+
+
+def test_three_runs_are_never_worse_than_none_on_average_when_the_model_is_close(configs):
+    # A 3% slowdown under 8% scatter: fitting it fully from three runs would cost more than it
+    # gains; the evidence moves the model only as far as the runs show it.
+    rng = np.random.default_rng(11)
+    k0, k3 = [], []
+    for seed in range(12):
+        measured = truth(configs, theta=(0.03,) * 4 + (0.0,), noise=0.08, seed=seed)
+        pick = rng.choice(len(configs), 3, replace=False)
+        post = fitting.fit([configs[i] for i in pick], [measured[i] for i in pick], TERM)
+        rest = [i for i in range(len(configs)) if i not in pick]
+        k0.append(np.mean([abs(zero(configs[i]) / measured[i] - 1) for i in rest]))
+        k3.append(np.mean([abs(post.point(configs[i]) / measured[i] - 1) for i in rest]))
+    assert np.mean(k3) <= np.mean(k0) + 0.002
+
+
+def test_the_scales_follow_the_evidence():
+    # a linear model the way fit() linearises it: the runs lean on the groups alike
+    p = posterior.Prior(sigma=(0.2, 0.2, 0.2, 0.2, 0.15), shift=0.3, overhead=0.5, noise=0.1)
+    jac = np.tile([0.7, 0.2, 0.1, 0.0, 0.0], (4, 1))
+    quiet = fitting.hyper(jac, np.zeros(4), p)
+    assert quiet.shift == 0.0 and quiet.contrast == 0.0 and quiet.noise < p.noise
+    shifted = fitting.hyper(jac, np.full(4, 0.5), p)
+    assert shifted.shift + shifted.contrast > 1.0 and shifted.noise < p.noise
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.01, 10.0), st.floats(0.1, 50.0))
+def test_an_overhead_reaches_a_shorter_step_in_proportion(step, t_ref):
+    reach = float(posterior.overhead_reach(step, t_ref))
+    assert 0.0 < reach <= 1.0
+    assert reach == (1.0 if step >= t_ref else pytest.approx(step / t_ref))
+
+
+def test_a_fitted_overhead_is_not_added_whole_to_a_much_shorter_step(configs):
+    overhead = min(zero(p) for p in configs)
+    measured = truth(configs, theta=(0.0,) * 5, overhead=overhead, noise=0.01, seed=2)
+    long_runs = sorted(range(len(configs)), key=lambda i: zero(configs[i]))[2:]
+    post = fitting.fit([configs[i] for i in long_runs], [measured[i] for i in long_runs], TERM)
+    assert post.overhead_s > 0
+    shortest = min(configs, key=zero)
+    assert zero(shortest) < post.t_ref
+    # the shortest step gets the overhead scaled by its length against the shortest calibration run
+    step = float(posterior.step_times(shortest, np.asarray(post.mean[:-1]))[0])
+    added = post.point(shortest) - step
+    assert added == pytest.approx(post.overhead_s * step / post.t_ref, rel=1e-9)
+    assert added < post.overhead_s
+
+
+def test_the_calibrated_band_is_log_symmetric_and_says_its_parts(configs):
+    measured = truth(configs, theta=(0.2, 0.0, 0.1, 0.0, 0.0), noise=0.03, seed=5)
+    post = fitting.fit(configs[:4], measured[:4], TERM)
+    p = configs[6]
+    b = post.band(p, 0.8)
+    point = post.point(p)
+    assert math.log(b.high / point) == pytest.approx(math.log(point / b.low), rel=0.15)
+    parts = b.parts
+    assert set(parts) <= {"calibration", "run_to_run"} and sum(parts.values()) == pytest.approx(1.0)
+    assert b.to_dict()["parts"] == parts

@@ -11,9 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from llmp import dsl
 from llmp.calibrate.suggest import design, suggest
 from llmp.cli import main
 from llmp.compose.posterior import PARAMS
+from llmp.compose.predictor import priced
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "llama3_8b_dgx_h100.llmp"
@@ -41,9 +43,26 @@ def test_each_pick_adds_what_the_posterior_determinant_says(rows, noise, n):
     assert gains[0] == pytest.approx(first, rel=1e-9)
 
 
+PROGRESS: list[tuple[int, int]] = []
+
+
 @pytest.fixture(scope="module")
 def suggested():
-    return suggest(SPEC, 3, gpus=[16], candidates=25)
+    return suggest(SPEC, 3, gpus=[16], candidates=25, progress=lambda done, total: PROGRESS.append((done, total)))
+
+
+def test_progress_is_told_of_every_candidate(suggested):
+    done = [d for d, _ in PROGRESS]
+    assert done == sorted(done) and PROGRESS[-1][0] == PROGRESS[-1][1] >= suggested.candidates
+    assert len(PROGRESS) == PROGRESS[-1][1] + 1
+
+
+def test_each_pick_is_the_spec_its_set_arguments_give(suggested):
+    # the candidates are built from the loaded spec, not parsed again: the --set arguments printed
+    # must still give the very step that was priced
+    for p in suggested.picks:
+        again = priced(dsl.load(SPEC, p.overrides), "default")
+        assert float(again.step_time(again.times)) == pytest.approx(p.step_time_s, rel=1e-12)
 
 
 def test_suggested_runs_are_distinct_feasible_layouts_that_narrow_every_factor(suggested):

@@ -212,3 +212,34 @@ def test_band_is_ordered_and_finite_for_pipelines(pp):
     p = predict(spec, "default")
     assert 0 < p.band[0] < p.band[1] < math.inf
     assert p.uncertainty.draws == band.DRAWS
+
+
+class OutOfDomain(Widths):
+    """A real Residuals implementation whose GEMMs all lie outside its domain: their interval is
+    ``OUT_OF_DOMAIN_WIDEN`` times as wide and flagged, as ``llmp.residuals.store`` does."""
+
+    def correct(self, items, spec):
+        from llmp.residuals.store import OUT_OF_DOMAIN_WIDEN
+
+        gemm = np.array([isinstance(k, Kernel) and k.family is Family.GEMM for k in items])
+        q = np.array([self.q.get(k.family, 0.0) if isinstance(k, Kernel) else 0.0 for k in items])
+        q = np.where(gemm, OUT_OF_DOMAIN_WIDEN * q, q)
+        return Correction(factor=np.ones(len(items)), low=np.exp(-q), high=np.exp(q),
+                          covered=np.ones(len(items), bool), out_of_domain=gemm, level=self.level)
+
+
+def test_the_parts_say_how_much_of_the_width_is_out_of_domain_widening():
+    spec = make_spec(llama(layers=4, hidden=2048, heads=16, kv_heads=8, ffn=5632, vocab=32000, seq_len=2048))
+    term = CompositionTerm(below=0.05, above=0.2, within=0.05, source="test")
+    _, b = zero_shot(spec, OutOfDomain({Family.GEMM: 0.1, Family.NORM: 0.1}), term)
+    parts = b.parts
+    assert sum(parts.values()) == pytest.approx(1.0)
+    gemm = next(t for t in b.terms if t.name == "gemm")
+    # every GEMM is out of domain, twice as wide: three quarters of its variance is the widening
+    assert gemm.out_of_domain == pytest.approx(0.75)
+    assert parts["out_of_domain"] == pytest.approx(0.75 * gemm.share)
+    assert parts["composition"] == pytest.approx(next(t.share for t in b.terms if t.name == "composition"))
+    _, inside = zero_shot(spec, Widths({Family.GEMM: 0.1, Family.NORM: 0.1}), term)
+    assert "out_of_domain" not in inside.parts
+    detail = json.loads(json.dumps(b.to_dict()))
+    assert detail["parts"] == pytest.approx(parts) and all("out_of_domain" in t for t in detail["terms"])
