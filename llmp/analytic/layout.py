@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from llmp.analytic.kernels import Tier
-from llmp.dsl.spec import Spec
+from llmp.spec.spec import Spec
 
 if TYPE_CHECKING:
     from llmp.analytic.structure import Structure

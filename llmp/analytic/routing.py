@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from llmp.dsl.spec import Dispatcher, Router, Spec
+from llmp.spec.spec import Dispatcher, Router, Spec
 
 
 def dispatch_copies(spec: Spec) -> float:

@@ -23,8 +23,8 @@ from llmp.analytic import kinds as layer_kinds
 from llmp.analytic import layout, routing, rules, split
 from llmp.analytic.kernels import Tier
 from llmp.analytic.kinds import LayerKind
-from llmp.dsl.spec import Spec, world_size
 from llmp.errors import InfeasibleError, SpecError
+from llmp.spec.spec import Spec, world_size
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -154,7 +154,7 @@ def structure_of(spec: Spec) -> Structure:
         for name in ("experts", "first_dense_layers", "every", "top_k"):
             _int(getattr(moe, name), f"model.moe.{name}")
     _int(p.expert_tp, "parallel.etp")
-    from llmp.compose.schedules import entry
+    from llmp.analytic.schedules import entry
 
     schedule = entry(p.schedule)
     _int(spec.cluster.node.domain, "node.nvlink_domain")

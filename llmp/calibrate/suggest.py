@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmp import dsl
+from llmp.analytic.correction import Residuals
 from llmp.calibrate.fit import prior_of
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
-from llmp.compose.correction import Residuals
 from llmp.compose.posterior import PARAMS, step_times
 from llmp.compose.predictor import Priced, priced
 from llmp.errors import InfeasibleError, InputError

@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from llmp import dsl
 from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument, load_args
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import InputError
 from llmp.progress import bar
 from llmp.sensitivity import (
@@ -34,6 +32,8 @@ from llmp.sensitivity import (
 )
 from llmp.sensitivity.closed import PHASES, pretty
 from llmp.sensitivity.fields import Resolve, canonical, free_paths
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_for
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:

@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Collective, CollectiveKind
 from llmp.analytic.op import OpGraph
-from llmp.compose.correction import Correction
 from llmp.errors import InputError, ResidualSchemaError
 from llmp.stacks.host import Spread
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import kernels, params, specpath
+from llmp.analytic import kernels, params
+from llmp.analytic.correction import Correction, Residuals
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.op import Op, OpGraph, Part, Scope
@@ -29,7 +30,6 @@ from llmp.analytic.structure import structure_of
 from llmp.compose import band, calibration, measured, reuse
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.caveats import caveats
-from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.posterior import host_scale, scaled
@@ -42,8 +42,9 @@ from llmp.compose.prediction import (
     ResidualUse,
 )
 from llmp.compose.step import Step, compose, schedule_plan
-from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 from llmp.stacks import padded_vocab
 from llmp.stacks.host import HOST_SPEED
 from llmp.sym import has_free_symbols

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.pricing import Hardware, price_arrays
 from llmp.analytic.structure import structure_of
@@ -32,8 +31,9 @@ from llmp.compose.overlap import OverlapRules
 from llmp.compose.prediction import COMM, COMPUTE
 from llmp.compose.predictor import model_flops_per_token
 from llmp.compose.step import compose, schedule_plan
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 
 STRUCTURAL: frozenset[str] = frozenset({
     "parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp",

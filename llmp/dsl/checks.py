@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmp.dsl.spec import FinetuneSpec, Position, Spec, ZeroStage
-from llmp.dsl.values import compare as _compare
 from llmp.errors import Span, SpecError
+from llmp.spec.spec import FinetuneSpec, Position, Spec, ZeroStage
+from llmp.spec.values import compare as _compare
 
 SpanOf = Callable[[str], Span | None]
 

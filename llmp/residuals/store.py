@@ -45,9 +45,8 @@ import numpy as np
 
 from llmp import __version__
 from llmp.analytic.collectives import Links
+from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Collective, Kernel
-from llmp.compose.correction import Correction
-from llmp.dsl.spec import Spec
 from llmp.errors import InputError, ResidualSchemaError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
@@ -56,6 +55,7 @@ from llmp.residuals import features
 from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, gemm_layout, stratum_of
+from llmp.spec.spec import Spec
 
 if TYPE_CHECKING:  # imported when a cross-GPU store is read (it needs more than a per-device one)
     from llmp.residuals.transfer import CrossGpuModel
@@ -766,7 +766,7 @@ class Choice:
     """The store a prediction uses and why (for its provenance)."""
 
     residuals: Any
-    """A loaded store (or any ``compose.Residuals``), or None for the bare roofline."""
+    """A loaded store (or any ``analytic.correction.Residuals``), or None for the bare roofline."""
     note: str
 
 

@@ -26,9 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.callable_package import make_callable
-from llmp.dsl.spec import Spec
 from llmp.errors import InputError, LlmpError
 from llmp.search import engine, prune, rank
 from llmp.search.derived import resolution_of
@@ -36,6 +34,8 @@ from llmp.search.engine import Progress, Resolve, load
 from llmp.search.rank import Objective
 from llmp.search.report import Candidate, SearchResult
 from llmp.search.space import Grid
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 
 __all__ = ["Candidate", "Objective", "SearchResult", "load", "search"]
 

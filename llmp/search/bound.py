@@ -41,7 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective
 from llmp.analytic.layer import GRAD_ACCUMULATE
@@ -59,10 +58,11 @@ from llmp.compose.overlap import (
     tail_terms,
 )
 from llmp.dsl import checks
-from llmp.dsl.spec import Schedule, Spec
 from llmp.errors import LlmpError
 from llmp.search import space
 from llmp.search.space import Grid
+from llmp.spec import specpath
+from llmp.spec.spec import Schedule, Spec
 
 PIPELINE = frozenset({"parallel.pp", "parallel.vp", "parallel.dp", "parallel.schedule", "parallel.zero",
                       "parallel.microbatch_group", "train.global_batch"})

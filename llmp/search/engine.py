@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.structure import structure_of
 from llmp.compose import evaluate
@@ -34,12 +33,13 @@ from llmp.compose.step import schedule_plan
 from llmp.compose.sweep import structural
 from llmp.dsl import checks
 from llmp.dsl.overrides import SET_FILE
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.search import derived, space
 from llmp.search.bound import layout_bound
 from llmp.search.derived import Resolution
 from llmp.search.space import Grid
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 from llmp.sym import has_free_symbols
 from llmp.units import format_bytes
 
@@ -126,8 +126,8 @@ def pipelines(spec: Spec, grid: Grid) -> Grid:
     and the layer split, the rulebook's own functions (:mod:`llmp.analytic.rules`), evaluated
     once per combination of :data:`SPLIT_FIELDS` instead of once per layout (a layout search has
     thousands of layouts and a few dozen pipelines)."""
+    from llmp.analytic.schedules import entry
     from llmp.analytic.split import split
-    from llmp.compose.schedules import entry
 
     if spec.parallel.partition:
         return grid

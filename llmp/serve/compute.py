@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 from llmp.compose import predict
 from llmp.compose.prediction import Prediction
 from llmp.dsl import loads
-from llmp.dsl.spec import Spec
 from llmp.errors import LlmpError
 from llmp.serve.controls import BY_PATH
 from llmp.serve.edit import with_use
 from llmp.serve.view import View
+from llmp.spec.spec import Spec
 
 T = TypeVar("T")
 LOCK = threading.RLock()

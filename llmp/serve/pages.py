@@ -15,13 +15,13 @@ from typing import Any
 from markupsafe import Markup
 
 from llmp.compose.overlap import categories
-from llmp.dsl.spec import Spec
 from llmp.errors import InputError, LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.search.report import set_text
 from llmp.serve import charts, compute, controls
 from llmp.serve.edit import write_sets
 from llmp.serve.view import PLAN_FIELDS, SEARCH_FIELDS, Tab, View
+from llmp.spec.spec import Spec
 from llmp.units import format_bytes, format_count, format_time
 
 MEMORY_PARTS = ("weights", "grads", "optimizer", "activations", "logits", "overhead")

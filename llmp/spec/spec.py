@@ -55,7 +55,7 @@ class Position(StrEnum):
 
 
 class Schedule(StrEnum):
-    """Pipeline schedules; each is one entry of :data:`llmp.compose.schedules.TABLE`."""
+    """Pipeline schedules; each is one entry of :data:`llmp.analytic.schedules.TABLE`."""
 
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
@@ -295,7 +295,7 @@ class MoeSpec:
         capped by the capacity when tokens beyond it are dropped."""
         if self.capacity_factor is None:
             return self.imbalance
-        from llmp.analytic.algebra import vmin  # the analytic package imports this module
+        from llmp.spec.algebra import vmin  # the analytic package imports this module
 
         return vmin(self.imbalance, self.capacity_factor)
 

@@ -18,13 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from llmp.compose import Residuals, predict
+from llmp.analytic.correction import Residuals
+from llmp.compose import predict
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.prediction import MemoryReport
 from llmp.compose.predictor import choose_residuals
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.progress import Progress, tick
+from llmp.spec.spec import Spec
 from llmp.validate import metrics
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
 from llmp.validate.notes import MemoryKind, MemoryReading
