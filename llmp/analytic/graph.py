@@ -27,12 +27,8 @@ from __future__ import annotations
 
 from llmp.analytic import layer, offload, stage
 from llmp.analytic.op import OpGraph
-from llmp.analytic.structure import (
-    Structure,
-    chunk_kind_layers,
-    chunk_layers,
-    structure_of,
-)
+from llmp.analytic.shape import Structure
+from llmp.analytic.structure import chunk_kind_layers, chunk_layers, structure_of
 from llmp.spec.spec import Spec
 
 

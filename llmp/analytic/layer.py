@@ -43,7 +43,7 @@ from llmp.analytic.kernels import (
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, Scope
-from llmp.analytic.structure import Structure
+from llmp.analytic.shape import Structure
 from llmp.hardware.spec import Dtype
 from llmp.spec.spec import (
     Activation,

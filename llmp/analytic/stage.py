@@ -54,7 +54,7 @@ from llmp.analytic.layer import (
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.params import tensors
-from llmp.analytic.structure import Structure
+from llmp.analytic.shape import Structure
 from llmp.hardware.spec import Dtype
 from llmp.spec.algebra import vmax
 from llmp.spec.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage

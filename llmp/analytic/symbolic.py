@@ -24,7 +24,8 @@ from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective
 from llmp.analytic.op import Op, OpGraph
 from llmp.analytic.pricing import price
-from llmp.analytic.structure import Structure, structure_of
+from llmp.analytic.shape import Structure
+from llmp.analytic.structure import structure_of
 from llmp.spec import specpath
 from llmp.spec.spec import Spec
 

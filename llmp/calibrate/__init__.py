@@ -31,7 +31,8 @@ from llmp.compose.calibration_file import (
     file_digest,
     load,
 )
-from llmp.compose.predictor import ROOFLINE_ONLY, Priced, priced
+from llmp.compose.predictor import ROOFLINE_ONLY, priced
+from llmp.compose.priced import Priced
 from llmp.errors import InfeasibleError, InputError
 from llmp.progress import Progress, tick
 

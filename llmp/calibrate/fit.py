@@ -64,7 +64,7 @@ from llmp.compose.posterior import (
     group_index,
     step_times,
 )
-from llmp.compose.predictor import Priced
+from llmp.compose.priced import Priced
 from llmp.errors import InputError
 from llmp.stacks.host import HOST_SPEED
 

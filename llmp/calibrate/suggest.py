@@ -32,7 +32,8 @@ from llmp.calibrate.fit import prior_of
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
 from llmp.compose.posterior import PARAMS, step_times
-from llmp.compose.predictor import Priced, priced
+from llmp.compose.predictor import priced
+from llmp.compose.priced import Priced
 from llmp.errors import InfeasibleError, InputError
 from llmp.search import load, search
 
