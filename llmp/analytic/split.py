@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import kinds, shard
+from llmp.analytic.schedules import entry
 from llmp.errors import InfeasibleError
 from llmp.spec.spec import Norm, ParallelSpec, PipeModule, Precision, Spec, Stack
 
@@ -298,8 +299,6 @@ def megatron_layout(text: str, layers: int, pp: int, vp: int, mtp_layers: int = 
 def _chunk_ranks(spec: Spec, pp: int, vp: int) -> tuple[int, ...]:
     """The pipeline rank of each chunk under the spec's schedule (of the first model copy)."""
     # The schedule table lives with the composition, which imports this module.
-    from llmp.analytic.schedules import entry
-
     return entry(spec.parallel.schedule).chunk_ranks(pp, vp)[:pp * vp]
 
 

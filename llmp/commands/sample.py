@@ -16,13 +16,12 @@ from pathlib import Path
 from llmp import files
 from llmp.commands.flags import positive_float, positive_int
 from llmp.errors import InputError
+from llmp.measure.design import FAMILIES, RANGES
 
 COLLECTIVES = "collectives"
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.measure.design import FAMILIES
-
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="device kind to time (default cpu)")
     parser.add_argument("--out", type=Path, required=True, help="directory of sample files (created; resumed)")
     parser.add_argument("--families", default=",".join(FAMILIES),
@@ -80,7 +79,6 @@ def _collectives(args: argparse.Namespace, budget: int | None) -> int:
 def run(args: argparse.Namespace) -> int:
     files.output_dir(args.out, "--out (the sample directory)")  # before torch loads and sampling starts
     from llmp.measure import sampling
-    from llmp.measure.design import FAMILIES, RANGES
 
     families = _split(args.families)
     if not families:

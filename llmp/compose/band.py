@@ -51,6 +51,7 @@ from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Collective, CollectiveKind
 from llmp.analytic.op import OpGraph
 from llmp.errors import InputError, ResidualSchemaError
+from llmp.residuals import store
 from llmp.stacks.host import Spread
 
 LEVEL = 0.8
@@ -186,8 +187,6 @@ def _table(manifest: Mapping[str, Any], where: str) -> dict[str, Width]:
 def roofline_widths(device_id: str) -> dict[str, Width]:
     """Family -> the roofline's measured error: the device's own shipped store, then the shipped
     cross-GPU store (module docstring, item 2)."""
-    from llmp.residuals import store
-
     out: dict[str, Width] = {}
     for name in (store.CROSS_GPU, device_id):  # the device's own table overrides the pooled one
         manifest = store.shipped_manifest(name)

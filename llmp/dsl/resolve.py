@@ -44,6 +44,7 @@ from llmp.spec.values import (
     to_real,
     to_string,
 )
+from llmp.stacks import profile
 from llmp.units import COUNT, UNITS
 
 DEFAULT_FILE = "<default>"
@@ -279,8 +280,6 @@ class Resolver:
     def stack_profile(self) -> Any:
         """The profile of the spec's ``train.stack`` (:mod:`llmp.stacks`), whose items are the
         defaults of the fields marked ``STACK`` in the schema."""
-        from llmp.stacks import profile  # stacks imports the spec types, not the resolver
-
         return profile(self.get(self.frame("train"), "stack"))
 
     def written(self, path: str) -> bool:

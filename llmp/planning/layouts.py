@@ -23,6 +23,7 @@ import numpy as np
 from llmp.analytic import params
 from llmp.search import engine, prune, rank
 from llmp.search.rank import Objective
+from llmp.search.report import set_text
 from llmp.search.space import Grid
 from llmp.spec.spec import Spec, world_size
 
@@ -53,8 +54,6 @@ class Layout:
 
     def overrides(self) -> list[str]:
         """``--set`` arguments that turn the spec into this layout."""
-        from llmp.search.report import set_text
-
         return [set_text(p, v) for p, v in self.config.items()]
 
 

@@ -57,6 +57,8 @@ from llmp.compose.overlap import (
     rank_tail,
     tail_terms,
 )
+from llmp.compose.posterior import scaled
+from llmp.compose.predictor import ROOFLINE_ONLY
 from llmp.dsl import checks
 from llmp.errors import LlmpError
 from llmp.search import space
@@ -198,9 +200,6 @@ def _calibration(calibration: Any) -> tuple[Any, float]:
     """The per-op scaling of ``calibration`` (None without one) and its per-step overhead."""
     if calibration is None:
         return None, 0.0
-    from llmp.compose.posterior import scaled
-    from llmp.compose.predictor import ROOFLINE_ONLY
-
     post = calibration.basis(ROOFLINE_ONLY).posterior
     factors = np.asarray(post.mean[:-1])
 

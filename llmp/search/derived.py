@@ -36,8 +36,9 @@ from llmp.errors import LlmpError, Span
 from llmp.search.space import Grid
 from llmp.spec import schema, specpath
 from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_for
 from llmp.spec.values import Val
-from llmp.sym import has_free_symbols, is_expr
+from llmp.sym import has_free_symbols, is_expr, sympy
 from llmp.units import COUNT, UNITS
 
 LIMIT = 64
@@ -195,9 +196,6 @@ def _numeric(resolution: Resolution, spec: Spec, grid: Grid, numeric: list[str])
 
 def _symbolic(resolve: Any, spec: Spec, grid: Grid, numeric: list[str]) -> tuple[Grid, list[str]]:
     """Resolve once with the varied fields free and evaluate the derived fields on the columns."""
-    from llmp.spec.symbols import symbol_for
-    from llmp.sym import sympy
-
     try:
         free = resolve([f"{p}=symbol" for p in numeric])
     except LlmpError as err:

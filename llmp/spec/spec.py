@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from llmp.hardware.spec import Cluster, Dtype
+from llmp.spec.algebra import vmin
 
 if TYPE_CHECKING:  # SymPy is imported only where a spec leaves a symbol free (llmp.sym)
     import sympy as sp
@@ -295,8 +296,6 @@ class MoeSpec:
         capped by the capacity when tokens beyond it are dropped."""
         if self.capacity_factor is None:
             return self.imbalance
-        from llmp.spec.algebra import vmin  # the analytic package imports this module
-
         return vmin(self.imbalance, self.capacity_factor)
 
 
