@@ -50,7 +50,8 @@ from llmp.calibrate import fit as fitting
 from llmp.calibrate.inputs import contradictions
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm, Observed
-from llmp.compose.predictor import Priced, priced, zero_shot
+from llmp.compose.predictor import priced, zero_shot
+from llmp.compose.priced import Priced
 from llmp.errors import LlmpError
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.rows import group_measurements, read_csvs

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmp.dsl.spec import Spec
 from llmp.hardware.spec import Link
+from llmp.spec.spec import Spec
 from llmp.validate import score
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.rows import group_measurements, read_csvs

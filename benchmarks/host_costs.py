@@ -32,8 +32,8 @@ from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.op import Part, Scope
 from llmp.dsl import loads
-from llmp.dsl.spec import Spec
 from llmp.measure import host
+from llmp.spec.spec import Spec
 from llmp.stacks.host import PASSES
 
 OUT = ROOT / "llmp" / "stacks" / "host_costs.json"

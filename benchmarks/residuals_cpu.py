@@ -40,9 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from llmp import dsl
+from llmp.analytic.correction import Correction
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, Kernel
-from llmp.compose import Correction, predict
+from llmp.compose import predict
 from llmp.measure import bench, design, from_spec, sampling, step, timing
 from llmp.residuals import dataset, features, samplefile, store
 from llmp.residuals.model import ResidualModel

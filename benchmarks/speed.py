@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 from llmp.compose import evaluate, predict
 from llmp.compose.band import DRAWS
 from llmp.dsl import load
-from llmp.dsl.spec import Spec
+from llmp.spec.spec import Spec
 
 WARM_SPECS = ("llama3_8b_dgx_h100", "llama3_70b_dgx_h100", "gpt3_175b_dgx_a100")
 COLD_SPECS = ("llama3_8b_dgx_h100", "gpt3_175b_dgx_a100")

@@ -19,7 +19,8 @@ import math
 from analytic.strategies_analytic import variants
 from hypothesis import strategies as st
 
-from llmp.dsl.spec import (
+from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
+from llmp.spec.spec import (
     Activation,
     Arch,
     ModelSpec,
@@ -35,7 +36,6 @@ from llmp.dsl.spec import (
     TrainSpec,
     ZeroStage,
 )
-from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
 
 GiB = 2**30
 

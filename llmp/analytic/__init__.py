@@ -5,9 +5,10 @@ Public API:
 * ``ops(spec) -> OpGraph``: the operators of one step (per chunk, microbatch and rank);
 * ``cost(spec) -> SymbolicCost``: each op's FLOPs, bytes and seconds as SymPy expressions of
   the spec's symbols, with the spec's values as ``point``;
-* ``compile(exprs) -> CompiledCost``: lambdified, cached, vectorised evaluation;
-* ``step_time_expr(spec)`` and ``evaluate(spec, grid)`` compose ops into a step; they live in
-  :mod:`llmp.compose` and are re-exported here on first use.
+* ``compile(exprs) -> CompiledCost``: lambdified, cached, vectorised evaluation.
+
+Composing ops into a step (``evaluate``, ``step_time_expr``) is :mod:`llmp.compose`'s, the floor
+above this one.
 
 Module names avoid the function names (``graph``, ``symbolic``, ``compiled``) so that
 ``llmp.analytic.cost`` stays the function.
@@ -20,14 +21,12 @@ from typing import Any
 
 from llmp.analytic.graph import decompose
 from llmp.analytic.op import Op, OpGraph
-from llmp.dsl.spec import Spec
+from llmp.spec.spec import Spec
 
 _LAZY = {
     # SymPy-backed: imported on first use, so a numeric prediction never loads SymPy (llmp.sym).
     "CompiledCost": "llmp.analytic.compiled", "compile": "llmp.analytic.compiled",
     "OpCost": "llmp.analytic.symbolic", "SymbolicCost": "llmp.analytic.symbolic", "cost": "llmp.analytic.symbolic",
-    # Composition depends on the analytic layer, not the reverse.
-    "step_time_expr": "llmp.compose", "evaluate": "llmp.compose",
 }
 
 
@@ -51,7 +50,5 @@ __all__ = [
     "compile",
     "cost",
     "decompose",
-    "evaluate",
     "ops",
-    "step_time_expr",
 ]

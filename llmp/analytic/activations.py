@@ -8,7 +8,7 @@ from typing import Any
 
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layer import Context, op_sac_matmuls
-from llmp.dsl.spec import Activation, Recompute, Router
+from llmp.spec.spec import Activation, Recompute, Router
 from llmp.stacks import SelectiveRecompute
 
 

@@ -42,11 +42,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmp.analytic import nccl
-from llmp.analytic.algebra import vmax, vmin, vstep
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
 from llmp.analytic.nccl import Arch
-from llmp.dsl.spec import Spec
 from llmp.hardware.spec import Device, Link, Node, Transport
+from llmp.spec.algebra import vmax, vmin, vstep
+from llmp.spec.spec import Spec
 
 ARCH: dict[str, Arch] = {
     "v100_sxm3_32gb": Arch.VOLTA,

@@ -2,7 +2,7 @@
 
 ``compile(exprs)`` lambdifies a tuple of expressions with ``modules="numpy"`` and ``cse=True``.
 The argument order is derived, never typed: spec symbols in the order of the symbol registry
-(``llmp.dsl.symbols``), then any other symbols by name. The result is called with a struct of
+(``llmp.spec.symbols``), then any other symbols by name. The result is called with a struct of
 arrays (``{symbol or name: value}``), so one call evaluates a whole sweep; scalars broadcast
 against arrays (``Max``/``Min`` print as ``numpy.maximum``/``minimum`` reductions).
 
@@ -25,9 +25,9 @@ import sympy as sp
 
 from llmp.analytic import collectives, kernels
 from llmp.analytic.kernels import DIMS, Collective, CollectiveKind, Kernel, Tier
-from llmp.dsl.symbols import registry
 from llmp.errors import SpecError
 from llmp.hardware.spec import Microarch
+from llmp.spec.symbols import registry
 
 
 @dataclass(frozen=True, slots=True)

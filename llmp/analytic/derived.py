@@ -11,7 +11,7 @@ from typing import Any
 
 from llmp.analytic import params
 from llmp.analytic.split import SplitError, split
-from llmp.dsl.spec import Spec
+from llmp.spec.spec import Spec
 from llmp.stacks import padded_vocab
 from llmp.sym import sympy
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.analytic.algebra import vmin
-from llmp.dsl.spec import FinetuneSpec, ParallelSpec, Spec
+from llmp.spec.algebra import vmin
+from llmp.spec.spec import FinetuneSpec, ParallelSpec, Spec
 
 SPEC_FIELD: dict[str, str] = {
     "qkv": "lora_qkv", "q_proj": "lora_qkv", "q_down": "lora_qkv", "q_up": "lora_qkv", "kv_down": "lora_qkv",

@@ -16,7 +16,7 @@ says where it repeats:
   middle or last, that hold the same number of layers, so the same parameters).
 
 Each per-microbatch op also belongs to a pipeline :class:`~llmp.analytic.op.Task`: ``F`` (forward), ``B`` (input
-gradient) or ``W`` (weight gradient), which the schedules order (:mod:`llmp.compose.schedules`).
+gradient) or ``W`` (weight gradient), which the schedules order (:mod:`llmp.analytic.schedules`).
 
 ``count`` is the multiplicity inside the scope (``cp - 1`` ring steps, gradient buckets, ...).
 Dims are whatever the spec holds: numbers (one prediction), numpy arrays (a sweep) or SymPy
@@ -27,13 +27,9 @@ from __future__ import annotations
 
 from llmp.analytic import layer, offload, stage
 from llmp.analytic.op import OpGraph
-from llmp.analytic.structure import (
-    Structure,
-    chunk_kind_layers,
-    chunk_layers,
-    structure_of,
-)
-from llmp.dsl.spec import Spec
+from llmp.analytic.shape import Structure
+from llmp.analytic.structure import chunk_kind_layers, chunk_layers, structure_of
+from llmp.spec.spec import Spec
 
 
 def decompose(spec: Spec, structure: Structure | None = None) -> OpGraph:

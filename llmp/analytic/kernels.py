@@ -18,8 +18,8 @@ from enum import StrEnum
 from typing import Any
 
 from llmp.analytic import tiles
-from llmp.analytic.algebra import vmax
 from llmp.hardware.spec import Device, Dtype, Microarch
+from llmp.spec.algebra import vmax
 
 
 class Family(StrEnum):
@@ -423,7 +423,7 @@ def roofline(k: Kernel, c: KernelCost, *, peak: Any, mem_bandwidth: Any, launch_
     ``peak`` is the compute ceiling the kernel runs against (:func:`ceiling`: tensor-core kernels
     at their dtype's, the rest at the vector FP32 peak, since element math is done in FP32 on CUDA
     cores whatever the storage dtype). The same formula serves numbers, numpy arrays and SymPy
-    expressions (``llmp.analytic.algebra``). Quantized, it is never below the plain roofline, and
+    expressions (``llmp.spec.algebra``). Quantized, it is never below the plain roofline, and
     equal to it when the grid fills whole waves of whole tiles.
     """
     return _busy(k, c, peak, mem_bandwidth, grid) + c.launches * launch_overhead

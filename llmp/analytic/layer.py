@@ -43,8 +43,9 @@ from llmp.analytic.kernels import (
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, Scope
-from llmp.analytic.structure import Structure
-from llmp.dsl.spec import (
+from llmp.analytic.shape import Structure
+from llmp.hardware.spec import Dtype
+from llmp.spec.spec import (
     Activation,
     Attention,
     CpComm,
@@ -57,7 +58,6 @@ from llmp.dsl.spec import (
     Spec,
     ZeroStage,
 )
-from llmp.hardware.spec import Dtype
 from llmp.stacks import Profile, SelectiveRecompute, padded_vocab, profile
 
 _ACTIVATION = {Activation.GELU: Elementwise.GELU, Activation.RELU: Elementwise.RELU,
@@ -462,7 +462,7 @@ def _cp_sizes(ctx: Context) -> tuple[Any, Any, Any]:
 
 def _cp_before(blk: Block) -> None:
     """What the cp ranks exchange before the attention core (``parallel.cp_comm``, TE's
-    ``cp_comm_type``; see :class:`~llmp.dsl.spec.CpComm`), with its backward, which runs after the
+    ``cp_comm_type``; see :class:`~llmp.spec.spec.CpComm`), with its backward, which runs after the
     core's backward."""
     ctx = blk.ctx
     p = ctx.spec.parallel

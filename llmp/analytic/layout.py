@@ -43,15 +43,13 @@ import functools
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from llmp.analytic.kernels import Tier
-from llmp.dsl.spec import Spec
-
-if TYPE_CHECKING:
-    from llmp.analytic.structure import Structure
+from llmp.analytic.shape import Structure
+from llmp.spec.spec import Spec
 
 
 class Axis(StrEnum):

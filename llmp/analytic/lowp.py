@@ -80,8 +80,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.kernels import Family, Kernel, Pass, Quantize
-from llmp.dsl.spec import Fp8Scaling, Spec, fp8_scaling
 from llmp.hardware.spec import Device, Dtype
+from llmp.spec.spec import Fp8Scaling, Spec, fp8_scaling
 
 AMAX_HISTORY = 1024
 """Amax history length of delayed scaling: TE ``DelayedScaling(amax_history_len=1024)``

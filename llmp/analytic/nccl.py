@@ -4,7 +4,7 @@ NCCL does not run one algorithm: for each call it predicts ``latency + bytes / b
 (algorithm, protocol) pair it has enabled and runs the fastest (NVIDIA/nccl@1fc949c5:
 src/tuning/tuning.cc (ncclTuningSelectBestTuning), src/tuning/tuning_general.cc (ncclTuningGetTime)).
 This module writes that model once, on floats, numpy arrays (sweeps) and SymPy expressions
-(sensitivity): every formula uses arithmetic and the :mod:`~llmp.analytic.algebra` helpers only.
+(sensitivity): every formula uses arithmetic and the :mod:`~llmp.spec.algebra` helpers only.
 
 What NCCL's model knows, and where ours takes it from:
 
@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from llmp.analytic.algebra import vmax, vmin, vstep
 from llmp.analytic.kernels import CollectiveKind
 from llmp.hardware.spec import Transport
+from llmp.spec.algebra import vmax, vmin, vstep
 
 US = 1e-6
 """NCCL's latencies are in microseconds."""

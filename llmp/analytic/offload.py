@@ -40,7 +40,7 @@ from llmp.analytic.kernels import Collective, CollectiveKind, Tier
 from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, RankKind, Scope
-from llmp.dsl.spec import Optimizer, Precision, ZeroStage
+from llmp.spec.spec import Optimizer, Precision, ZeroStage
 
 
 def _positive(x: Any) -> bool:

@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llmp.analytic.kernels import Collective, Family, Kernel
 from llmp.analytic.layout import Axis
-
-if TYPE_CHECKING:  # only annotated: the structure's rules read the schedule table, which uses Task
-    from llmp.analytic.structure import Structure
+from llmp.analytic.shape import Structure
 
 
 class Phase(StrEnum):

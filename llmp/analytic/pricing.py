@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import collectives, kernels, measured
-from llmp.analytic.algebra import to_float
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.analytic.op import OpGraph
-from llmp.dsl.spec import Spec
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Dtype
 from llmp.recent import Recent
+from llmp.spec.algebra import to_float
+from llmp.spec.spec import Spec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

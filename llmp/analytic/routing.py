@@ -1,7 +1,7 @@
 """How a MoE layer's tokens travel: rows on the wire per token, by dispatcher and gate.
 
 A fact of the layout and the routing (experts, top-k, ep, the gate), fixed for a spec's
-structure (:class:`~llmp.analytic.structure.Structure` holds it), so every path that prices the
+structure (:class:`~llmp.analytic.shape.Structure` holds it), so every path that prices the
 all-to-all (numbers, sweeps, closed forms) uses the same value.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from llmp.dsl.spec import Dispatcher, Router, Spec
+from llmp.spec.spec import Dispatcher, Router, Spec
 
 
 def dispatch_copies(spec: Spec) -> float:

@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic import split as splits
+from llmp.analytic.schedules import entry
 from llmp.analytic.split import SplitError, split
-from llmp.dsl.spec import CpComm, Spec, ZeroStage
-from llmp.dsl.values import compare, divides
+from llmp.spec.spec import CpComm, Spec, ZeroStage
+from llmp.spec.values import compare, divides
 from llmp.stacks import profile
 
 
@@ -133,8 +134,6 @@ def _pipeline(spec: Spec) -> Iterator[Violation]:
     m, p = spec.model, spec.parallel
     if isinstance(p.pp, int) and isinstance(p.vp, int):
         # The schedule table lives with the composition; only its requirements are read here.
-        from llmp.compose.schedules import entry
-
         # What a schedule needs of pp and vp is a property of the spec; what it needs of the
         # microbatches (the interleaved schedule's groups, DualPipe's even count) is :func:`runnable`'s.
         schedule = entry(p.schedule)
@@ -270,8 +269,6 @@ def runnable(spec: Spec, microbatches: int, group: int) -> Iterator[Violation]:
                         ("train.global_batch", "train.micro_batch"), "too many microbatches",
                         "a step of that many microbatches is likely a slip (a token count as the batch); use a "
                         "larger micro_batch or dp, or a smaller global_batch")
-    from llmp.compose.schedules import entry
-
     schedule = entry(p.schedule)
     unmet = schedule.requires(pp, vp, microbatches, group)
     if unmet:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic import kinds
-from llmp.analytic.algebra import vmax
 from llmp.analytic.kinds import LayerKind
-from llmp.dsl.spec import ModelSpec, Norm, ParallelSpec, Position, Router
+from llmp.spec.algebra import vmax
+from llmp.spec.spec import ModelSpec, Norm, ParallelSpec, Position, Router
 
 
 def mlp_matrices(m: ModelSpec) -> int:

@@ -2,7 +2,7 @@
 
 Chunks are numbered in model order: chunk ``g`` holds the ``g``-th slice of the layers and lives
 on the pipeline rank its schedule places it on (Megatron's interleaving: ``g % pp``, with ``vp =
-1`` a chunk is a stage; ZB-V's V: ``g`` and ``2 pp - 1 - g``; :mod:`llmp.compose.schedules`). The
+1`` a chunk is a stage; ZB-V's V: ``g`` and ``2 pp - 1 - g``; :mod:`llmp.analytic.schedules`). The
 first chunk also holds the embedding, the last one the final norm, the output layer and the loss,
 whatever the split. One rule applies per spec, chosen by the ``parallel`` fields:
 
@@ -29,7 +29,7 @@ whatever the split. One rule applies per spec, chosen by the ``parallel`` fields
   chunk, an empty chunk included. DeepSeek-V3 on pp 8 x vp 4 runs ``Et|(tt|)*30mL`` (one layer with
   the embedding, two on each of 30 chunks, the MTP module and the loss alone);
 * ``partition``: DeepSpeed's ``PipelineModule._partition_layers`` (deepspeed/runtime/pipe/
-  module.py) over the pipeline module's whole layer list (:class:`~llmp.dsl.spec.PipeModule`):
+  module.py) over the pipeline module's whole layer list (:class:`~llmp.spec.spec.PipeModule`):
   ``uniform`` splits the item count (``utils.partition_uniform``); ``parameters`` balances each
   item's parameter count on one tensor-parallel rank (``_count_layer_params`` builds the
   TP-sharded modules), embedding and head included; ``type:REGEX`` balances the items whose
@@ -65,8 +65,9 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import kinds, shard
-from llmp.dsl.spec import Norm, ParallelSpec, PipeModule, Precision, Spec, Stack
+from llmp.analytic.schedules import entry
 from llmp.errors import InfeasibleError
+from llmp.spec.spec import Norm, ParallelSpec, PipeModule, Precision, Spec, Stack
 
 OPTIONS = ("stage_layers = [...]; Megatron-LM: first_stage_layers / last_stage_layers, "
            'account_for_embedding / account_for_loss, or pipeline_layout = "Et|(tt|)*30mL"; DeepSpeed '
@@ -298,8 +299,6 @@ def megatron_layout(text: str, layers: int, pp: int, vp: int, mtp_layers: int = 
 def _chunk_ranks(spec: Spec, pp: int, vp: int) -> tuple[int, ...]:
     """The pipeline rank of each chunk under the spec's schedule (of the first model copy)."""
     # The schedule table lives with the composition, which imports this module.
-    from llmp.compose.schedules import entry
-
     return entry(spec.parallel.schedule).chunk_ranks(pp, vp)[:pp * vp]
 
 

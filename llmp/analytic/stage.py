@@ -28,7 +28,6 @@ import dataclasses
 from typing import Any
 
 from llmp.analytic import offload, shard
-from llmp.analytic.algebra import vmax
 from llmp.analytic.kernels import (
     Collective,
     CollectiveKind,
@@ -55,9 +54,10 @@ from llmp.analytic.layer import (
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.params import tensors
-from llmp.analytic.structure import Structure
-from llmp.dsl.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
+from llmp.analytic.shape import Structure
 from llmp.hardware.spec import Dtype
+from llmp.spec.algebra import vmax
+from llmp.spec.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
 from llmp.stacks import ClipScale, LossSync, Unscale, ZeroGrad
 
 

@@ -19,13 +19,15 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.analytic import collectives, specpath
+from llmp.analytic import collectives
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective
 from llmp.analytic.op import Op, OpGraph
 from llmp.analytic.pricing import price
-from llmp.analytic.structure import Structure, structure_of
-from llmp.dsl.spec import Spec
+from llmp.analytic.shape import Structure
+from llmp.analytic.structure import structure_of
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

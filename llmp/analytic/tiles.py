@@ -47,7 +47,7 @@ block, backward) sees every key (query), twice the average, so a causal kernel t
 as long as that CTA, two average CTAs; beyond one wave the kernels schedule the long CTAs
 first and the waves even out.
 
-All of it is written with :mod:`llmp.analytic.algebra`'s ``vceil``, ``vmin``, ``vmax`` and
+All of it is written with :mod:`llmp.spec.algebra`'s ``vceil``, ``vmin``, ``vmax`` and
 ``vselect``, so it evaluates on numbers, numpy arrays (sweeps) and SymPy expressions alike.
 """
 
@@ -56,8 +56,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.analytic.algebra import vceil, vmax, vmin, vselect
 from llmp.hardware.spec import Microarch
+from llmp.spec.algebra import vceil, vmax, vmin, vselect
 
 _CUTLASS = "NVIDIA/cutlass@751eb9a:python/cutlass_library/generator.py"
 

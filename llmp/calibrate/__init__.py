@@ -17,6 +17,7 @@ import datetime
 import os
 from collections.abc import Sequence
 
+from llmp.analytic.correction import Residuals
 from llmp.calibrate import fit as fitting
 from llmp.calibrate import inputs
 from llmp.compose import band
@@ -30,8 +31,8 @@ from llmp.compose.calibration_file import (
     file_digest,
     load,
 )
-from llmp.compose.correction import Residuals
-from llmp.compose.predictor import ROOFLINE_ONLY, Priced, priced
+from llmp.compose.predictor import ROOFLINE_ONLY, priced
+from llmp.compose.priced import Priced
 from llmp.errors import InfeasibleError, InputError
 from llmp.progress import Progress, tick
 

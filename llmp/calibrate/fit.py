@@ -83,7 +83,7 @@ from llmp.compose.posterior import (
     overhead_reach,
     step_times,
 )
-from llmp.compose.predictor import Priced
+from llmp.compose.priced import Priced
 from llmp.errors import InputError
 from llmp.stacks.host import HOST_SPEED
 

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmp.analytic.correction import Residuals
 from llmp.calibrate.fit import prior_of
 from llmp.compose import band
 from llmp.compose.band import CompositionTerm
-from llmp.compose.correction import Residuals
 from llmp.compose.posterior import PARAMS, step_times
-from llmp.compose.predictor import Priced, priced
+from llmp.compose.predictor import priced
+from llmp.compose.priced import Priced
 from llmp.errors import InfeasibleError, InputError
 from llmp.progress import Progress, tick
 from llmp.search import load, search

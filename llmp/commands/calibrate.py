@@ -20,6 +20,8 @@ import json
 import math
 
 from llmp import files
+from llmp.calibrate import calibrate
+from llmp.calibrate.suggest import suggest
 from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument
 from llmp.errors import InputError
@@ -88,8 +90,6 @@ def _suggestion(s) -> str:
 
 
 def _suggest(args: argparse.Namespace) -> int:
-    from llmp.calibrate.suggest import suggest
-
     if args.spec is None:
         raise InputError("--suggest needs the spec whose layouts to choose from", hint="add --spec SPEC.llmp")
     if args.csv or args.output:
@@ -103,8 +103,6 @@ def _suggest(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.calibrate import calibrate
-
     if args.suggest is not None:
         return _suggest(args)
     if not args.csv or args.output is None:

@@ -19,13 +19,14 @@ import sympy as sp
 
 from llmp import stacks
 from llmp.analytic.derived import derived
-from llmp.dsl import add_set_argument, load_args, schema, spec_to_dict
+from llmp.dsl import add_set_argument, load_args
 from llmp.dsl.overrides import SET_FILE
-from llmp.dsl.schema import Kind, Section
-from llmp.dsl.serialize import plain
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import symbol_name
 from llmp.hardware.spec import Derivation, Device
+from llmp.spec import schema
+from llmp.spec.schema import Kind, Section
+from llmp.spec.serialize import plain, spec_to_dict
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_name
 from llmp.units import BANDWIDTH, COUNT, TIME, format_count, format_flops, format_quantity
 
 

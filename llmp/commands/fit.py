@@ -22,6 +22,7 @@ from pathlib import Path
 from llmp.commands.flags import add_quiet, nonnegative_int, open_unit_interval, positive_int
 from llmp.errors import InputError
 from llmp.progress import bar
+from llmp.residuals import fitting
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -58,8 +59,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.residuals import fitting
-
     families = [f.strip() for f in args.families.split(",")] if args.families else None
     if args.base is None:
         if args.budget is not None or args.picks is not None:

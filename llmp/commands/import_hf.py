@@ -13,8 +13,8 @@ from pathlib import Path
 from llmp import files
 from llmp.commands.flags import bounded_int
 from llmp.dsl.hf import import_hf
-from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
+from llmp.spec.values import MAXIMA
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:

@@ -14,12 +14,12 @@ import argparse
 import json
 from pathlib import Path
 
+from llmp.residuals import importers
+from llmp.residuals.importers import FORMATS
 from llmp.units import format_bytes
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.residuals.importers import FORMATS
-
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="source files or directories")
     parser.add_argument("--format", required=True, choices=FORMATS, dest="fmt",
                         help="seed: estimate-train-time <GPU>_<op>_fp16.csv and <GPU>_<coll>_fp16_<N>_<M>.csv; "
@@ -36,8 +36,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.residuals import importers
-
     report = importers.run(args.fmt, args.paths, args.out, device=args.device, gpu_id=args.gpu_id,
                            node_id=args.node_id)
     if args.json:

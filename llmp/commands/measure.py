@@ -12,13 +12,12 @@ import argparse
 import json
 from pathlib import Path
 
-from llmp import files
+from llmp import dsl, files
+from llmp.dsl import add_set_argument
 from llmp.errors import InputError
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.dsl import add_set_argument
-
     parser.add_argument("spec", type=Path, help="the .llmp spec to measure")
     add_set_argument(parser)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where to run (default cpu)")
@@ -48,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
         files.output_file(args.export, "--export")
     if args.csv is not None:
         files.output_file(args.csv, "--csv")
-    from llmp import dsl
     from llmp.measure.from_spec import config_from_spec
 
     spec = dsl.load_args(args)

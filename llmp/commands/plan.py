@@ -22,7 +22,9 @@ from llmp.dsl import add_set_argument
 from llmp.planning import MAX_GPUS, curve_counts, plan
 from llmp.planning.checkpoint import Mode
 from llmp.planning.facility import GRID_G_PER_KWH, NODE_OVERHEAD, PUE
+from llmp.planning.plot import plot
 from llmp.planning.power import PowerModel
+from llmp.plotting import plot_path, pyplot
 from llmp.progress import bar
 
 
@@ -78,8 +80,6 @@ def _curve(args: argparse.Namespace) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     if args.plot:
-        from llmp.plotting import plot_path, pyplot
-
         plot_path(args.plot)
         pyplot()  # fail before the search when matplotlib is missing
     with bar("planning", quiet=args.quiet) as advance:
@@ -91,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
                       node_overhead=args.node_overhead, pue=args.pue, grid_intensity=args.grid_intensity,
                       progress=advance)
     if args.plot:
-        from llmp.planning.plot import plot
-
         plot(result, args.plot)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

@@ -25,21 +25,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llmp import files
 from llmp.commands.flags import positive_float, positive_int
 from llmp.errors import InputError, LlmpError
-
-if TYPE_CHECKING:
-    from llmp.measure.ranks import World
+from llmp.measure import devices, ranks
+from llmp.measure.design import FAMILIES, RANGES
+from llmp.measure.ranks import World
 
 COLLECTIVES = "collectives"
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.measure.design import FAMILIES
-
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--out", type=Path, help="directory of sample files (created; resumed)")
     mode.add_argument("--plan", action="store_true",
@@ -85,8 +83,6 @@ def _split(text: str) -> tuple[str, ...]:
 def families_of(args: argparse.Namespace, ranks_total: int) -> tuple[tuple[str, ...], bool]:
     """(kernel families, whether collectives run) from ``--families`` (its default: every kernel
     family, and collectives when the run has 2 or more ranks)."""
-    from llmp.measure.design import FAMILIES
-
     if args.families is None:
         return FAMILIES, ranks_total >= 2
     families = _split(args.families)
@@ -107,8 +103,6 @@ def kernel_config(args: argparse.Namespace, families: tuple[str, ...], **changes
     """The :class:`~llmp.measure.sampling.SampleConfig` of the flags (shared by a run and ``--plan``),
     with ``changes`` (a rank's world, deadline and progress) on top."""
     from llmp.measure import sampling
-    from llmp.measure.design import RANGES
-
     config = sampling.SampleConfig(
         out=args.out or Path("."), device=args.device, families=families,
         dtypes=_split(args.dtypes) if args.dtypes else None,
@@ -146,8 +140,6 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes is not None:
         raise InputError("--nodes goes with --plan: a run spans the nodes torchrun started",
                          hint="drop --nodes; start torchrun --nnodes N (see README: Sampling a cluster of your own)")
-    from llmp.measure import ranks
-
     world = ranks.from_env()
     kernels, collectives = families_of(args, 2 if world is None else world.size)
     _writable(args.out)  # before torch loads and sampling starts
@@ -218,7 +210,7 @@ def _distributed(args: argparse.Namespace, world: World, kernels: tuple[str, ...
     import torch.distributed as dist
 
     from llmp.measure import collectives as coll
-    from llmp.measure import devices, ranks, sampling
+    from llmp.measure import sampling
 
     # Every rank sees the same flags and environment: rank 0 says what is wrong, the others exit.
     problem = None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from llmp.commands.flags import add_quiet
 from llmp.progress import bar
+from llmp.residuals import dataset, score
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +39,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.residuals import dataset, score
-
     families = [f.strip() for f in args.families.split(",")] if args.families else None
     by = score.parse_by(args.by) if args.by is not None else ()  # before reading any sample
     with bar("scoring", quiet=args.quiet) as advance:

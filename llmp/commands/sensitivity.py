@@ -20,9 +20,8 @@ from collections.abc import Sequence
 from llmp import dsl
 from llmp.commands.flags import add_quiet
 from llmp.dsl import add_set_argument, load_args
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import InputError
+from llmp.plotting import plot_path, pyplot
 from llmp.progress import bar
 from llmp.sensitivity import (
     analyze,
@@ -34,6 +33,9 @@ from llmp.sensitivity import (
 )
 from llmp.sensitivity.closed import PHASES, pretty
 from llmp.sensitivity.fields import Resolve, canonical, free_paths
+from llmp.sensitivity.plot import plot
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_for
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +90,6 @@ def _symbolic(spec: Spec, args: argparse.Namespace, resolve: Resolve) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.plot:
-        from llmp.plotting import plot_path, pyplot
-
         plot_path(args.plot)
         pyplot()  # fail before the analysis when matplotlib is missing
     spec = load_args(args)
@@ -117,8 +117,6 @@ def run(args: argparse.Namespace) -> int:
         op = operating_point(spec, at, resolve)
         result = analyze(op, args.wrt, progress=advance)
     if args.plot:
-        from llmp.sensitivity.plot import plot
-
         plot(result, op, args.plot, top=args.top or 10)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

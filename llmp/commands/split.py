@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 from llmp.commands.flags import open_unit_interval
+from llmp.residuals import split
+from llmp.residuals.split import BY
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from llmp.residuals.split import BY
-
     parser.add_argument("samples", nargs="+", type=Path, help="sample directories or files")
     parser.add_argument("-o", "--out", type=Path, required=True, help="directory to write train/ and test/ into")
     parser.add_argument("--by", choices=BY, default="shape", help="what is held out whole (default shape)")
@@ -25,8 +25,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.residuals import split
-
     report = split.split(args.samples, args.out, by=args.by, test=args.test, seed=args.seed)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))

@@ -20,7 +20,9 @@ from pathlib import Path
 from llmp import files
 from llmp.commands.flags import add_quiet
 from llmp.errors import InputError
+from llmp.plotting import plot_path, pyplot
 from llmp.progress import bar
+from llmp.validate import plot, score, text
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -50,11 +52,7 @@ def _write_specs(report, directory: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmp.validate import plot, score, text
-
     if args.plot:
-        from llmp.plotting import plot_path, pyplot
-
         plot_path(args.plot)
         pyplot()  # fail before scoring when matplotlib is missing
     if args.specs:

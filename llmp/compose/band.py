@@ -47,10 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Collective, CollectiveKind
 from llmp.analytic.op import OpGraph, Scope
-from llmp.compose.correction import Correction
 from llmp.errors import InputError, ResidualSchemaError
+from llmp.residuals import store
+from llmp.residuals.store import OUT_OF_DOMAIN_WIDEN
 from llmp.stacks.host import Spread
 
 LEVEL = 0.8
@@ -186,8 +188,6 @@ def _table(manifest: Mapping[str, Any], where: str) -> dict[str, Width]:
 def roofline_widths(device_id: str) -> dict[str, Width]:
     """Family -> the roofline's measured error: the device's own shipped store, then the shipped
     cross-GPU store (module docstring, item 2)."""
-    from llmp.residuals import store
-
     out: dict[str, Width] = {}
     for name in (store.CROSS_GPU, device_id):  # the device's own table overrides the pooled one
         manifest = store.shipped_manifest(name)
@@ -268,8 +268,6 @@ def op_errors(graph: OpGraph, corr: Correction, device_id: str) -> OpErrors:
                 sigma[i] = w.sigma
         fam_covered.append(False)
         fam_source.append(w.source)
-    from llmp.residuals.store import OUT_OF_DOMAIN_WIDEN
-
     per_layer = float(graph.layers_per_chunk)
     weight = np.asarray([float(op.count) * (per_layer if op.scope is Scope.LAYER else 1.0) for op in graph.ops])
     ood = np.zeros(n, bool) if corr.out_of_domain is None else np.asarray(corr.out_of_domain, bool) & covered

@@ -14,9 +14,9 @@ from llmp.analytic.kernels import Ceiling, Collective, Kernel, Tier, cost
 from llmp.analytic.op import OpGraph
 from llmp.analytic.pricing import Hardware
 from llmp.dsl import catalog
-from llmp.dsl.spec import Spec
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Attainable, Dtype, Link
+from llmp.spec.spec import Spec
 from llmp.units import format_flops, format_rate
 
 

@@ -25,8 +25,8 @@ import numpy as np
 from llmp import __version__, files
 from llmp.compose.band import CompositionTerm
 from llmp.compose.posterior import GROUPS, PARAMS, Posterior, Prior
-from llmp.dsl.spec import Spec
 from llmp.errors import InputError
+from llmp.spec.spec import Spec
 
 FORMAT = "llmp-calibration"
 VERSION = 3

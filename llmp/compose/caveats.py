@@ -9,8 +9,8 @@ utilisation line and ``--json`` carries them as ``caveats``.
 
 from __future__ import annotations
 
-from llmp.dsl.spec import Spec
 from llmp.hardware.catalog import catalog_ids
+from llmp.spec.spec import Spec
 
 BEST_PUBLISHED_MFU = 0.6423
 """The highest MFU among the published runs in ``validation/``: MPT-7B on 8 A100 80GB, sequence 2048

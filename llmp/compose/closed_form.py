@@ -2,7 +2,7 @@
 
 The simulated timeline (:mod:`~llmp.compose.schedule`) is exact for any stage times; this closed
 form replaces it by each schedule's makespan formula (its table entry's ``makespan``,
-:mod:`~llmp.compose.schedules`), in terms of the per-chunk task times (``F``, ``B``, ``W``, the
+:mod:`~llmp.analytic.schedules`), in terms of the per-chunk task times (``F``, ``B``, ``W``, the
 whole backward, DualPipe's pair), ``m`` microbatches, ``pp`` ranks and ``vp`` chunks per rank.
 With an even split chunks come in three kinds (the first, with the embedding; middle ones; the
 last, with the head) and ``pp`` may stay a symbol; with an uneven split every chunk is its own:
@@ -38,13 +38,13 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.analytic.algebra import vmax
 from llmp.analytic.op import OpGraph, rank_classes
+from llmp.analytic.schedules import Shape, Times, entry
 from llmp.analytic.symbolic import cost
 from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired, rank_tail
 from llmp.compose.prediction import OpRow
-from llmp.compose.schedules import Shape, Times, entry
-from llmp.dsl.spec import Schedule, Spec
+from llmp.spec.algebra import vmax
+from llmp.spec.spec import Schedule, Spec
 
 
 def pipeline_time(schedule: Schedule, fwd: Sequence[Any], bwd: Sequence[Any], m: Any, pp: Any, vp: Any,

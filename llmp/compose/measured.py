@@ -16,11 +16,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from llmp.analytic.correction import Correction
 from llmp.analytic.measured import LEVEL
 from llmp.analytic.op import OpGraph
 from llmp.analytic.pricing import Prices
 from llmp.compose.band import z_of
-from llmp.compose.correction import Correction
 
 
 def served_mask(prices: Prices, n: int) -> np.ndarray:

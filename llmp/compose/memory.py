@@ -91,12 +91,13 @@ import numpy as np
 
 from llmp.analytic import offload, shard
 from llmp.analytic.activations import kept_bytes, weight_grad_bytes
-from llmp.analytic.algebra import vmax, vmin
 from llmp.analytic.layer import Context, grad_bytes, lowp_weights, trainable
 from llmp.analytic.op import RankKind, rank_kind_of
-from llmp.analytic.structure import Structure, chunk_kind_layers
+from llmp.analytic.shape import Structure
+from llmp.analytic.structure import chunk_kind_layers
 from llmp.compose.schedule import Plan, in_flight
-from llmp.dsl.spec import (
+from llmp.spec.algebra import vmax, vmin
+from llmp.spec.spec import (
     Optimizer,
     Precision,
     Spec,

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic import kernels
-from llmp.analytic.algebra import positive_part, vmax
 from llmp.analytic.kernels import Family, Kernel
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import (
@@ -48,7 +47,8 @@ from llmp.analytic.op import (
     Stream,
     Task,
 )
-from llmp.dsl.spec import Spec
+from llmp.spec.algebra import positive_part, vmax
+from llmp.spec.spec import Spec
 from llmp.stacks.host import HostRules
 
 NON_COMPUTE = ("recompute", "optimizer")

@@ -1,7 +1,7 @@
 """When each pipeline rank finishes, at a cost that does not grow with the microbatches.
 
 Past its warm-up, a schedule's order repeats: ``q`` more microbatches (:attr:`Entry.period
-<llmp.compose.schedules.Entry.period>`) add one *round* to each rank's order, the previous round's
+<llmp.analytic.schedules.Entry.period>`) add one *round* to each rank's order, the previous round's
 tasks with their microbatches shifted by ``q``, placed before the cool-down, whose tasks shift by
 ``q`` too. The timeline is max-plus (:func:`~llmp.compose.schedule.simulate`: a node ends at the
 later of its rank's previous node and its dependency, plus its duration), so:
@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from llmp.analytic.schedules import entry
 from llmp.compose.schedule import Plan, end_times, ends, nodes, plan
-from llmp.compose.schedules import entry
-from llmp.dsl.spec import Schedule
+from llmp.spec.spec import Schedule
 
 TOL = 1e-12
 """Largest spread of ``R``'s delays over ``R'``, relative to their end times, taken as none."""

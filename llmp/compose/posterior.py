@@ -15,16 +15,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from llmp.analytic.kernels import Collective, Family, Tier
 from llmp.analytic.op import OpGraph
 from llmp.compose import band
-
-if TYPE_CHECKING:  # the predictor applies a posterior; a posterior composes the predictor's Priced
-    from llmp.compose.predictor import Priced
+from llmp.compose.priced import Priced
 
 NOISE_PSEUDO_ROWS = 3.0
 """How many runs' worth of weight the dev estimate of the noise keeps against the user's own residuals

@@ -95,7 +95,7 @@ class ResidualUse:
     """Where the store was read from ("" for a store that is not a directory)."""
     scope: str
     """"per-device" (fitted for this device), "cross-GPU" (hardware-normalised, serves any device)
-    or "custom" (a ``compose.Residuals`` that is not a store)."""
+    or "custom" (a ``analytic.correction.Residuals`` that is not a store)."""
     covered: tuple[str, ...]
     """Op families of this spec it corrected."""
     out_of_domain: tuple[str, ...]

@@ -9,18 +9,16 @@ point; the band's draws run through the same schedule, ``compose.band``) → mem
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import operator
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from llmp.analytic import kernels, params, specpath
+from llmp.analytic import kernels, params
+from llmp.analytic.correction import Correction, Residuals
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel
 from llmp.analytic.op import Op, OpGraph, Part, Scope
@@ -29,7 +27,6 @@ from llmp.analytic.structure import structure_of
 from llmp.compose import band, calibration, measured, reuse
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.caveats import caveats
-from llmp.compose.correction import Correction, Residuals
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.posterior import host_scale, scaled
@@ -41,9 +38,12 @@ from llmp.compose.prediction import (
     Report,
     ResidualUse,
 )
-from llmp.compose.step import Step, compose, schedule_plan
-from llmp.dsl.spec import Spec
+from llmp.compose.priced import Priced
+from llmp.compose.step import Step, schedule_plan
 from llmp.errors import SpecError
+from llmp.residuals import store
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 from llmp.stacks import padded_vocab
 from llmp.stacks.host import HOST_SPEED
 from llmp.sym import has_free_symbols
@@ -150,8 +150,6 @@ def choose_residuals(residuals: Residuals | str | os.PathLike[str] | None, spec:
     if residuals is None or residuals == "none":
         return None, "residual models turned off"
     if isinstance(residuals, (str, os.PathLike)):
-        from llmp.residuals import store
-
         choice = store.choose(residuals, spec.cluster.gpu)
         return choice.residuals, choice.note
     return residuals, "given"
@@ -165,41 +163,6 @@ def _residual_use(residuals: Residuals, graph: OpGraph, corr: Correction, served
                        covered=tuple(sorted({op.family for op, c, m in zip(graph.ops, corr.covered, served)
                                              if c and not m})),
                        out_of_domain=tuple(sorted({op.name for op, f in zip(graph.ops, flagged) if f})))
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Priced:
-    """A spec's operator graph with each op's analytic time and residual correction: everything
-    the composition needs, so the point, the band's draws and ``llmp calibrate`` compose the same."""
-
-    spec: Spec
-    graph: OpGraph
-    prices: Prices
-    correction: Correction
-    residuals: Residuals | None
-    note: str
-    """How the residual store was chosen."""
-    errors: band.OpErrors
-    """Each op's error in the zero-shot band (``band.op_errors``)."""
-    gpu_flops: float
-    """FLOPs one GPU executes per step (:func:`gpu_flops`), for the HFU: reused with the prices."""
-
-    @property
-    def times(self) -> list[float]:
-        """Seconds per call of every op after its residual factor."""
-        return list(map(operator.mul, map(float, self.prices.time),
-                        np.asarray(self.correction.factor, dtype=float).tolist()))
-
-    def compose(self, times: Sequence[Any], host_scale: Any = 1.0) -> Step:
-        """The step for per-op ``times`` (floats, or arrays of draws), the host's costs multiplied by
-        ``host_scale`` (a number, or an array of draws)."""
-        rules = OverlapRules.of(self.spec)
-        if not (isinstance(host_scale, (int, float)) and host_scale == 1.0):
-            rules = dataclasses.replace(rules, host_scale=host_scale)
-        return compose(self.graph, times, rules, self.spec.parallel.schedule)
-
-    def step_time(self, times: Sequence[Any], host_scale: Any = 1.0) -> Any:
-        return self.compose(times, host_scale).step_time
 
 
 def zero_shot(p: Priced, term: band.CompositionTerm, level: float = band.LEVEL) -> band.Band:
@@ -247,8 +210,6 @@ def _store_identity(residuals: Residuals | None) -> tuple[int, ...] | None:
     reads only the ops and the cluster; None for any other ``Residuals`` (not kept)."""
     if residuals is None:
         return ()
-    from llmp.residuals import store
-
     if isinstance(residuals, store.Layered):  # made afresh by each choice, of two loaded stores
         return (id(residuals.primary), id(residuals.fallback))
     return (id(residuals),) if isinstance(residuals, store.Residuals) else None

@@ -22,8 +22,8 @@ arithmetic) never share an entry. Each cache keeps the most recent :data:`SIZE` 
 from __future__ import annotations
 
 from llmp.analytic import lowp
-from llmp.dsl.spec import Spec
 from llmp.recent import Recent
+from llmp.spec.spec import Spec
 
 SIZE = 32
 """Entries kept per cache (a search or plan revisits a few structures; a graph is small)."""

@@ -1,6 +1,6 @@
 """The event timeline of a pipeline schedule: its table entry's steps as timed nodes.
 
-:mod:`~llmp.compose.schedules` says, per rank, which F, B and W tasks run in which order. This
+:mod:`~llmp.analytic.schedules` says, per rank, which F, B and W tasks run in which order. This
 module turns them into nodes and times them. Dependencies: a forward needs the previous chunk's
 forward of the same microbatch (in the microbatch's model copy), a backward needs the next
 chunk's backward (the last chunk's needs its own forward), a W needs its own B. A node starts
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic.algebra import vmax
 from llmp.analytic.op import Task
-from llmp.compose.schedules import entry, steps
-from llmp.dsl.spec import Schedule
+from llmp.analytic.schedules import entry, steps
+from llmp.spec.algebra import vmax
+from llmp.spec.spec import Schedule
 
 
 class Kind(StrEnum):

@@ -37,7 +37,7 @@ from llmp.compose.overlap import (
 )
 from llmp.compose.periodic import rank_end
 from llmp.compose.schedule import Key, Kind, Plan, Timeline, plan, simulate
-from llmp.dsl.spec import Schedule
+from llmp.spec.spec import Schedule
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

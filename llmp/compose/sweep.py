@@ -22,18 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.pricing import Hardware, price_arrays
 from llmp.analytic.structure import structure_of
 from llmp.compose import reuse
+from llmp.compose.calibration_file import as_calibration
 from llmp.compose.memory import memory
 from llmp.compose.overlap import OverlapRules
+from llmp.compose.posterior import scaled
 from llmp.compose.prediction import COMM, COMPUTE
-from llmp.compose.predictor import model_flops_per_token
+from llmp.compose.predictor import ROOFLINE_ONLY, model_flops_per_token
 from llmp.compose.step import compose, schedule_plan
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 
 STRUCTURAL: frozenset[str] = frozenset({
     "parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp",
@@ -110,9 +112,6 @@ def evaluate(spec: Spec, grid: Mapping[str, Any], calibration: Any = None, *,
     one vectorised call may hold (:data:`MEMORY`)."""
     posterior = None
     if calibration is not None:
-        from llmp.compose.calibration_file import as_calibration
-        from llmp.compose.predictor import ROOFLINE_ONLY
-
         cal = as_calibration(calibration)
         assert cal is not None, "a calibration was given"
         cal.check(spec)
@@ -166,8 +165,6 @@ def _evaluate_group(spec: Spec, k: int, posterior: Any = None) -> dict[str, np.n
     prices = price_arrays(graph, spec, k)
     times, overhead = list(prices.time), 0.0
     if posterior is not None:
-        from llmp.compose.posterior import scaled
-
         times = scaled(graph, times, np.asarray(posterior.mean[:-1]))
     step = compose(graph, times, OverlapRules.of(spec), spec.parallel.schedule)
     if posterior is not None:

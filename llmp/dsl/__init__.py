@@ -1,4 +1,4 @@
-"""The .llmp language: text → :class:`~llmp.dsl.spec.Spec`. The entry points every command uses.
+"""The .llmp language: text → :class:`~llmp.spec.spec.Spec`. The entry points every command uses.
 
     spec = llmp.dsl.load("examples/llama3_8b.llmp", overrides=["parallel.tp=4"])
     spec = llmp.dsl.loads(text, filename="inline.llmp")
@@ -21,14 +21,11 @@ from llmp.dsl.build import build
 from llmp.dsl.includes import attach_source_line, load_program, read_file
 from llmp.dsl.overrides import SET_FILE, add_set_argument, parse_overrides, source_text
 from llmp.dsl.resolve import Resolver
-from llmp.dsl.serialize import spec_to_dict
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import path_for, symbol_for
 from llmp.dsl.transform import parse
 from llmp.errors import LlmpError, Span
+from llmp.spec.spec import Spec
 
-__all__ = ["Spec", "add_set_argument", "load", "load_args", "loads", "parse", "path_for",
-           "spec_to_dict", "symbol_for"]
+__all__ = ["add_set_argument", "load", "load_args", "loads", "parse"]
 
 
 def loads(text: str, *, filename: str = "<string>", overrides: Sequence[str] = ()) -> Spec:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from llmp.dsl import ast, derive
 from llmp.dsl.includes import Program, describe
-from llmp.dsl.schema import KIND_SECTION, NAMED_KINDS, SECTIONS, Kind, Section
 from llmp.errors import Span, SpecError
+from llmp.spec.schema import KIND_SECTION, NAMED_KINDS, SECTIONS, Kind, Section
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Evaluated frames → the typed :class:`~llmp.dsl.spec.Spec`, then the cross-field checks.
+"""Evaluated frames → the typed :class:`~llmp.spec.spec.Spec`, then the cross-field checks.
 
 Schema field names equal the dataclass field names, so each section is built from its frame's
 values by name; only ids, the per-dtype rate tables and links need assembling.
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmp.dsl import schema
 from llmp.dsl.checks import check
 from llmp.dsl.resolve import Frame, Resolver
-from llmp.dsl.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
 from llmp.errors import SpecError
 from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
+from llmp.spec import schema
+from llmp.spec.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
 
 
 def build(resolver: Resolver, source: str) -> Spec:

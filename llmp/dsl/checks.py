@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmp.dsl.spec import FinetuneSpec, Position, Spec, ZeroStage
-from llmp.dsl.values import compare as _compare
+from llmp.analytic import rules
 from llmp.errors import Span, SpecError
+from llmp.spec.spec import FinetuneSpec, Position, Spec, ZeroStage
+from llmp.spec.values import compare as _compare
+from llmp.stacks import profile
 
 SpanOf = Callable[[str], Span | None]
 
@@ -32,8 +34,6 @@ class _Checker:
 def check(spec: Spec, span_of: SpanOf) -> None:
     """Raise :class:`SpecError` on the first violated cross-field rule."""
     # The rulebook reads the pipeline split and the schedule table, which sit above the language.
-    from llmp.analytic import rules
-
     c = _Checker(spec, span_of)
     for v in rules.shape(spec):
         c.fail(v.message, v.paths, v.label, v.hint)
@@ -238,8 +238,6 @@ def _finetune(c: _Checker) -> None:
 
 def _stack(c: _Checker) -> None:
     """A field the spec set that the chosen stack cannot do (each rule cites the profile item)."""
-    from llmp.stacks import profile  # stacks imports the spec types
-
     t, p = c.spec.train, c.spec.parallel
     prof = profile(t.stack)
     name = t.stack.value

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from llmp import files
-from llmp.dsl.values import MAXIMA
 from llmp.errors import InputError
 from llmp.grammar import BLOCK_KINDS
+from llmp.spec.values import MAXIMA
 from llmp.units import UNITS
 
 Extras = Callable[[dict[str, Any], str, dict[str, Any], list[str]], None]

@@ -12,9 +12,10 @@ import argparse
 import difflib
 from collections.abc import Sequence
 
-from llmp.dsl import ast, schema
+from llmp.dsl import ast
 from llmp.dsl.transform import parse_value
 from llmp.errors import Span, SpecError
+from llmp.spec import schema
 
 SET_FILE = "--set"
 

@@ -8,7 +8,7 @@ loop is reported with the loop. Defaults are .llmp expressions from the schema e
 the same frame; ``--set`` overrides replace a field's expression before anything is
 evaluated, so they go through exactly the same checks as the file.
 
-``build.py`` turns the evaluated frames into the typed :class:`~llmp.dsl.spec.Spec`.
+``build.py`` turns the evaluated frames into the typed :class:`~llmp.spec.spec.Spec`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ from typing import Any
 from llmp.dsl import ast, derive
 from llmp.dsl.blocks import Definitions, active
 from llmp.dsl.overrides import SET_FILE
-from llmp.dsl.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDef, Kind, Section
-from llmp.dsl.spec import Sweep, replica_size
-from llmp.dsl.symbols import symbol_for
 from llmp.dsl.transform import parse_value
-from llmp.dsl.values import (
+from llmp.errors import Span, SpecError
+from llmp.hardware import catalog
+from llmp.hardware.spec import Derivation
+from llmp.spec.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDef, Kind, Section
+from llmp.spec.spec import Sweep, replica_size
+from llmp.spec.symbols import symbol_for
+from llmp.spec.values import (
     Flag,
     Num,
     Text,
@@ -41,9 +44,7 @@ from llmp.dsl.values import (
     to_real,
     to_string,
 )
-from llmp.errors import Span, SpecError
-from llmp.hardware import catalog
-from llmp.hardware.spec import Derivation
+from llmp.stacks import profile
 from llmp.units import COUNT, UNITS
 
 DEFAULT_FILE = "<default>"
@@ -279,8 +280,6 @@ class Resolver:
     def stack_profile(self) -> Any:
         """The profile of the spec's ``train.stack`` (:mod:`llmp.stacks`), whose items are the
         defaults of the fields marked ``STACK`` in the schema."""
-        from llmp.stacks import profile  # stacks imports the spec types, not the resolver
-
         return profile(self.get(self.frame("train"), "stack"))
 
     def written(self, path: str) -> bool:

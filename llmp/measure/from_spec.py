@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from llmp.analytic import params
-from llmp.dsl.spec import Position, Precision, Spec
 from llmp.errors import SpecError
 from llmp.measure.reference import ModelConfig
 from llmp.measure.step import MeasureConfig
+from llmp.spec.spec import Position, Precision, Spec
 
 
 def _int(value: Any, path: str) -> int:

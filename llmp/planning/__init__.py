@@ -34,7 +34,6 @@ from collections.abc import Sequence
 
 from llmp import dsl
 from llmp.compose import predict
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError
 from llmp.planning import layouts
 from llmp.planning.checkpoint import STORAGE_BANDWIDTH, Mode, checkpointing
@@ -46,6 +45,7 @@ from llmp.planning.reliability import FailureModel
 from llmp.planning.report import DAY, Estimate, Plan, RunModel, RunnerUp
 from llmp.progress import Progress, tick
 from llmp.search.space import divisors
+from llmp.spec.spec import Spec
 from llmp.units import format_count
 
 __all__ = ["Estimate", "Plan", "considered_counts", "curve_counts", "plan"]

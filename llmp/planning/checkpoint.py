@@ -26,8 +26,8 @@ from enum import StrEnum
 from llmp.analytic import params
 from llmp.compose.memory import checkpoint_bytes_per_param
 from llmp.compose.prediction import Prediction
-from llmp.dsl.spec import Spec, Stack
 from llmp.errors import InputError
+from llmp.spec.spec import Spec, Stack
 from llmp.units import format_bytes
 
 STORAGE_BANDWIDTH = 2e12

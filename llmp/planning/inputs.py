@@ -10,6 +10,7 @@ import math
 import re
 
 from llmp.errors import InputError, LlmpError
+from llmp.units import BANDWIDTH, format_time, parse_quantity
 
 TOKEN_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 """Decimal multipliers for token counts; ``B`` (billion) is how token budgets are written
@@ -79,8 +80,6 @@ def parse_duration(value: str | float, *, allow_zero: bool = False, least: float
         raise InputError(f"a duration must be {'zero or more' if allow_zero else 'positive'}, got {value!r}",
                          hint="e.g. --deadline 30d, --restart 10min")
     if 0 < seconds < least or seconds > most:
-        from llmp.units import format_time
-
         raise InputError(f"a duration of {value!r} is outside {format_time(least)} to {format_time(most)}",
                          hint="check the unit: s, min, h, d or w, e.g. --deadline 30d, --restart 10min")
     return seconds
@@ -111,8 +110,6 @@ def parse_mttf(value: str, gpus: int | None) -> tuple[float, int]:
 def parse_bandwidth(value: str | float) -> float:
     """A storage bandwidth in bytes/s: a number, or text with a unit (``2TB/s``, ``400 GB/s``)."""
     if isinstance(value, str):
-        from llmp.units import BANDWIDTH, parse_quantity
-
         try:
             q = parse_quantity(value)
         except LlmpError:

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic import params
-from llmp.dsl.spec import Spec, world_size
 from llmp.search import engine, prune, rank
 from llmp.search.rank import Objective
+from llmp.search.report import set_text
 from llmp.search.space import Grid
+from llmp.spec.spec import Spec, world_size
 
 PP_LIMIT = 63
 """Largest pipeline degree the plan tries, a bound on its search rather than on what llmp can
@@ -53,8 +54,6 @@ class Layout:
 
     def overrides(self) -> list[str]:
         """``--set`` arguments that turn the spec into this layout."""
-        from llmp.search.report import set_text
-
         return [set_text(p, v) for p, v in self.config.items()]
 
 

@@ -52,7 +52,6 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,11 +60,10 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
+from llmp.residuals.forest import Forest
 from llmp.residuals.model import Observation, ResidualModel, gemm_layout, row_key, stratum_of
 from llmp.residuals.store import Adjustment, Residuals, Stratum
-
-if TYPE_CHECKING:
-    from llmp.residuals.transfer import CrossGpuModel
+from llmp.residuals.transfer import CrossGpuModel
 
 RIDGE_OFFSET = 0.5
 """Prior weight (in samples) pulling the offset to 0."""
@@ -354,8 +352,6 @@ def continue_boosting(model: ResidualModel, observations: Sequence[Observation],
     """A copy of ``model`` whose group boosters were continued on one device's samples (with the
     model's own hyper-parameters and monotone constraints)."""
     import copy
-
-    from llmp.residuals.forest import Forest
 
     blocks, seconds, device = _observation_blocks(observations)
     out = copy.copy(model)

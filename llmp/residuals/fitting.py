@@ -72,8 +72,6 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
 def _recorded(base: store.Residuals, *, exclude: str) -> list:
     """The devices a store's manifest fingerprints, rebuilt from the catalog where it still has
     them with the same numbers (others are left out of the adapted store's record)."""
-    from llmp.residuals import dataset
-
     out = []
     for h in base.manifest.get("hardware", ()):
         if h["id"] == exclude:

@@ -39,26 +39,24 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from llmp import __version__
 from llmp.analytic.collectives import Links
+from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Collective, Kernel
-from llmp.compose.correction import Correction
-from llmp.dsl.spec import Spec
 from llmp.errors import InputError, ResidualSchemaError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
 from llmp.recent import Recent
-from llmp.residuals import features
+from llmp.residuals import features, transfer
 from llmp.residuals.domain import Shapes
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import GROUP_FIELDS, GroupPrediction, ResidualModel, gemm_layout, stratum_of
-
-if TYPE_CHECKING:  # imported when a cross-GPU store is read (it needs more than a per-device one)
-    from llmp.residuals.transfer import CrossGpuModel
+from llmp.residuals.transfer import CrossGpuModel
+from llmp.spec.spec import Spec
 
 FORMAT = "llmp-residuals"
 FORMAT_VERSION = 3
@@ -457,8 +455,6 @@ def save_cross_gpu(model: CrossGpuModel, directory: str | os.PathLike[str], *, d
     """Write a fitted ``transfer.CrossGpuModel`` (``kind`` ``cross_gpu``): the same header and
     fingerprints as :func:`save`, its units as ``transfer`` entries instead of ``groups``. It
     serves any device; adapted to one device (``adjustments``), it serves that device."""
-    from llmp.residuals import transfer
-
     directory = make_store_dir(directory)
     entries = transfer.to_manifest(model, directory)
     versions = sorted({fit.forest.version for fit in model.families_.values() if fit.forest is not None})
@@ -726,8 +722,6 @@ def load(directory: str | os.PathLike[str]) -> Residuals:
 
 
 def _load_cross_gpu(c: _Checker, manifest: dict[str, Any], directory: Path) -> Residuals:
-    from llmp.residuals import transfer
-
     entries = c.items(manifest, "transfer", "dict")
     if not entries:
         raise c.fail("the cross-GPU store has no families")
@@ -766,7 +760,7 @@ class Choice:
     """The store a prediction uses and why (for its provenance)."""
 
     residuals: Any
-    """A loaded store (or any ``compose.Residuals``), or None for the bare roofline."""
+    """A loaded store (or any ``analytic.correction.Residuals``), or None for the bare roofline."""
     note: str
 
 

@@ -49,7 +49,7 @@ import numpy as np
 
 from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Kernel
-from llmp.errors import InputError, NotFittedError
+from llmp.errors import InputError, NotFittedError, ResidualSchemaError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
 from llmp.residuals.domain import Shapes
@@ -446,8 +446,6 @@ def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, Any]]:
 def from_manifest(entries: Sequence[Mapping[str, Any]], directory: Path, *, alpha: float, seed: int) -> CrossGpuModel:
     """Rebuild a fitted model from :func:`to_manifest` entries; malformed entries raise
     ``ResidualSchemaError`` naming the family."""
-    from llmp.errors import ResidualSchemaError
-
     model = CrossGpuModel(alpha=alpha, random_state=seed)
     model.families_ = {}
     for e in entries:

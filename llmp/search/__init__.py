@@ -26,16 +26,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.callable_package import make_callable
-from llmp.dsl.spec import Spec
+from llmp.compose import predict
+from llmp.compose.calibration_file import as_calibration
 from llmp.errors import InputError, LlmpError
 from llmp.search import engine, prune, rank
 from llmp.search.derived import resolution_of
 from llmp.search.engine import Progress, Resolve, load
 from llmp.search.rank import Objective
 from llmp.search.report import Candidate, SearchResult
-from llmp.search.space import Grid
+from llmp.search.space import Grid, row_spec
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 
 __all__ = ["Candidate", "Objective", "SearchResult", "load", "search"]
 
@@ -97,8 +99,6 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
     grid, spec = built.grid, built.spec
     notes = built.notes
     if calibration is not None:
-        from llmp.calibrate import as_calibration
-
         calibration = as_calibration(calibration)
         calibration.check(spec)
         notes += (f"calibrated by {calibration.id} ({calibration.rows} measured steps of {calibration.stack} on "
@@ -163,9 +163,6 @@ def _by_prediction(spec: Spec, grid: Grid, rows: np.ndarray, numeric: frozenset[
                    objective: Objective, residuals: Any, calibration: Any) -> tuple[list[Candidate], str]:
     """The ranked candidates predicted as ``llmp predict`` predicts them (residual models applied)
     and ordered by that prediction, and the residual store's id ("" when none applied)."""
-    from llmp.compose import predict
-    from llmp.search.space import row_spec
-
     out, store = [], ""
     for i, c in zip(rows, ranked):
         try:

@@ -41,7 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective
 from llmp.analytic.layer import GRAD_ACCUMULATE
@@ -58,11 +57,14 @@ from llmp.compose.overlap import (
     rank_tail,
     tail_terms,
 )
+from llmp.compose.posterior import scaled
+from llmp.compose.predictor import ROOFLINE_ONLY
 from llmp.dsl import checks
-from llmp.dsl.spec import Schedule, Spec
 from llmp.errors import LlmpError
 from llmp.search import space
 from llmp.search.space import Grid
+from llmp.spec import specpath
+from llmp.spec.spec import Schedule, Spec
 
 PIPELINE = frozenset({"parallel.pp", "parallel.vp", "parallel.dp", "parallel.schedule", "parallel.zero",
                       "parallel.microbatch_group", "train.global_batch"})
@@ -205,9 +207,6 @@ def _calibration(calibration: Any) -> tuple[Any, Any]:
     plus it bounds the step plus it."""
     if calibration is None:
         return None, None
-    from llmp.compose.posterior import scaled
-    from llmp.compose.predictor import ROOFLINE_ONLY
-
     post = calibration.basis(ROOFLINE_ONLY).posterior
     factors = np.asarray(post.mean[:-1])
 

@@ -27,18 +27,18 @@ from typing import Any
 import numpy as np
 
 from llmp import dsl
-from llmp.analytic import specpath
-from llmp.dsl import schema
 from llmp.dsl.blocks import collect
 from llmp.dsl.build import build
 from llmp.dsl.includes import load_program, read_file
 from llmp.dsl.overrides import parse_overrides
 from llmp.dsl.resolve import Frame, Resolver
-from llmp.dsl.spec import Spec
-from llmp.dsl.values import Val
 from llmp.errors import LlmpError, Span
 from llmp.search.space import Grid
-from llmp.sym import has_free_symbols, is_expr
+from llmp.spec import schema, specpath
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_for
+from llmp.spec.values import Val
+from llmp.sym import has_free_symbols, is_expr, sympy
 from llmp.units import COUNT, UNITS
 
 LIMIT = 64
@@ -196,9 +196,6 @@ def _numeric(resolution: Resolution, spec: Spec, grid: Grid, numeric: list[str])
 
 def _symbolic(resolve: Any, spec: Spec, grid: Grid, numeric: list[str]) -> tuple[Grid, list[str]]:
     """Resolve once with the varied fields free and evaluate the derived fields on the columns."""
-    from llmp.dsl.symbols import symbol_for
-    from llmp.sym import sympy
-
     try:
         free = resolve([f"{p}=symbol" for p in numeric])
     except LlmpError as err:

@@ -25,21 +25,28 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
 from llmp.analytic.graph import decompose
+from llmp.analytic.pricing import Hardware, price
+from llmp.analytic.schedules import entry
+from llmp.analytic.split import split
 from llmp.analytic.structure import structure_of
-from llmp.compose import evaluate
+from llmp.compose import evaluate, reuse
 from llmp.compose.memory import memory
-from llmp.compose.step import schedule_plan
+from llmp.compose.overlap import OverlapRules
+from llmp.compose.posterior import scaled
+from llmp.compose.predictor import ROOFLINE_ONLY, model_flops_per_token
+from llmp.compose.schedule import plan
+from llmp.compose.step import compose, schedule_plan
 from llmp.compose.sweep import structural
 from llmp.dsl import checks
 from llmp.dsl.overrides import SET_FILE
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.search import derived, space
 from llmp.search.bound import layout_bound
 from llmp.search.derived import Resolution
 from llmp.search.space import Grid
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
 from llmp.sym import has_free_symbols
 from llmp.units import format_bytes
 
@@ -126,9 +133,6 @@ def pipelines(spec: Spec, grid: Grid) -> Grid:
     and the layer split, the rulebook's own functions (:mod:`llmp.analytic.rules`), evaluated
     once per combination of :data:`SPLIT_FIELDS` instead of once per layout (a layout search has
     thousands of layouts and a few dozen pipelines)."""
-    from llmp.analytic.split import split
-    from llmp.compose.schedules import entry
-
     if spec.parallel.partition:
         return grid
     dropped = grid.reasons()
@@ -268,21 +272,11 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     SymPy (about a second); this path prices with plain floats and keeps graphs in
     :mod:`llmp.compose.reuse` for the next use of the same layout.
     """
-    from llmp.analytic.pricing import Hardware, price
-    from llmp.compose import reuse
-    from llmp.compose.overlap import OverlapRules
-    from llmp.compose.predictor import model_flops_per_token
-    from llmp.compose.schedule import plan
-    from llmp.compose.step import compose
-
     out = empty_values(grid.size)
     reasons = grid.reasons()
     skipped = np.zeros(grid.size, dtype=bool)
     post = None
     if calibration is not None:
-        from llmp.compose.posterior import scaled
-        from llmp.compose.predictor import ROOFLINE_ONLY
-
         post = calibration.basis(ROOFLINE_ONLY).posterior
 
     def with_overhead(t: float) -> float:  # the calibration's per-step overhead (monotone: bounds stay bounds)

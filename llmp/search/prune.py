@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from llmp.dsl.spec import Spec
 from llmp.search import engine, rank
 from llmp.search.bound import Tails, bounds
 from llmp.search.rank import Objective
 from llmp.search.space import Grid
+from llmp.spec.spec import Spec
 
 BATCH = 8
 """Configurations checked and composed per round (a round past the answer costs at most this)."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.compose.band import LEVEL
-from llmp.dsl import schema
 from llmp.search.rank import COST_DEFINITION, Objective
+from llmp.spec import schema
 from llmp.units import (
     BANDWIDTH,
     COMPUTE,

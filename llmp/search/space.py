@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import specpath
-from llmp.compose.schedules import entry
-from llmp.dsl import schema
-from llmp.dsl.spec import Recompute, Schedule, Spec, ZeroStage, replica_size
-from llmp.dsl.values import MAXIMA
+from llmp.analytic.schedules import entry
 from llmp.errors import InputError, shorten
+from llmp.spec import schema, specpath
+from llmp.spec.spec import Recompute, Schedule, Spec, ZeroStage, replica_size
+from llmp.spec.values import MAXIMA
 
 LAYOUT_VP = (1, 2, 4)
 LAYOUT_MICRO_BATCH = (1, 2, 4, 8)

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 
 import sympy as sp
 
-from llmp.dsl import schema
-from llmp.dsl.symbols import symbol_for
 from llmp.sensitivity.branches import Branches
 from llmp.sensitivity.closed import number, specialise
 from llmp.sensitivity.fields import is_integer
+from llmp.spec import schema
+from llmp.spec.symbols import symbol_for
 
 
 class Along:
@@ -55,7 +55,7 @@ class Along:
 
     def reachable(self, value: float) -> bool:
         """Whether the field can take ``value`` in a spec llmp loads: inside its physical range
-        (:mod:`llmp.dsl.ranges`), and for a measured ceiling not above the peak of its dtype (nor a
+        (:mod:`llmp.spec.ranges`), and for a measured ceiling not above the peak of its dtype (nor a
         peak below the ceilings measured under it), as the language's own checks require. A flip
         past either is no regime a real configuration can reach."""
         fdef = schema.field_at(self.path)

@@ -1,7 +1,7 @@
 """The sensitivity of the step time to every numeric field, from the composed closed form.
 
 :func:`operating_point` builds the step time as one SymPy expression of every field
-(:func:`llmp.compose.step_time_expr`: roofline and alpha-beta op times composed through the
+(:func:`llmp.compose.closed_form.step_time_expr`: roofline and alpha-beta op times composed through the
 pipeline schedule, overlap and optimizer) and the point where the spec puts it. :func:`analyze`
 then differentiates it with SymPy: the ``Max``/``Min`` branches active at the point are kept
 (:mod:`~llmp.sensitivity.branches`), each field's symbol is differentiated, and a field's total
@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from llmp.analytic import specpath
+from llmp.analytic.correction import Residuals
 from llmp.analytic.symbolic import SymbolicCost, cost
-from llmp.compose import Residuals, predict, step_time_expr
+from llmp.compose import predict
+from llmp.compose.closed_form import step_time_expr
 from llmp.compose.prediction import Prediction
 from llmp.compose.predictor import ROOFLINE_ONLY
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.progress import Progress, tick
 from llmp.search.derived import resolution_of
@@ -46,6 +45,9 @@ from llmp.sensitivity.fields import (
     pin,
 )
 from llmp.sensitivity.report import FieldSensitivity, Flip, Sensitivity
+from llmp.spec import specpath
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_for
 
 AGREE_REL = 1e-9
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from llmp.analytic.sympy_functions import Maximum, Minimum
 from llmp.errors import SpecError
+from llmp.spec.sympy_functions import Maximum, Minimum
 
 MAXIMA = (sp.Max, Maximum)
-"""SymPy's ``Max`` and llmp's two-argument :class:`~llmp.analytic.sympy_functions.Maximum`."""
+"""SymPy's ``Max`` and llmp's two-argument :class:`~llmp.spec.sympy_functions.Maximum`."""
 MINIMA = (sp.Min, Minimum)
 KINKED = MAXIMA + MINIMA
 """Every function whose active argument depends on the point."""

@@ -1,6 +1,6 @@
 """Closed forms for display: the step time, one phase's busy time, and their LaTeX.
 
-The step time is :func:`llmp.compose.step_time_expr` (the composed pipeline, overlap and
+The step time is :func:`llmp.compose.closed_form.step_time_expr` (the composed pipeline, overlap and
 optimizer). A *phase* (``fwd``, ``bwd_act``, ``bwd_w``, ``optim``, ``comm``) has no time of its
 own in an overlapped, pipelined step, so its closed form is its *busy* time: the seconds one GPU
 spends in the phase's ops per step, averaged over the pipeline ranks, before any overlap

@@ -20,12 +20,12 @@ from typing import Any
 
 import sympy as sp
 
-from llmp.analytic import specpath
-from llmp.dsl import checks, schema
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import registry, symbol_for
-from llmp.dsl.values import Num, to_count, to_real
+from llmp.dsl import checks
 from llmp.errors import LlmpError, Span, SpecError
+from llmp.spec import schema, specpath
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import registry, symbol_for
+from llmp.spec.values import Num, to_count, to_real
 from llmp.units import COUNT, parse_quantity
 
 Resolve = Callable[[Sequence[str]], Spec]

@@ -25,11 +25,11 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.analytic.pricing import Hardware
 from llmp.analytic.symbolic import SymbolicCost
 from llmp.compose.prediction import Prediction
-from llmp.dsl.symbols import path_for
 from llmp.sensitivity.along import Along, nearest
 from llmp.sensitivity.branches import KINKED, MAXIMA, MINIMA, Branches
 from llmp.sensitivity.closed import op_weight
 from llmp.sensitivity.report import CommRegime, FamilyRegime, Flip, StepRegime
+from llmp.spec.symbols import path_for
 
 
 def _sides(sc: SymbolicCost) -> list[tuple[str, str, str, sp.Expr, sp.Expr, sp.Expr, sp.Expr]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.dsl import schema
+from llmp.spec import schema
 from llmp.units import COUNT, format_quantity, format_time
 
 

@@ -15,17 +15,3 @@ Modules: ``app`` (routes), ``view`` (the page's state, from a form or a link), `
 tab's content from the library's results), ``compute`` (the library calls, cached), ``controls``
 (the what-if knobs), ``edit`` (writing overrides into the spec text), ``charts`` (SVG).
 """
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
-
-__all__ = ["create_app"]
-
-
-def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Any:
-    """The Starlette app serving ``specs`` (see :func:`llmp.serve.app.create_app`)."""
-    from llmp.serve.app import create_app as make
-
-    return make(specs, ahead=ahead)

@@ -25,8 +25,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from llmp.dsl.includes import read_file
 from llmp.errors import InputError, LlmpError
 from llmp.hardware.catalog import catalog_ids
+from llmp.planning.plot import plot
 from llmp.serve import compute, pages
 from llmp.serve.edit import with_use, write_sets
 from llmp.serve.view import Tab, View, download_name, from_params
@@ -44,8 +46,6 @@ train { precision = bf16  global_batch = 512  micro_batch = 1  recompute = selec
 
 
 def _read(path: str) -> tuple[str, str]:
-    from llmp.dsl.includes import read_file
-
     return path, read_file(path)
 
 
@@ -170,8 +170,6 @@ def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Starlette:
     async def export_plan_png(request: Request) -> Response:
         view, _ = await page.view(request)
         result = pages.run_plan(view)
-        from llmp.planning.plot import plot
-
         with compute.LOCK:
             with tempfile.TemporaryDirectory(prefix="llmp-serve-") as tmp:
                 out = Path(tmp) / "plan.png"

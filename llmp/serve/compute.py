@@ -24,12 +24,16 @@ from typing import Any, TypeVar
 
 from llmp.compose import predict
 from llmp.compose.prediction import Prediction
+from llmp.compose.trace import trace as chrome_trace
 from llmp.dsl import loads
-from llmp.dsl.spec import Spec
 from llmp.errors import LlmpError
+from llmp.planning import plan as plan_run
+from llmp.search import load as load_search
+from llmp.search import search as search_layouts
 from llmp.serve.controls import BY_PATH
 from llmp.serve.edit import with_use
 from llmp.serve.view import View
+from llmp.spec.spec import Spec
 
 T = TypeVar("T")
 LOCK = threading.RLock()
@@ -84,9 +88,7 @@ def prediction(view: View) -> Prediction:
 @locked
 def trace(view: View) -> dict[str, Any]:
     """``llmp predict --trace``: the Chrome-trace / Perfetto JSON of the view's step."""
-    from llmp.compose.trace import trace as make
-
-    return make(_prediction(evaluated_text(view), view.filename, view.sets))
+    return chrome_trace(_prediction(evaluated_text(view), view.filename, view.sets))
 
 
 _IDLE = threading.Event()
@@ -149,21 +151,16 @@ class SpecFile:
 @locked
 def search(view: View, gpus: Sequence[int], top: int) -> Any:
     """``llmp search SPEC --gpus N,... --top K`` (the CLI's objective, step time, and memory limit)."""
-    from llmp.search import load
-    from llmp.search import search as run
-
     with SpecFile(view) as path:
-        spec, resolve = load(path, view.sets)
-        return run(spec, gpus=list(gpus), top=top, resolve=resolve)
+        spec, resolve = load_search(path, view.sets)
+        return search_layouts(spec, gpus=list(gpus), top=top, resolve=resolve)
 
 
 @locked
 def plan(view: View, **kwargs: Any) -> Any:
     """``llmp plan`` of the view's spec with the plan tab's inputs (the CLI's defaults for the rest)."""
-    from llmp.planning import plan as run
-
     with SpecFile(view) as path:
-        return run(path, sets=view.sets, **kwargs)
+        return plan_run(path, sets=view.sets, **kwargs)
 
 
 def message(err: LlmpError, view: View) -> str:

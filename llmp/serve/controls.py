@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from llmp.dsl import schema
-from llmp.dsl.spec import Spec
 from llmp.hardware.catalog import catalog_ids
+from llmp.spec import schema
+from llmp.spec.spec import Spec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -14,14 +14,21 @@ from typing import Any
 
 from markupsafe import Markup
 
+from llmp.analytic.derived import derived
 from llmp.compose.overlap import categories
-from llmp.dsl.spec import Spec
+from llmp.dsl.catalog import gpus, nodes_with
 from llmp.errors import InputError, LlmpError
 from llmp.hardware.catalog import catalog_ids
+from llmp.planning import curve_counts
+from llmp.planning.checkpoint import Mode
+from llmp.planning.facility import Facility
+from llmp.planning.inputs import parse_bandwidth, parse_duration, parse_mttf, parse_tokens
+from llmp.planning.power import power
 from llmp.search.report import set_text
 from llmp.serve import charts, compute, controls
 from llmp.serve.edit import write_sets
 from llmp.serve.view import PLAN_FIELDS, SEARCH_FIELDS, Tab, View
+from llmp.spec.spec import Spec
 from llmp.units import format_bytes, format_count, format_time
 
 MEMORY_PARTS = ("weights", "grads", "optimizer", "activations", "logits", "overhead")
@@ -53,8 +60,6 @@ def _located(err: LlmpError, view: View) -> dict[str, Any]:
 
 def diagnostics(view: View) -> dict[str, Any]:
     """``llmp check``: the derived quantities of a spec that resolves, or its located diagnostic."""
-    from llmp.analytic.derived import derived
-
     try:
         spec = compute.check(view)
     except LlmpError as err:
@@ -95,8 +100,6 @@ def page(view: View, specs: Sequence[tuple[str, str]], note: str) -> dict[str, A
 
 def _nodes_by_gpu() -> dict[str, list[str]]:
     """Catalog GPU id → the catalog nodes built from it (for the picker)."""
-    from llmp.dsl.catalog import gpus, nodes_with
-
     with compute.LOCK:
         return {g: [n.id for n in nodes_with(g)] for g in gpus()}
 
@@ -357,10 +360,6 @@ def plan_arguments(view: View) -> dict[str, Any]:
 
 def plan_field_errors(view: View) -> dict[str, str]:
     """Each plan input the plan's own parsers refuse, with their message (shown at the field)."""
-    from llmp.planning.checkpoint import Mode
-    from llmp.planning.facility import Facility
-    from llmp.planning.inputs import parse_bandwidth, parse_duration, parse_mttf, parse_tokens
-
     f = view.plan
     checks: dict[str, Any] = {
         "tokens": lambda v: parse_tokens(v), "deadline": lambda v: parse_duration(v),
@@ -387,8 +386,6 @@ def plan_field_errors(view: View) -> dict[str, str]:
 def run_plan(view: View) -> Any:
     """``llmp plan`` with the tab's inputs; on a GPU count, also evaluated where ``--plot`` would
     draw it (:func:`llmp.planning.curve_counts`; a deadline plan draws its scan)."""
-    from llmp.planning import curve_counts
-
     args = plan_arguments(view)
     if "deadline" not in args:
         args["curve"] = curve_counts(compute.check(view), args.get("gpus"))
@@ -424,8 +421,6 @@ def plan_rows(result: Any) -> list[dict[str, Any]]:
 
 def _watts(result: Any, e: Any) -> float:
     """Average GPU power of another count's layout under the plan's power model."""
-    from llmp.planning.power import power
-
     p = result.power
     return power(p.model, p.tdp_watts, e.busy, p.idle_fraction).watts
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from llmp.dsl.serialize import plain
-from llmp.dsl.spec import Spec, Stack
+from llmp.spec.serialize import plain
+from llmp.spec.spec import Spec, Stack
 from llmp.stacks.catalog import PROFILES
 from llmp.stacks.profile import (
     DEFAULT_FIELDS,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from llmp.dsl.spec import Attention as A
-from llmp.dsl.spec import CpComm, OptimizerKernel, PipeModule, Stack, ZeroStage
-from llmp.dsl.spec import Precision as P
+from llmp.spec.spec import Attention as A
+from llmp.spec.spec import CpComm, OptimizerKernel, PipeModule, Stack, ZeroStage
+from llmp.spec.spec import Precision as P
 from llmp.stacks.profile import ClipScale, HostStyle, Item, LossSync, Profile, Unscale, ZeroGrad
 from llmp.stacks.profile import SelectiveRecompute as SR
 
@@ -642,4 +642,4 @@ NEMO_AUTOMODEL = Profile(
 
 PROFILES = MappingProxyType({p.stack: p for p in (
     GENERIC, MEGATRON_LM, MEGATRON_CORE, NEMO, MEGATRON_DEEPSPEED, GPT_NEOX, COMPOSER, TORCHTITAN, NEMO_AUTOMODEL)})
-"""Every stack's profile, keyed by :class:`~llmp.dsl.spec.Stack`."""
+"""Every stack's profile, keyed by :class:`~llmp.spec.spec.Stack`."""

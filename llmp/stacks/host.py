@@ -40,8 +40,8 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from llmp.dsl.spec import Recompute, Spec
 from llmp.hardware.spec import HostCpu, Node
+from llmp.spec.spec import Recompute, Spec
 from llmp.stacks.catalog import PROFILES
 
 PASSES = ("fwd", "bwd", "full_fwd", "full_bwd")

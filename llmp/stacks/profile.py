@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
-from llmp.dsl.spec import Stack
+from llmp.spec.spec import Stack
 
 
 class ZeroGrad(StrEnum):

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from llmp.dsl.spec import Precision, Recompute, ZeroStage
+from llmp.spec.spec import Precision, Recompute, ZeroStage
 
 
 class CellError(ValueError):

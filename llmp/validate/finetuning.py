@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from llmp.dsl.spec import FinetuneMethod, Recompute, Schedule, ZeroStage
+from llmp.spec.spec import FinetuneMethod, Recompute, Schedule, ZeroStage
 from llmp.validate.frameworks import TrainPlan, value_text
 from llmp.validate.rows import Measurement
 from llmp.validate.skips import SkipReason, Unmodellable

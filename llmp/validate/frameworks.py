@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from llmp.analytic.split import OPTIONS, UNEVEN, Uneven, recipe_split
-from llmp.dsl.spec import Fp8Scaling, Precision, Recompute, Schedule, Stack, ZeroStage, replica_size
+from llmp.spec.spec import Fp8Scaling, Precision, Recompute, Schedule, Stack, ZeroStage, replica_size
 from llmp.stacks import profile
 from llmp.validate import cells
 from llmp.validate.cells import CellError, Framework, Sharding

@@ -1,4 +1,4 @@
-"""Map one published measurement to a resolved :class:`~llmp.dsl.spec.Spec`, or say why not.
+"""Map one published measurement to a resolved :class:`~llmp.spec.spec.Spec`, or say why not.
 
 The mapping writes ``.llmp`` text for the row (model from the architecture columns and notes,
 cluster from ``gpu_id`` → catalog node, train/parallel from the row, naming the stack that ran it)
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp import dsl
-from llmp.dsl.spec import Dispatcher, Router, Spec, Stack
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link, Node
+from llmp.spec.spec import Dispatcher, Router, Spec, Stack
 from llmp.validate import cells, finetuning, metrics, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmp.dsl.spec import Activation, Arch, Norm, Position, Router, Stack
+from llmp.spec.spec import Activation, Arch, Norm, Position, Router, Stack
 from llmp.validate.notes import Notes
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable

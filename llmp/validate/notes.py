@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from llmp.dsl.spec import Activation, Attention, Norm, Position, Recompute, ZeroStage
+from llmp.spec.spec import Activation, Attention, Norm, Position, Recompute, ZeroStage
 from llmp.validate.cells import CellError
 
 

@@ -18,13 +18,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from llmp.compose import Residuals, predict
+from llmp.analytic.correction import Residuals
+from llmp.compose import predict
 from llmp.compose.calibration_file import as_calibration
 from llmp.compose.prediction import MemoryReport
 from llmp.compose.predictor import choose_residuals
-from llmp.dsl.spec import Spec
 from llmp.errors import InfeasibleError, InputError, LlmpError
 from llmp.progress import Progress, tick
+from llmp.residuals import store
+from llmp.spec.spec import Spec
 from llmp.validate import metrics
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
 from llmp.validate.notes import MemoryKind, MemoryReading
@@ -327,8 +329,6 @@ def residuals_for(choice: ResidualsFor | Residuals | str | os.PathLike[str] | No
     if choice == "default":
         return lambda spec: choose_residuals("default", spec)[0]
     if isinstance(choice, (str, os.PathLike)):
-        from llmp.residuals import store
-
         fitted = store.load(choice)
         return lambda spec: fitted
     if hasattr(choice, "correct"):  # a loaded store (the Residuals protocol)

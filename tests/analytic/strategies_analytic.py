@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from llmp.analytic.structure import structure_of
 from llmp.dsl.checks import check
-from llmp.dsl.spec import (
+from llmp.errors import LlmpError
+from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
+from llmp.spec.spec import (
     Activation,
     Arch,
     Attention,
@@ -34,8 +36,6 @@ from llmp.dsl.spec import (
     TrainSpec,
     ZeroStage,
 )
-from llmp.errors import LlmpError
-from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
 from llmp.stacks import DEFAULT_FIELDS, profile
 
 TERA = 1e12

@@ -15,7 +15,7 @@ from llmp.analytic import compile as compile_exprs
 from llmp.analytic import cost
 from llmp.analytic.graph import decompose
 from llmp.analytic.pricing import price, price_arrays
-from llmp.dsl.symbols import symbol_for
+from llmp.spec.symbols import symbol_for
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_lambdified_equals_subs_at_random_points(symbolic):
 
 def test_compiled_args_follow_the_registry_order(symbolic):
     fn = compile_exprs([c.time for c in symbolic.ops])
-    from llmp.dsl.symbols import registry
+    from llmp.spec.symbols import registry
     order = list(registry())
     positions = [order.index(s.name) for s in fn.args]
     assert positions == sorted(positions)
@@ -97,7 +97,7 @@ def test_vectorised_prices_equal_the_scalar_path(spec):
 def test_partial_substitution_never_takes_a_wrong_branch():
     # sympy.Max(1, 8/(x*y)) evaluates to 8/(x*y) for positive integers x, y (wrong at x = y = 4);
     # the model's own max stays unevaluated until every argument is a number.
-    from llmp.analytic.algebra import vmax, vmin
+    from llmp.spec.algebra import vmax, vmin
     x, y = sp.symbols("x y", integer=True, positive=True)
     assert vmax(1, 8 / (x * y)).subs(x, 4).subs(y, 4) == 1
     assert vmin(1, 8 / (x * y)).subs(x, 1).subs(y, 2) == 1
@@ -105,8 +105,9 @@ def test_partial_substitution_never_takes_a_wrong_branch():
 
 
 def test_group_placement_survives_sequential_subs():
-    from llmp.analytic import layout, specpath
+    from llmp.analytic import layout
     from llmp.analytic.structure import structure_of
+    from llmp.spec import specpath
     spec = make_spec(gpt(layers=2, hidden=512, heads=8, seq_len=512, vocab=32000), nodes=2, global_batch=32,
                      tp=2, cp=2)
     sym, point = specpath.symbolize(spec)

@@ -11,8 +11,8 @@ from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel
 from llmp.analytic.pricing import price
 from llmp.dsl import loads
-from llmp.dsl.spec import CpComm
 from llmp.errors import SpecError
+from llmp.spec.spec import CpComm
 
 
 def _model(seq_len=8192):

@@ -13,7 +13,7 @@ from llmp.analytic.kernels import Family, Kernel
 from llmp.analytic.op import Part, Scope
 from llmp.analytic.pricing import price
 from llmp.compose.predictor import gpu_flops
-from llmp.dsl.spec import Attention, Recompute
+from llmp.spec.spec import Attention, Recompute
 
 
 def _op(graph, name):

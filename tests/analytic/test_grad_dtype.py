@@ -12,7 +12,7 @@ from llmp.analytic.graph import decompose
 from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.dsl.spec import Precision, Stack
+from llmp.spec.spec import Precision, Stack
 from llmp.stacks import PROFILES
 
 MODEL = llama(layers=4, hidden=1024, heads=8, kv_heads=4, ffn=2816, vocab=32000, seq_len=1024)

@@ -21,8 +21,8 @@ from llmp.analytic.op import Part, Scope
 from llmp.analytic.pricing import price
 from llmp.compose import predict
 from llmp.compose.predictor import gpu_flops
-from llmp.dsl.spec import Dispatcher, MlaSpec, MoeSpec, Router
 from llmp.hardware.spec import Dtype
+from llmp.spec.spec import Dispatcher, MlaSpec, MoeSpec, Router
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

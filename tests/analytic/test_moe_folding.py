@@ -17,8 +17,8 @@ from llmp.analytic import layout, params
 from llmp.analytic.kernels import Tier
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.dsl.spec import MoeSpec, ZeroStage
 from llmp.errors import InfeasibleError
+from llmp.spec.spec import MoeSpec, ZeroStage
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

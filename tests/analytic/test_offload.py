@@ -10,8 +10,8 @@ from analytic.strategies_analytic import h100, llama, make_spec, with_parallel, 
 
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.dsl.spec import Recompute, ZeroStage
 from llmp.errors import InfeasibleError
+from llmp.spec.spec import Recompute, ZeroStage
 
 PCIE5 = dict(host_bandwidth=64e9, host_memory_bandwidth=76.8e9)
 """The catalog's H100 host: PCIe Gen5 x16 per direction, a DGX host's DDR5 per GPU."""

@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 from strategies import specs
 
 import llmp
-from llmp.analytic import rules, specpath
+from llmp.analytic import rules
 from llmp.analytic.structure import structure_of
 from llmp.compose.sweep import STRUCTURAL
 from llmp.dsl.checks import check
 from llmp.errors import InfeasibleError, SpecError
+from llmp.spec import specpath
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "llama3_8b_dgx_h100.llmp"
 LAYOUT = ("parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "model.heads", "model.kv_heads",

@@ -16,8 +16,8 @@ from llmp.analytic.op import Scope
 from llmp.analytic.pricing import Hardware, price
 from llmp.compose import predict as _predict
 from llmp.compose.overlap import OverlapRules, chunk_work
-from llmp.dsl.spec import MoeSpec, Precision, Schedule
 from llmp.hardware.spec import Dtype
+from llmp.spec.spec import MoeSpec, Precision, Schedule
 
 
 def predict(spec, residuals=None):

@@ -20,7 +20,7 @@ from llmp.analytic.split import (
     recipe_split,
     split,
 )
-from llmp.dsl.spec import PipeModule, Schedule, Stack
+from llmp.spec.spec import PipeModule, Schedule, Stack
 
 
 def _spec(layers: int, pp: int, vp: int = 1, model=None, **parallel):

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import kernels, tiles
-from llmp.analytic.algebra import vceil, vselect
 from llmp.analytic.kernels import Family, Grid, Kernel, Pass
 from llmp.dsl import catalog
 from llmp.hardware.spec import Dtype, Microarch
+from llmp.spec.algebra import vceil, vselect
 
 A100 = catalog.gpu("a100_sxm4_80gb")
 PEAK = 271.2e12  # A100's measured GEMM ceiling (catalog `achievable`)

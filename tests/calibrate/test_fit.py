@@ -16,7 +16,7 @@ from llmp.compose import posterior
 from llmp.compose.band import CompositionTerm
 from llmp.compose.posterior import GROUPS, Group
 from llmp.compose.predictor import priced
-from llmp.dsl.spec import Stack
+from llmp.spec.spec import Stack
 
 TERM = CompositionTerm(below=0.05, above=0.5, within=0.1, source="test")
 

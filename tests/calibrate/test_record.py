@@ -14,8 +14,8 @@ from llmp.calibrate import fit_basis, load
 from llmp.compose.band import CompositionTerm
 from llmp.compose.calibration_file import Calibration, Source, from_dict
 from llmp.compose.predictor import ROOFLINE_ONLY, priced
-from llmp.dsl.spec import Stack
 from llmp.errors import InputError
+from llmp.spec.spec import Stack
 
 TERM = CompositionTerm(below=0.0, above=0.5, within=0.1, source="test", sources=("a", "b"))
 

@@ -1,6 +1,6 @@
 """The pipeline timing as it was before schedules became table entries (llmp 3359424), kept as an
 oracle: GPipe, 1F1B and interleaved 1F1B written out per schedule with forward and backward
-tasks only. The table (llmp.compose.schedules) must reproduce its timelines, in-flight counts and
+tasks only. The table (llmp.analytic.schedules) must reproduce its timelines, in-flight counts and
 composed steps exactly."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from llmp.analytic.op import OpGraph
 from llmp.compose.overlap import OverlapRules, chunk_work, merge, rank_tail
 from llmp.compose.step import _argmax, _pick, _pick_dicts
-from llmp.dsl.spec import Schedule
+from llmp.spec.spec import Schedule
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ from analytic.strategies_analytic import gpt, llama, make_spec, with_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Family, Kernel
-from llmp.compose import Correction, band
+from llmp.compose import band
 from llmp.compose import predict as _predict
 from llmp.compose.band import CompositionTerm, Observed
 from llmp.compose.predictor import priced

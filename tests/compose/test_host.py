@@ -15,8 +15,8 @@ from llmp.analytic.op import Part
 from llmp.compose import predict
 from llmp.compose.overlap import _COMPUTE, OverlapRules, _run, chunk_works, host_seconds
 from llmp.compose.predictor import priced
-from llmp.dsl.spec import Recompute, Stack
 from llmp.hardware.spec import HostCpu
+from llmp.spec.spec import Recompute, Stack
 from llmp.stacks import PROFILES
 from llmp.stacks.host import SPEED, HostRules, measured
 

@@ -18,7 +18,7 @@ from llmp.analytic.activations import layer_activation_bytes, op_sac_bytes
 from llmp.analytic.layer import Context
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
-from llmp.dsl.spec import Precision, Recompute, Schedule, Stack, ZeroStage
+from llmp.spec.spec import Precision, Recompute, Schedule, Stack, ZeroStage
 from llmp.stacks import padded_vocab
 
 

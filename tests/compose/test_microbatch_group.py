@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp import dsl, predict
+from llmp.analytic.schedules import _interleaved_table
 from llmp.analytic.structure import structure_of
 from llmp.compose.schedule import Kind, plan, simulate, uniform_durations
-from llmp.compose.schedules import _interleaved_table
-from llmp.dsl.spec import Schedule
 from llmp.errors import InfeasibleError
+from llmp.spec.spec import Schedule
 
 
 def test_the_table_is_megatrons_own_example():

@@ -16,9 +16,9 @@ from llmp.analytic import compile as compile_exprs
 from llmp.analytic import cost
 from llmp.compose import predict
 from llmp.compose.predictor import priced
-from llmp.dsl.spec import Stack
 from llmp.errors import InfeasibleError
 from llmp.hardware.spec import Dtype
+from llmp.spec.spec import Stack
 
 
 @pytest.mark.slow  # fifteen drawn specs priced through sympy

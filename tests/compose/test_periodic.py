@@ -7,10 +7,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from llmp.analytic.schedules import TABLE, entry
 from llmp.compose import periodic
 from llmp.compose.schedule import end_times, plan, simulate, uniform_durations
-from llmp.compose.schedules import TABLE, entry
-from llmp.dsl.spec import Schedule
+from llmp.spec.spec import Schedule
 
 
 @st.composite

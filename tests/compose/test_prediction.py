@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, given, settings
 
 from llmp.analytic import compile as compile_exprs
 from llmp.analytic import cost
+from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Family, Kernel
-from llmp.compose import Correction, step_time_expr
 from llmp.compose import predict as _predict
+from llmp.compose.closed_form import step_time_expr
 from llmp.compose.predictor import ROOFLINE_ONLY, model_flops_per_token
 from llmp.compose.trace import trace
-from llmp.dsl.spec import Schedule, Stack
 from llmp.errors import InfeasibleError, ResidualSchemaError
+from llmp.spec.spec import Schedule, Stack
 
 
 def predict(spec, residuals=None):

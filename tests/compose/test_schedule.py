@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llmp.compose.closed_form import pipeline_time
 from llmp.compose.schedule import plan, simulate, uniform_durations
-from llmp.dsl.spec import Schedule
+from llmp.spec.spec import Schedule
 
 PP = st.sampled_from([1, 2, 3, 4, 8])
 
@@ -96,7 +96,7 @@ def test_array_durations_time_each_column_like_floats(pp, m, f, b):
 def test_timing_a_wave_at_a_time_gives_the_node_loop_bit_for_bit(schedule, pp, vp, m, seed):
     """Arrays are timed a wave of independent nodes at a time (``schedule.waves``); every node
     sees the same max and sum as in the float loop, so each column is the float timeline exactly."""
-    from llmp.compose.schedules import entry
+    from llmp.analytic.schedules import entry
 
     if entry(schedule).requires(pp, vp, m, None):
         return

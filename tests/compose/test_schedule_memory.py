@@ -14,7 +14,7 @@ from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict as _predict
 from llmp.compose.schedule import in_flight, plan
-from llmp.dsl.spec import Recompute, Schedule, ZeroStage
+from llmp.spec.spec import Recompute, Schedule, ZeroStage
 from llmp.stacks import padded_vocab
 
 

@@ -16,17 +16,16 @@ from llmp.analytic import compile as compile_exprs
 from llmp.analytic import cost
 from llmp.analytic.graph import decompose
 from llmp.analytic.pricing import price
+from llmp.analytic.schedules import TABLE, entry
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict as _predict
-from llmp.compose import step_time_expr
-from llmp.compose.closed_form import pipeline_time
+from llmp.compose.closed_form import pipeline_time, step_time_expr
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.schedule import Kind, in_flight, plan, simulate, uniform_durations
-from llmp.compose.schedules import TABLE, entry
 from llmp.compose.step import compose
 from llmp.compose.trace import trace
-from llmp.dsl.spec import Schedule
 from llmp.errors import InfeasibleError
+from llmp.spec.spec import Schedule
 
 
 def predict(spec):

@@ -10,10 +10,10 @@ from analytic.strategies_analytic import gpt, make_spec, specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmp.analytic import specpath
 from llmp.compose import evaluate, sweep
 from llmp.compose import predict as _predict
 from llmp.errors import InputError
+from llmp.spec import specpath
 
 
 def predict(spec, residuals=None):

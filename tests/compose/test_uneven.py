@@ -11,13 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic import compile as compile_exprs
-from llmp.analytic import cost, specpath
-from llmp.compose import evaluate, step_time_expr
+from llmp.analytic import cost
+from llmp.compose import evaluate
 from llmp.compose import predict as _predict
-from llmp.compose.closed_form import pipeline_time
+from llmp.compose.closed_form import pipeline_time, step_time_expr
 from llmp.compose.schedule import in_flight, plan, simulate, uniform_durations
 from llmp.compose.trace import trace
-from llmp.dsl.spec import Schedule
+from llmp.spec import specpath
+from llmp.spec.spec import Schedule
 
 
 def predict(spec, residuals=None):
@@ -170,7 +171,7 @@ def test_deepspeed_partition_splits_neox_20b_on_eight_stages():
 
 
 def test_a_chunk_without_layers_runs_only_its_embedding_even_under_zero3():
-    from llmp.dsl.spec import ZeroStage
+    from llmp.spec.spec import ZeroStage
     spec = make_spec(_model(8), nodes=2, gpus_per_node=4, pp=2, global_batch=16, zero=ZeroStage.Z3,
                      stage_layers=(0, 8))
     p = predict(spec)

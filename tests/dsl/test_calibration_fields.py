@@ -7,9 +7,9 @@ import pytest
 import sympy as sp
 
 from llmp.dsl import loads
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.hardware.spec import Dtype
+from llmp.spec.symbols import symbol_for
 
 SPEC = """
 gpu g {{

@@ -12,9 +12,9 @@ import pytest
 from test_resolve import debug, error
 
 from llmp.analytic.structure import structure_of
-from llmp.dsl.symbols import symbol_for
-from llmp.dsl.values import divides
 from llmp.errors import InfeasibleError
+from llmp.spec.symbols import symbol_for
+from llmp.spec.values import divides
 
 H = symbol_for("model.hidden")
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from llmp.cli import main
 from llmp.dsl import loads
-from llmp.dsl.spec import Spec
 from llmp.dsl.transform import parse
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Dtype
+from llmp.spec.spec import Spec
 
 GiB = 2**30
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from llmp.dsl import loads, schema
+from llmp.dsl import loads
 from llmp.dsl.transform import parse
 from llmp.grammar.error_examples import EXAMPLES
 from llmp.hardware import catalog
+from llmp.spec import schema
 
 DOC = (Path(__file__).parents[2] / "docs" / "language.md").read_text()
 BLOCKS = re.findall(r"```llmp\n(.*?)```", DOC, flags=re.DOTALL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_resolve import debug, error
 
-from llmp.dsl.spec import PipeModule
+from llmp.spec.spec import PipeModule
 
 PP = ("    pp = 2", "    pp = 2  ")
 

@@ -9,8 +9,8 @@ import pytest
 from test_resolve import DEBUG_PATH, debug
 
 from llmp.dsl import add_set_argument, load, load_args
-from llmp.dsl.spec import Precision, Sweep
 from llmp.errors import LlmpSyntaxError, SpecError
+from llmp.spec.spec import Precision, Sweep
 
 
 def test_overrides_replace_fields() -> None:

@@ -8,10 +8,10 @@ import pytest
 import sympy as sp
 
 from llmp.dsl import loads
-from llmp.dsl.spec import Activation, Arch, Attention, Norm, Position, Recompute, Schedule, Spec, Sweep, ZeroStage
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.hardware.spec import Dtype
+from llmp.spec.spec import Activation, Arch, Attention, Norm, Position, Recompute, Schedule, Spec, Sweep, ZeroStage
+from llmp.spec.symbols import symbol_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEBUG_PATH = FIXTURES / "debug.llmp"

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from strategies import devices, model_specs, parallel_layouts, specs
 
 from llmp.dsl.checks import check
-from llmp.dsl.spec import Arch, ModelSpec, ParallelSpec, Schedule, Spec, replica_size
 from llmp.hardware.spec import Device, Dtype
+from llmp.spec.spec import Arch, ModelSpec, ParallelSpec, Schedule, Spec, replica_size
 
 
 @given(specs())

@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 
 import llmp.grammar
-from llmp.dsl import loads, schema
+from llmp.dsl import loads
 from llmp.dsl.transform import parse
 from llmp.errors import LlmpError, LlmpSyntaxError, SpecError
 from llmp.grammar import parse as parse_tree
 from llmp.grammar import parser
 from llmp.grammar.error_examples import EXAMPLES, HINTS
+from llmp.spec import schema
 from llmp.units import UNITS
 
 FIXTURES = Path(__file__).parents[1] / "dsl" / "fixtures"

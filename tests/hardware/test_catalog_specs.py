@@ -10,9 +10,9 @@ import pytest
 
 import llmp.dsl
 from llmp.dsl.catalog import gpus as catalog_devices
-from llmp.dsl.spec import Spec
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device, Dtype, Link
+from llmp.spec.spec import Spec
 
 GiB = 2**30
 MINIMAL = """use "{entry}"

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from llmp.analytic import params
-from llmp.dsl.spec import FinetuneMethod, FinetuneSpec
 from llmp.errors import SpecError
 from llmp.measure import from_spec, reference, step
+from llmp.spec.spec import FinetuneMethod, FinetuneSpec
 
 
 def test_reference_parameter_count_matches_the_analytic_count(gpt_spec, llama_spec):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from llmp import dsl
-from llmp.analytic import specpath
 from llmp.search import derived, engine
+from llmp.spec import specpath
 
 ROOT = Path(__file__).parents[2]
 LLAMA = ROOT / "examples" / "llama3_8b_dgx_h100.llmp"

@@ -16,13 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmp import dsl
-from llmp.analytic import cost, specpath
+from llmp.analytic import cost
 from llmp.analytic.kernels import Kernel
 from llmp.compose import predict as _predict
-from llmp.dsl.spec import Schedule, Stack
-from llmp.dsl.symbols import symbol_for
 from llmp.sensitivity import analyze, derivatives, operating_point
 from llmp.sensitivity.branches import Branches
+from llmp.spec import specpath
+from llmp.spec.spec import Schedule, Stack
+from llmp.spec.symbols import symbol_for
 
 
 def predict(spec, residuals=None):

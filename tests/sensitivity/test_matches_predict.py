@@ -21,9 +21,9 @@ import pytest
 
 import llmp
 from llmp import dsl
-from llmp.dsl import schema
 from llmp.errors import LlmpError
 from llmp.sensitivity import FieldSensitivity, Sensitivity, sensitivity
+from llmp.spec import schema
 from llmp.units import format_quantity
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

@@ -15,9 +15,10 @@ from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Elementwise, Family, Fusion, Kernel, SoftmaxKind
 from llmp.analytic.op import Part, Scope
 from llmp.compose.predictor import predict
-from llmp.dsl import load, loads, schema
-from llmp.dsl.spec import Attention, Stack
+from llmp.dsl import load, loads
 from llmp.errors import SpecError
+from llmp.spec import schema
+from llmp.spec.spec import Attention, Stack
 from llmp.stacks import DEFAULT_FIELDS, PROFILES, padded_vocab, profile
 
 ROOT = Path(__file__).parents[2]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmp.dsl.spec import Recompute, ZeroStage
+from llmp.spec.spec import Recompute, ZeroStage
 from llmp.validate import cells
 from llmp.validate.cells import CellError, Dtype, Framework
 

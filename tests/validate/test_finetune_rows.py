@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmp.compose import predict
-from llmp.dsl.spec import FinetuneMethod, Recompute, Schedule, ZeroStage
+from llmp.spec.spec import FinetuneMethod, Recompute, Schedule, ZeroStage
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.rows import group_measurements, read_csv
 from tests.validate import published_rows as P

@@ -9,7 +9,7 @@ import pytest
 from llmp import dsl
 from llmp.analytic import params
 from llmp.analytic.split import split
-from llmp.dsl.spec import (
+from llmp.spec.spec import (
     Activation,
     Arch,
     Attention,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmp.dsl.spec import Activation, Attention, Norm, Position, Recompute, ZeroStage
+from llmp.spec.spec import Activation, Attention, Norm, Position, Recompute, ZeroStage
 from llmp.validate import notes
 from llmp.validate.cells import CellError
 from llmp.validate.notes import MemoryKind

@@ -145,7 +145,7 @@ def _fp8_row(precision: str, notes: str = "") -> Row:
     ("FP8 delayed scaling", "", "torchtitan", "delayed"),
 ])
 def test_an_fp8_row_runs_the_scaling_recipe_it_names_else_its_stacks(precision, notes, stack, want):
-    from llmp.dsl.spec import Stack
+    from llmp.spec.spec import Stack
     from llmp.validate.frameworks import fp8_scaling_of
 
     scaling, because = fp8_scaling_of(_fp8_row(precision, notes), Stack(stack))

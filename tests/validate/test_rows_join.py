@@ -3,7 +3,7 @@ and a network cell without one meaning skipped with the cell quoted."""
 
 from __future__ import annotations
 
-from llmp.dsl.spec import Stack
+from llmp.spec.spec import Stack
 from llmp.validate.mapping import Mapped, map_measurement
 from llmp.validate.score import read_measurements
 from llmp.validate.skips import SkipReason

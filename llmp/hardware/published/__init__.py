@@ -30,7 +30,7 @@ What is derived (:func:`derive`), per catalog GPU:
   a tighter roof than the datasheet peak, still optimistic. Every other GPU keeps its datasheet
   peak.
 
-``python -m llmp.hardware.published`` prints the derivation, which is what the catalog's
+``python benchmarks/published_ceilings.py`` prints the derivation, which is what the catalog's
 ``achievable`` and ``flash_attention`` lines hold (a test checks they agree).
 """
 

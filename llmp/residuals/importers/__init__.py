@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmp.errors import InputError
+from llmp.files import output_dir
+from llmp.hardware import names
+from llmp.residuals.importers import common, kernels, seed, vidur
+
 FORMATS = ("seed", "vidur", "kernels")
 
 
@@ -45,11 +50,6 @@ def run(fmt: str, paths: Sequence[str | Path], out: str | Path, *, device: str |
     prefix, so there it may be left out). ``gpu_id`` (kernels only) selects the data's ``gpu_id``
     when it differs from ``device``; ``node_id`` overrides the catalog node collective rows ran on.
     """
-    from llmp.errors import InputError
-    from llmp.files import output_dir
-    from llmp.hardware import names
-    from llmp.residuals.importers import common, kernels, seed, vidur
-
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"choose one of {', '.join(FORMATS)}")
     output_dir(out, "-o (the sample directory)")
@@ -75,6 +75,4 @@ def run(fmt: str, paths: Sequence[str | Path], out: str | Path, *, device: str |
 
 def _kernels_device(device: str) -> str:
     """The kernels table also holds GPUs about to join the catalog (``mi210``): their ids pass as given."""
-    from llmp.hardware import names
-
     return device if device in names.KERNELS.values() else names.gpu_id(device)

@@ -1,11 +1,19 @@
-"""``python -m llmp.hardware.published``: print the catalog's measured ceilings and their derivation.
+"""Print the catalog's measured compute ceilings and their derivation from the published tables.
+
+    python benchmarks/published_ceilings.py
 
 A program over the package, not part of it: it reads the catalog's GPUs through the language
-(:mod:`llmp.dsl.catalog`), which the hardware package itself never imports."""
+(:mod:`llmp.dsl.catalog`), which sits above the hardware package, and the ceilings
+(:func:`llmp.hardware.published.derive`) that the catalog's ``achievable`` and
+``flash_attention`` lines hold."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from llmp.dsl import catalog
 from llmp.hardware.published import derive

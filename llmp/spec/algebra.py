@@ -5,7 +5,7 @@ and evaluated three ways: on plain numbers (one prediction), on numpy arrays (a 
 and on SymPy expressions (closed forms for sensitivity). Ordinary arithmetic already works on all
 three; these helpers cover the few non-arithmetic functions the formulas need. SymPy is imported
 only when a formula meets one of its expressions (:mod:`llmp.sym`); its functions live in
-:mod:`~llmp.analytic.sympy_functions`.
+:mod:`~llmp.spec.sympy_functions`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def vmax(*xs: Any) -> Any:
     if all(type(x) in _PLAIN for x in xs):
         return max(xs)
     if is_symbolic(*xs):
-        from llmp.analytic.sympy_functions import Maximum
+        from llmp.spec.sympy_functions import Maximum
 
         return functools.reduce(Maximum, (sympy().sympify(x) for x in xs))
     if _is_array(*xs):
@@ -49,7 +49,7 @@ def vmin(*xs: Any) -> Any:
     if all(type(x) in _PLAIN for x in xs):
         return min(xs)
     if is_symbolic(*xs):
-        from llmp.analytic.sympy_functions import Minimum
+        from llmp.spec.sympy_functions import Minimum
 
         return functools.reduce(Minimum, (sympy().sympify(x) for x in xs))
     if _is_array(*xs):
@@ -72,7 +72,7 @@ def vceil(x: Any) -> Any:
     if type(x) in _PLAIN:
         return math.ceil(x)
     if is_symbolic(x):
-        from llmp.analytic.sympy_functions import Ceil
+        from llmp.spec.sympy_functions import Ceil
 
         return Ceil(sympy().sympify(x))
     if _is_array(x):
@@ -94,10 +94,10 @@ def vselect(x: Any, steps: tuple[tuple[Any, Any], ...], otherwise: Any) -> Any:
 def vstep(x: Any, breaks: tuple[float, ...], values: tuple[Any, ...]) -> Any:
     """A piecewise-constant look-up: ``values[i]`` where ``i`` is how many ``breaks`` (ascending)
     are <= ``x`` (so ``len(values) == len(breaks) + 1``). Floats bisect, arrays index elementwise,
-    expressions become a :class:`~llmp.analytic.sympy_functions.StepTable` (derivative 0)."""
+    expressions become a :class:`~llmp.spec.sympy_functions.StepTable` (derivative 0)."""
     assert len(values) == len(breaks) + 1, "one value more than breaks"
     if is_symbolic(x):
-        from llmp.analytic.sympy_functions import StepTable
+        from llmp.spec.sympy_functions import StepTable
 
         return StepTable.of(tuple(breaks), tuple(values))(x)
     if _is_array(x):

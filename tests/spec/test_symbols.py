@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 import sympy as sp
 
-from llmp.dsl import schema
-from llmp.dsl.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, TrainSpec
-from llmp.dsl.symbols import path_for, registry, symbol_for, symbol_name, symbols
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Link
+from llmp.spec import schema
+from llmp.spec.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, TrainSpec
+from llmp.spec.symbols import path_for, registry, symbol_for, symbol_name, symbols
 
 
 @pytest.mark.parametrize("path,name", [

@@ -10,7 +10,7 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
-from llmp.dsl.spec import Spec
+from llmp.spec.spec import Spec
 from llmp.sym import is_expr
 
 

@@ -18,7 +18,7 @@ Pipeline work is tasks per model chunk and microbatch (:class:`~llmp.analytic.op
 Everything downstream reads the entry: the event timeline (:mod:`~llmp.compose.schedule`),
 memory (activations in flight, the chunks and copies a rank holds), the Perfetto trace (W tasks
 as their own slices) and the closed forms. Adding a schedule is adding an entry here and its
-name to :class:`~llmp.dsl.spec.Schedule`.
+name to :class:`~llmp.spec.spec.Schedule`.
 
 The orders follow the implementations cited in each entry; when they leave a choice open (which
 deferred W to run), the oldest waiting W runs first, as both zero-bubble runtimes do (a FIFO
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from llmp.analytic.algebra import vmax
 from llmp.analytic.op import Task
-from llmp.dsl.spec import Schedule
+from llmp.spec.algebra import vmax
+from llmp.spec.spec import Schedule
 
 
 class Step(NamedTuple):

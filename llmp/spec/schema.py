@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from llmp.dsl.ranges import RANGES, Range
-from llmp.dsl.spec import (
+from llmp.hardware.spec import Dtype, HostCpu, Microarch, Transport
+from llmp.spec.ranges import RANGES, Range
+from llmp.spec.spec import (
     Activation,
     Arch,
     Attention,
@@ -38,7 +39,6 @@ from llmp.dsl.spec import (
     Stack,
     ZeroStage,
 )
-from llmp.hardware.spec import Dtype, HostCpu, Microarch, Transport
 from llmp.units import BANDWIDTH, COMPUTE, COUNT, FREQUENCY, POWER, SIZE, TIME, Dimension
 
 
@@ -90,7 +90,7 @@ class FieldDef:
     """A .llmp expression, or one per ``model.arch`` value, or :data:`BLOCK_ID`; None: none."""
     bound: Bound | None = Bound.POSITIVE
     plausible: Range | None = None
-    """The physical range of the values that are not 0 (:mod:`llmp.dsl.ranges`); set by the section."""
+    """The physical range of the values that are not 0 (:mod:`llmp.spec.ranges`); set by the section."""
 
     @property
     def numeric(self) -> bool:

@@ -1,9 +1,9 @@
 """Read and replace a spec's numeric fields by path, and turn a spec into symbols plus a point.
 
 Paths are the ``section.field`` names of ``--set`` and of the symbol registry
-(``llmp.dsl.symbols``): ``model.hidden``, ``parallel.tp``, ``gpu.flops.bf16``,
+(``llmp.spec.symbols``): ``model.hidden``, ``parallel.tp``, ``gpu.flops.bf16``,
 ``node.intra.bandwidth``, ``cluster.inter.latency``. This module maps them onto the nested
-:class:`~llmp.dsl.spec.Spec` dataclasses, so the analytic model can
+:class:`~llmp.spec.spec.Spec` dataclasses, so the analytic model can
 
 * evaluate the same formulas symbolically: :func:`symbolize` replaces every numeric field by
   its registry symbol and returns the values as a point (``{symbol: value}``) to substitute late;
@@ -17,12 +17,12 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from llmp.dsl import schema
-from llmp.dsl.spec import Spec
-from llmp.dsl.symbols import symbol_for
 from llmp.errors import SpecError
 from llmp.hardware.spec import Dtype
 from llmp.recent import Recent
+from llmp.spec import schema
+from llmp.spec.spec import Spec
+from llmp.spec.symbols import symbol_for
 from llmp.sym import is_expr
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from llmp.dsl import schema
-from llmp.dsl.schema import Bound, FieldDef, Kind
 from llmp.errors import SpecError
+from llmp.spec import schema
+from llmp.spec.schema import Bound, FieldDef, Kind
 from llmp.sym import sympy
 
 if TYPE_CHECKING:  # the registry imports SymPy on first use: a numeric spec never needs it

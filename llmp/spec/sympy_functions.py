@@ -1,7 +1,7 @@
 """SymPy functions of the symbolic path: a unit step, max / min that evaluate only on numbers, table
 look-ups, and a ceiling that differentiates as its argument.
 
-Imported by :mod:`llmp.analytic.algebra` the first time a formula meets a SymPy expression, so
+Imported by :mod:`llmp.spec.algebra` the first time a formula meets a SymPy expression, so
 a numeric prediction never loads SymPy (:mod:`llmp.sym`).
 """
 

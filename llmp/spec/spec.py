@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from llmp.hardware.spec import Cluster, Dtype
+from llmp.spec.algebra import vmin
 
 if TYPE_CHECKING:  # SymPy is imported only where a spec leaves a symbol free (llmp.sym)
     import sympy as sp
@@ -55,7 +56,7 @@ class Position(StrEnum):
 
 
 class Schedule(StrEnum):
-    """Pipeline schedules; each is one entry of :data:`llmp.compose.schedules.TABLE`."""
+    """Pipeline schedules; each is one entry of :data:`llmp.analytic.schedules.TABLE`."""
 
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
@@ -295,8 +296,6 @@ class MoeSpec:
         capped by the capacity when tokens beyond it are dropped."""
         if self.capacity_factor is None:
             return self.imbalance
-        from llmp.analytic.algebra import vmin  # the analytic package imports this module
-
         return vmin(self.imbalance, self.capacity_factor)
 
 

@@ -17,8 +17,8 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from llmp.dsl.schema import Bound, FieldDef, paths
 from llmp.errors import Span, SpecError
+from llmp.spec.schema import Bound, FieldDef, paths
 from llmp.sym import is_expr, sympy
 from llmp.units import COUNT, Dimension, format_quantity
 
@@ -36,7 +36,7 @@ LIMIT = Fraction(10) ** 30
 
 MAXIMA: Mapping[str, float] = MappingProxyType({
     path: fdef.plausible.high for path, fdef in paths().items() if fdef.plausible is not None})
-"""The largest value of each ``section.field`` path (:mod:`llmp.dsl.ranges`), for checks outside
+"""The largest value of each ``section.field`` path (:mod:`llmp.spec.ranges`), for checks outside
 the language (``llmp import-hf``'s config keys, ``llmp search --gpus``)."""
 
 
@@ -184,7 +184,7 @@ def _check_range(num: Num, path: str, span: Span) -> None:
 
 
 def _check_plausible(num: Num, fdef: FieldDef, path: str, span: Span) -> None:
-    """The field's physical range (:mod:`llmp.dsl.ranges`), after its sign (:func:`_check_bound`)."""
+    """The field's physical range (:mod:`llmp.spec.ranges`), after its sign (:func:`_check_bound`)."""
     r = fdef.plausible
     if r is None or not isinstance(num.value, Fraction) or num.value < 0:  # a sign is _check_bound's
         return
@@ -195,7 +195,7 @@ def _check_plausible(num: Num, fdef: FieldDef, path: str, span: Span) -> None:
                      f"{int(x):,}" if x == int(x) else f"{x:g}" for x in (r.low, r.high))
         raise SpecError(f"{path} = {num.show()} is outside the physical range {low} to {high} ({r.why})", span,
                         label="bad value", hint="check the unit and the exponent (the ranges and their sources "
-                        "are llmp/dsl/ranges.py)")
+                        "are llmp/spec/ranges.py)")
 
 
 def _check_bound(num: Num, fdef: FieldDef, path: str, span: Span) -> None:

@@ -16,8 +16,8 @@ from typing import Protocol
 import numpy as np
 
 from llmp.analytic.kernels import Collective, Kernel
-from llmp.dsl.spec import Spec
 from llmp.errors import ResidualSchemaError
+from llmp.spec.spec import Spec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
