@@ -82,6 +82,7 @@ def test_one_run_moves_the_model_toward_it_but_not_past_it(configs):
     assert post.overhead_s == 0.0 and post.rows == 1
 
 
+@pytest.mark.slow  # a Monte Carlo over simulated runs
 def test_one_run_is_never_worse_than_none_on_average(configs):
     # A stack that runs every op 25% slower than predicted, with 5% run-to-run scatter.
     measured = truth(configs, theta=(0.22,) * 4 + (0.0,), noise=0.05, seed=3)
@@ -164,6 +165,7 @@ def test_runs_that_agree_with_the_model_leave_it_where_it_was(configs):
     assert all(abs(post.point(p) / zero(p) - 1) < 0.01 for p in configs)
 
 
+@pytest.mark.slow  # a Monte Carlo over simulated runs
 def test_three_runs_are_never_worse_than_none_on_average_when_the_model_is_close(configs):
     # A 3% slowdown under 8% scatter: fitting it fully from three runs would cost more than it
     # gains; the evidence moves the model only as far as the runs show it.

@@ -107,6 +107,7 @@ def test_predict_applies_it_and_says_so(capsys, runs, stack):
     assert doc["step_time_s"] == pytest.approx(cal.step_time_s)
 
 
+@pytest.mark.slow  # calibrates and draws bands at three k
 def test_the_band_narrows_as_k_grows(runs):
     spec = _specs(runs)[-1].spec
     widths = []

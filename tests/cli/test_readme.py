@@ -67,15 +67,16 @@ TRACKED = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=Tru
                          check=True).stdout.split("\0")
 
 
-QUICK = frozenset({"predict", "check", "ops", "import-hf", "serve"})
+QUICK = frozenset({"predict", "check", "ops", "import-hf"})
 """Commands that answer in a second or two: a block of at most two of them runs in the default suite."""
 
 
 def _slow(block: Block) -> bool:
-    """Walk-throughs that sample, fit, calibrate, search, plan or differentiate, or chain more than
-    two commands (5-25 s each; CI runs them in its slow step, and each command's library function
-    is checked against the command in ``test_api_cli_pairs.py``)."""
-    return len(block.commands) > 2 or any(c[0] not in QUICK for c in block.commands)
+    """Walk-throughs that sample, fit, calibrate, search, plan, differentiate or serve, Python
+    walk-throughs of the library, and blocks chaining more than two commands (2-25 s each; CI runs
+    them in its slow step, and each command's library function is checked against the command in
+    ``test_api_cli_pairs.py``)."""
+    return bool(block.python) or len(block.commands) > 2 or any(c[0] not in QUICK for c in block.commands)
 
 
 def _clone(tmp_path: Path) -> Path:

@@ -29,6 +29,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow  # the regimes of a whole spec solved symbolically, then checked against predict
 def test_family_flip_along_bandwidth_is_where_flops_over_peak_equal_bytes_over_bandwidth(result):
     gemm = next(r for r in result.regimes if (r.phase, r.family) == ("fwd", "gemm"))
     assert gemm.bound == "compute" and gemm.compute_s > gemm.memory_s
@@ -40,6 +41,7 @@ def test_family_flip_along_bandwidth_is_where_flops_over_peak_equal_bytes_over_b
     assert norm.bound == "memory" and all(f.at > f.current for f in norm.flips if f.path == "gpu.mem_bandwidth")
 
 
+@pytest.mark.slow  # the regimes of a whole spec solved symbolically, then checked against predict
 def test_roofline_kink_is_where_predict_changes_the_ops_bound(result):
     kink = next(k for k in result.kinks if k.path == "gpu.mem_bandwidth" and k.subject.startswith("roofline of"))
     name = kink.subject.removeprefix("roofline of ")
@@ -52,6 +54,7 @@ def test_roofline_kink_is_where_predict_changes_the_ops_bound(result):
     assert bound(kink.at * 1.001) == {kink.above.removesuffix("-bound")}
 
 
+@pytest.mark.slow  # the regimes of a whole spec solved symbolically, then checked against predict
 def test_step_regime_and_communication(result):
     assert result.step.dominant == "compute"
     assert sum(result.step.shares.values()) == pytest.approx(1.0, rel=1e-9)
@@ -59,6 +62,7 @@ def test_step_regime_and_communication(result):
     assert 0 < tp.exposed_s <= tp.issued_s and tp.state == "partly hidden"
 
 
+@pytest.mark.slow  # a symbolic sensitivity run end to end through the CLI
 def test_json_contract(capsys):
     code, out, err = run(capsys, "sensitivity", SMALL, "--json", "--wrt", "gpu.mem_bandwidth", "--wrt", "parallel.tp")
     assert (code, err) == (0, "")
@@ -72,6 +76,7 @@ def test_json_contract(capsys):
     assert data["flips"] and data["notes"]
 
 
+@pytest.mark.slow  # a symbolic sensitivity run end to end through the CLI
 def test_table_says_what_is_held_fixed(capsys):
     code, out, _ = run(capsys, "sensitivity", SMALL, "--top", "3")
     assert code == 0
@@ -94,6 +99,7 @@ def test_errors_exit_1_with_a_message(capsys, argv, needle):
     assert needle in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # a symbolic sensitivity run end to end through the CLI
 def test_free_symbol_without_a_value_prints_closed_forms_and_asks_for_at(capsys):
     code, out, _ = run(capsys, "sensitivity", SYMBOLIC, "--json")
     assert code == 0
@@ -103,6 +109,7 @@ def test_free_symbol_without_a_value_prints_closed_forms_and_asks_for_at(capsys)
     assert "--at model.hidden=" in data["note"]
 
 
+@pytest.mark.slow  # a symbolic sensitivity run end to end through the CLI
 def test_free_symbol_at_a_point_gives_elasticities(capsys):
     code, out, _ = run(capsys, "sensitivity", SYMBOLIC, "--at", "model.hidden=4096", "--wrt", "hidden", "--json")
     assert code == 0
@@ -119,6 +126,7 @@ def test_latex_of_a_phase_keeps_the_requested_fields(capsys):
     assert data["symbols"] == ["hidden"] and "\\mathit{hidden}" in data["latex"]
 
 
+@pytest.mark.slow  # renders a figure with matplotlib
 def test_plot_writes_a_png(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "tornado.png"
@@ -136,6 +144,7 @@ def test_plot_without_matplotlib_is_a_clean_error(capsys, tmp_path, monkeypatch)
     assert "--plot needs matplotlib" in err and "pip install" in err
 
 
+@pytest.mark.slow  # renders a figure with matplotlib
 def test_plot_tick_labels_never_overlap():
     """The T(x) panels label 1, 2 and 5 per decade, never the crowded minor ticks."""
     pytest.importorskip("matplotlib")

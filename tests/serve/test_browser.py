@@ -112,6 +112,7 @@ def _type_into_editor(driver, text: str) -> None:
                           "t.dispatchEvent(new Event('input', {bubbles: true}));", text)
 
 
+@pytest.mark.slow  # drives Chromium through every tab
 def test_every_tab_in_a_real_browser(server, browser, small_spec):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
