@@ -191,8 +191,11 @@ def _launch_collectives(args: argparse.Namespace) -> int:
         raise InputError(f"collectives need at least 2 ranks, got --nproc {nproc}", hint="use --nproc 2 or more")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
            "-m", "llmp", "sample", "--device", args.device, "--families", COLLECTIVES, "--out", str(args.out),
-           "--seed", str(args.seed), "--budget", str(collective_budget(args))]
-    for flag, value in (("--node-id", args.node_id), ("--device-id", args.device_id), ("--minutes", args.minutes)):
+           "--seed", str(args.seed)]
+    # --minutes and --budget exclude each other: a timed run passes its minutes, and the ranks take the
+    # default count per (kind, tier) that collective_budget gives a run without --budget
+    limit = ("--minutes", args.minutes) if args.minutes is not None else ("--budget", collective_budget(args))
+    for flag, value in (("--node-id", args.node_id), ("--device-id", args.device_id), limit):
         if value is not None:
             cmd += [flag, str(value)]
     if args.quiet:

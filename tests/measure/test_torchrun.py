@@ -145,3 +145,13 @@ def test_every_rank_gets_its_share_of_every_family() -> None:
         assert max(map(len, shares)) - min(map(len, shares)) <= 1
         if size <= 3:
             assert all({c.family for c in s} == {"copy", "norm", "gemm"} for s in shares)
+
+
+@pytest.mark.slow  # one torchrun launch of two ranks (about 8 s)
+def test_a_timed_run_launches_the_collectives_with_its_minutes(tmp_path: Path) -> None:
+    """A single process asked for collectives starts torchrun itself; a timed run hands the ranks
+    its --minutes, never --budget beside it (the two exclude each other)."""
+    out = tmp_path / "s"
+    _run([sys.executable, "-m", "llmp", "sample", "--device", "cpu", "--families", "collectives",
+          "--minutes", "0.3", "--out", str(out), "--quiet"])
+    assert any(samplefile.read(p).rows for p in out.glob("*.csv"))
