@@ -33,11 +33,19 @@ from llmp.spec.spec import (
     Recompute,
     Schedule,
     Spec,
+    Stack,
     TrainSpec,
     ZeroStage,
 )
+from llmp.stacks import defaults
 
 GiB = 2**30
+
+
+def _stack_decided(section: str) -> dict[str, object]:
+    """The generic stack's values of the fields a stack decides, but ``zero``, which the strategies
+    draw themselves."""
+    return {k: v for k, v in defaults(Stack.GENERIC, section).items() if k != "zero"}
 
 
 def divisors(n: int) -> list[int]:
@@ -91,7 +99,7 @@ def parallel_layouts(draw: st.DrawFn, world: int, *, gpus_per_node: int = 8,
     dp = world // (tp * pp * cp)
     ep = 1 if experts is None else draw(st.sampled_from(divisors(math.gcd(dp * cp, experts))))
     vp = draw(st.sampled_from([1, 2])) if pp > 1 else 1
-    return ParallelSpec(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
+    return ParallelSpec(**_stack_decided("parallel"), dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
                         sequence_parallel=draw(st.booleans()) if tp > 1 else False,
                         zero=draw(st.sampled_from(list(ZeroStage))),
                         schedule=Schedule.INTERLEAVED if vp > 1 else draw(
@@ -154,13 +162,13 @@ def specs(draw: st.DrawFn) -> Spec:
         st.sampled_from(divisors(math.gcd(dp * cp, model.moe.experts))))
     schedule = Schedule.INTERLEAVED if vp > 1 else draw(
         st.sampled_from([Schedule.GPIPE, Schedule.ONE_F_ONE_B]))
-    parallel = ParallelSpec(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
+    parallel = ParallelSpec(**_stack_decided("parallel"), dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
                             sequence_parallel=sequence_parallel and tp > 1,
                             zero=draw(st.sampled_from(list(ZeroStage))), schedule=schedule)
     micro_batch = draw(st.sampled_from([1, 2, 4]))
     precisions = [p for p in (Precision.BF16, Precision.FP16)
                   if p.compute_dtype in cluster.gpu.peak_flops]
-    train = TrainSpec(precision=draw(st.sampled_from(precisions)),
+    train = TrainSpec(**_stack_decided("train"), precision=draw(st.sampled_from(precisions)),
                       optimizer=draw(st.sampled_from(list(Optimizer))),
                       global_batch=micro_batch * dp * draw(st.integers(1, 16)),
                       micro_batch=micro_batch, recompute=draw(st.sampled_from(list(Recompute))))

@@ -381,7 +381,8 @@ def world_size(dp: Any, tp: Any, pp: Any, cp: Any) -> Any:
 class ParallelSpec:
     """How the model is split over the devices: the attention layers over tp x cp x dp x pp, the
     expert layers over etp x ep x edp x pp on the same ranks (Megatron-Core's MoE parallel folding;
-    :mod:`llmp.analytic.layout` places both)."""
+    :mod:`llmp.analytic.layout` places both). The fields a stack decides have no default here (see
+    :class:`TrainSpec`)."""
 
     dp: Count = 1
     tp: Count = 1
@@ -397,7 +398,7 @@ class ParallelSpec:
     ``--expert-tensor-parallel-size``, which defaults to tp). None: tp."""
     dispatcher: Dispatcher = Dispatcher.ALLTOALL
     """How MoE tokens reach their experts."""
-    cp_comm: CpComm = CpComm.P2P
+    cp_comm: CpComm
     """How the cp ranks share keys and values (see :class:`CpComm`)."""
     vp: Count = 1
     """Virtual pipeline chunks per pipeline rank (interleaved schedule; zb_v places two in a V)."""
@@ -405,18 +406,18 @@ class ParallelSpec:
     """Interleaved schedule: microbatches each model chunk runs in a row before the rank moves to its
     next chunk (Megatron ``--microbatch-group-size-per-virtual-pipeline-stage``). None: ``pp``."""
     sequence_parallel: bool = False
-    zero: ZeroStage = ZeroStage.NONE
+    zero: ZeroStage
     schedule: Schedule = Schedule.ONE_F_ONE_B
-    tp_comm_overlap: bool = False
+    tp_comm_overlap: bool
     """TP collectives overlapped with GEMMs (TransformerEngine userbuffers); exposed otherwise."""
-    dp_overlap: bool = True
+    dp_overlap: bool
     """DP gradient reduction overlapped with backward, bucket by bucket."""
-    dp_bucket_size: Real = 25e6 * 4
+    dp_bucket_size: Real
     """Bytes per gradient bucket (PyTorch DDP default 25 MB)."""
-    param_gather_overlap: bool = False
+    param_gather_overlap: bool
     """ZeRO-1/2 (distributed optimizer) parameter all-gather overlapped with the next step's
     forward (Megatron-Core ``overlap_param_gather``); exposed after the update otherwise."""
-    fsdp_prefetch: bool = True
+    fsdp_prefetch: bool
     """ZeRO-3/FSDP gathers prefetched one layer ahead; exposed per layer otherwise."""
     stage_layers: tuple[int, ...] | None = None
     """Transformer layers of each pipeline stage (``pp`` entries; each a multiple of ``vp``) or of
@@ -435,9 +436,9 @@ class ParallelSpec:
     pipeline_layout: str = ""
     """Megatron-Core ``--pipeline-model-parallel-layout``: the layers of every chunk spelt out
     (``Et|(tt|)*30mL``; :mod:`llmp.analytic.split`); "" = none."""
-    partition: str = ""
+    partition: str
     """DeepSpeed ``partition_method``: ``uniform``, ``parameters`` or ``type:REGEX``; "" = none."""
-    pipe_module: PipeModule = PipeModule.GPT_NEOX
+    pipe_module: PipeModule
     """Whose pipeline layer list a DeepSpeed ``partition`` splits."""
 
     @property
@@ -488,7 +489,8 @@ class FinetuneSpec:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainSpec:
-    """One optimizer step of training."""
+    """One optimizer step of training. The fields a stack decides (``llmp.stacks.DEFAULT_FIELDS``)
+    have no default here: their defaults live in the stack profiles alone (``llmp.stacks.defaults``)."""
 
     precision: Precision = Precision.BF16
     fp8_scaling: Fp8Scaling | None = None
@@ -517,23 +519,23 @@ class TrainSpec:
     ``grad_reduce_in_fp32``; false: in the 16-bit dtype). None: the stack's rule for the precision."""
     stack: Stack = Stack.GENERIC
     """The training stack; its profile gives the defaults of the fields below."""
-    attention: Attention = Attention.FLASH2
-    fused_norm: bool = True
+    attention: Attention
+    fused_norm: bool
     """Norms run as one fused kernel (Apex/TE/torch LayerNorm); false: RMSNorm as eager PyTorch ops."""
-    fused_bias_act: bool = True
+    fused_bias_act: bool
     """Bias and activation in one kernel (bias-GELU, bias-SwiGLU); false: separate kernels."""
-    fused_bias_dropout_add: bool = True
+    fused_bias_dropout_add: bool
     """Bias, dropout and residual add in one kernel; false: separate kernels."""
-    fused_rope: bool = True
+    fused_rope: bool
     """Rotary embedding as one kernel; false: eager PyTorch ops."""
-    fused_cross_entropy: bool = True
+    fused_cross_entropy: bool
     """Cross-entropy as one kernel pass; false: Megatron's eager vocab-parallel chain."""
-    grad_accum_fusion: bool = True
+    grad_accum_fusion: bool
     """Weight-gradient GEMMs accumulate into the gradient buffer; false: an add kernel per microbatch."""
-    optimizer_kernel: OptimizerKernel = OptimizerKernel.FUSED
-    grad_clip: bool = False
+    optimizer_kernel: OptimizerKernel
+    grad_clip: bool
     """Clip gradients by their global norm every step (a pass over the gradients and an all-reduce)."""
-    vocab_divisible_by: Count = 1
+    vocab_divisible_by: Count
     """The embedding's rows are padded to a multiple of this (times tp where the stack does so)."""
     offload_activations: Count = 0
     """Transformer layers of each pipeline chunk whose saved activations go to host memory after their
@@ -555,7 +557,7 @@ class TrainSpec:
     offload_overlap: bool = False
     """The host optimizer's copies overlap its update, parameter group by group (Megatron-Core
     ``--overlap-cpu-optimizer-d2h-h2d``); otherwise they run one after another."""
-    cuda_graphs: bool = False
+    cuda_graphs: bool
     """The layers' forward and backward are captured once and replayed as CUDA graphs: one launch
     per captured region instead of Python, dispatch and a launch per kernel on the host."""
     finetune: FinetuneSpec | None = None

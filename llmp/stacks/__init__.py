@@ -28,12 +28,21 @@ from llmp.stacks.profile import (
 from llmp.sym import has_free_symbols, sympy
 
 __all__ = ["DEFAULT_FIELDS", "PROFILES", "ClipScale", "Item", "LossSync", "Profile", "SelectiveRecompute", "Unscale",
-           "ZeroGrad", "in_effect", "padded_vocab", "profile"]
+           "ZeroGrad", "defaults", "in_effect", "padded_vocab", "profile"]
 
 
 def profile(stack: Stack) -> Profile:
     """The profile of ``stack``."""
     return PROFILES[stack]
+
+
+def defaults(stack: Stack, section: str) -> dict[str, Any]:
+    """The ``section`` fields (``train`` or ``parallel``) whose value ``stack`` decides, as its profile
+    gives them: what code building a :class:`~llmp.spec.spec.TrainSpec` or
+    :class:`~llmp.spec.spec.ParallelSpec` by hand passes (those fields have no dataclass default, so
+    the profile stays their one home)."""
+    prof = profile(stack)
+    return {name: getattr(prof, name).value for name in DEFAULT_FIELDS[section]}
 
 
 def _ceil_to(x: Any, multiple: Any) -> Any:

@@ -36,7 +36,7 @@ from llmp.spec.spec import (
     TrainSpec,
     ZeroStage,
 )
-from llmp.stacks import DEFAULT_FIELDS, profile
+from llmp.stacks import DEFAULT_FIELDS, defaults, profile
 
 TERA = 1e12
 
@@ -96,10 +96,11 @@ def make_spec(model: ModelSpec | None = None, *, nodes: int = 1, gpus_per_node: 
     if parallel.get("vp", 1) > 1:
         parallel.setdefault("schedule", Schedule.INTERLEAVED)
     return Spec(model=model,
-                train=TrainSpec(precision=precision, global_batch=global_batch, micro_batch=micro_batch,
-                                recompute=recompute,
-                                attention=Attention.FLASH2 if flash else Attention.UNFUSED),
-                parallel=ParallelSpec(**parallel),
+                train=TrainSpec(**{**defaults(Stack.GENERIC, "train"),
+                                   "attention": Attention.FLASH2 if flash else Attention.UNFUSED},
+                                precision=precision, global_batch=global_batch, micro_batch=micro_batch,
+                                recompute=recompute),
+                parallel=ParallelSpec(**{**defaults(Stack.GENERIC, "parallel"), **parallel}),
                 cluster=cluster(nodes, gpus_per_node, device, **(cluster_kw or {})))
 
 
