@@ -111,9 +111,11 @@ def test_two_nodes_measure_groups_across_nodes(tmp_path: Path) -> None:
     port = _free_port()
     agents = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
                                 "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=llmp-test",
+                                # one agent hosts the rendezvous store, so the other never races it for the port
+                                f"--rdzv-conf=is_host={int(host)}",
                                 "-m", "llmp", "sample", "--out", str(out), "--families", "collectives,copy",
                                 "--budget", "2", *QUICK], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True) for _ in range(2)]
+                               text=True) for host in (True, False)]
     for agent in agents:
         _, err = agent.communicate(timeout=300)
         assert agent.returncode == 0, err[-3000:]
