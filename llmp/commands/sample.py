@@ -23,6 +23,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -116,11 +117,11 @@ def _writable(out: Path) -> None:
     """Create ``out`` and write a probe file there, so a read-only or forbidden place is named now,
     before a process group starts or a minute of measuring is spent."""
     files.output_dir(out, "--out (the sample directory)")
-    probe = out / ".llmp-write-probe"
     try:
         out.mkdir(exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
+        # a probe of this process's own: ranks probing one shared directory must not unlink each other's
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".llmp-write-probe-"):
+            pass
     except OSError as err:
         raise InputError(f"cannot write the sample directory {out}: {err.strerror or err}",
                          hint="give --out a directory you can write (on a cluster: one every node sees)") from None
