@@ -74,14 +74,14 @@ def makespan(schedule: Schedule, t: Times) -> Any:
     return e.makespan(t)
 
 
-def _times(works: Sequence[ChunkWork], m: Any, pp: Any, vp: Any) -> Times:
+def _times(works: Sequence[ChunkWork], m: Any, pp: Any, vp: Any, contention: float) -> Times:
     """The task times of ``works`` (grouped chunks, or one per chunk in model order)."""
     mirror = list(reversed(works)) if len(works) > 3 else [works[-1], *works[1:-1], works[0]]
     return Times(f=tuple(w.fwd.total for w in works),
                  b=tuple((w.b if w.b is not None else w.bwd).total for w in works),
                  w=tuple((w.w.total if w.w is not None else 0) for w in works),
                  bw=tuple(w.bwd.total for w in works),
-                 fb=tuple(paired(w.fwd, x.bwd).total for w, x in zip(works, mirror)),
+                 fb=tuple(paired(w.fwd, x.bwd, contention).total for w, x in zip(works, mirror)),
                  m=m, pp=pp, vp=vp, explicit=len(works) > 3)
 
 
@@ -107,7 +107,7 @@ def step_time_expr(spec: Spec, corrected: Sequence[OpRow] | None = None) -> sp.E
         kinds = [chunk_work(graph, times, rules, first=f, last=lst, layers=graph.chunk_kinds[0], split=e.splits_w)
                  for f, lst in flags]
         of_chunk = [kinds[0]] + [kinds[min(1, len(kinds) - 1)]] * (n - 2) + [kinds[-1]] if n > 1 else kinds
-        pipe = makespan(spec.parallel.schedule, _times(kinds, m, pp, vp))
+        pipe = makespan(spec.parallel.schedule, _times(kinds, m, pp, vp, rules.contention))
     else:
         kinds_of: dict[tuple[bool, bool, Any], Any] = {}
         for g in range(n):
@@ -116,7 +116,7 @@ def step_time_expr(spec: Spec, corrected: Sequence[OpRow] | None = None) -> sp.E
                 kinds_of[key] = chunk_work(graph, times, rules, first=key[0], last=key[1], layers=key[2],
                                            split=e.splits_w)
         of_chunk = [kinds_of[(g == 0, g == n - 1, graph.chunk_kinds[g])] for g in range(n)]
-        pipe = makespan(spec.parallel.schedule, _times(of_chunk, m, st.pp, st.vp))
+        pipe = makespan(spec.parallel.schedule, _times(of_chunk, m, st.pp, st.vp, rules.contention))
     syncs, updates = [], []
     for _, ranks in rank_classes(st):
         r = ranks[0]  # the earliest rank of a class ends its backward last

@@ -21,6 +21,12 @@ Per op (``Op.overlap``), with ``t`` the collective's time and ``p`` its partner 
   it runs while the next step's first microbatch goes forward through the rank's chunks, so only
   ``max(0, t - F)`` is exposed, ``F`` being that forward's compute.
 
+A collective that runs beside compute is not free: its kernels hold SMs (one CTA per NCCL channel)
+and memory bandwidth the compute kernels would use, so the compute it overlaps runs slower. Over
+the span where the two run together (``min(t, p)``), the compute stream loses the fraction
+:attr:`OverlapRules.contention` of its rate; the loss is charged to the collective's category,
+since the step pays it for that communication.
+
 Pipeline sends block the sending stage (Megatron's batched isend/irecv waits), so they add to
 the chunk's task time and delay the receiver. The optimizer runs after the gradient sync.
 
@@ -47,11 +53,21 @@ from llmp.analytic.op import (
     Stream,
     Task,
 )
-from llmp.spec.algebra import positive_part, vmax
+from llmp.spec.algebra import positive_part, vmax, vmin
 from llmp.spec.spec import Spec
 from llmp.stacks.host import HostRules
 
 NON_COMPUTE = ("recompute", "optimizer")
+
+CONTENTION = 0.189
+"""Fraction of its rate the compute stream loses while a collective runs beside it: the mean
+slowdown of compute kernels overlapped with NCCL collectives, measured against the same kernels
+alone on A100, H100, MI250 and MI210 running GPT and Llama layers (mean 18.9%, at most 40.0%:
+Lee et al., "Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep
+Learning", arXiv 2507.03114, abstract). It is the share of SMs NCCL's CTAs take: 24 of an H100's
+132 (NVIDIA developer forum, "Compute-communication overlap causes severe GEMM performance
+degradation because of tail effect": an FSDP-style all-gather launched 24 blocks), DeepSeek-V3's
+20 of 132 for its all-to-all (arXiv 2412.19437 §3.2.2). An operator measurement, not a step time."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,6 +82,9 @@ class OverlapRules:
     host_scale: Any = 1.0
     """Multiplies every host cost: how much slower (> 1) the run's host CPU is than the one the
     costs were measured on. A number, or an array (the band's draws, a calibration's posterior)."""
+    contention: float = CONTENTION
+    """The compute stream's loss of rate while a collective overlaps it (:data:`CONTENTION`);
+    0 prices overlap as free."""
 
     @classmethod
     def of(cls, spec: Spec) -> OverlapRules:
@@ -184,7 +203,7 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
     same GEMM as cover twice made a faster GEMM lengthen the step: a TP collective it hid less of
     became exposed, and so did the prefetch or the gradient buckets.)
     """
-    run = _run(_static([op for op, _ in ops], rules), [t for _, t in ops], repeat)
+    run = _run(_static([op for op, _ in ops], rules), [t for _, t in ops], repeat, contention=rules.contention)
     return run.categories, run.free
 
 
@@ -209,7 +228,7 @@ class Run:
     and ``host + device`` (the two streams overlap, and each op needs both in turn)."""
 
 
-def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.0) -> Run:
+def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.0, contention: float = 0.0) -> Run:
     """:func:`_pass` from the ops' :func:`_static` form and their times, with the host thread.
 
     The host issues the ops in order and the device runs each once it is issued and the previous
@@ -239,8 +258,10 @@ def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.
                 hidden = total - ((0 if 0 > left else left) if type(left) is float else positive_part(left))
             else:
                 hidden = 0
-            busy[at] += total - hidden
-            acc[category] = acc.get(category, 0) + (total - hidden)
+            # the overlapped span slows the compute it hides behind (OverlapRules.contention)
+            shown = total - hidden + contention * hidden
+            busy[at] += shown
+            acc[category] = acc.get(category, 0) + shown
             covering += hidden
     host: Any = 0.0
     device: Any = 0
@@ -262,8 +283,9 @@ def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.
         left, used, exposed_all = free, 0, 0
         for category, gathers in prefetch.items():
             exposed = positive_part(gathers - left)
-            out[category] = out.get(category, 0) + gathers + (repeat - 1) * exposed
-            left, used, exposed_all = left - (gathers - exposed), used + (gathers - exposed), exposed_all + exposed
+            shown = exposed + contention * (gathers - exposed)  # each further copy's
+            out[category] = out.get(category, 0) + gathers + (repeat - 1) * shown
+            left, used, exposed_all = left - (gathers - exposed), used + (gathers - exposed), exposed_all + shown
             gather = gather + gathers
         free = free * repeat - (repeat - 1) * used
         steady = device + exposed_all
@@ -286,7 +308,7 @@ def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> tuple[Any
     its layers, embedding and head, and a search can bound a layout's step from one priced layer
     (``llmp.search.bound``)."""
     kept = [(op, t) for op, t in ops if op.overlap is not Overlap.PREFETCH]
-    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1, rules.host_scale)
+    run = _run(_static([op for op, _ in kept], rules), [t for _, t in kept], 1, rules.host_scale, rules.contention)
     return run.device, run.host
 
 
@@ -318,7 +340,8 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 done = runs.get(id(group))
                 if done is None:
                     static, indices, repeat = group
-                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat, rules.host_scale)
+                    done = runs[id(group)] = _run(static, [times[i] for i in indices], repeat, rules.host_scale,
+                                                  rules.contention)
                 for k, v in done.categories.items():
                     by_cat[k] += v
                 compute += done.free
@@ -382,23 +405,26 @@ def _group(graph: OpGraph, rules: OverlapRules, indices: tuple[int, ...], repeat
     return cached  # type: ignore[no-any-return]
 
 
-def paired(f: PassWork, bw: PassWork) -> PassWork:
+def paired(f: PassWork, bw: PassWork, contention: float) -> PassWork:
     """A forward and a whole backward of two microbatches run as one overlapped pair (DualPipe).
 
     DeepSeek-V3 (arXiv 2412.19437 §3.2.1) splits both chunks into attention, all-to-all dispatch,
     MLP and all-to-all combine (and the backward's into input and weight parts) and interleaves
     the two so that "both all-to-all and PP communication can be fully hidden": the pair's expert
     (``ep``) and pipeline (``pp``) communication runs behind its computation, and only what
-    exceeds that computation is exposed (all-to-all first). Other exposed collectives stay
-    exposed; the SMs the communication kernels take from the computation are not modelled.
+    exceeds that computation is exposed (all-to-all first), and what it hides slows that
+    computation by ``contention`` (DeepSeek-V3 gives its all-to-all 20 of the H800's 132 SMs).
+    Other exposed collectives stay exposed.
     """
     cats = merge(f.by_category, bw.by_category)
     compute = f.compute + bw.compute
     ep, pp = cats.get("ep", 0), cats.get("pp", 0)
     if "ep" in cats:
-        cats["ep"] = positive_part(ep - compute)
+        exposed = positive_part(ep - compute)
+        cats["ep"] = exposed + contention * (ep - exposed)
     if "pp" in cats:
-        cats["pp"] = positive_part(pp - positive_part(compute - ep))
+        exposed = positive_part(pp - positive_part(compute - ep))
+        cats["pp"] = exposed + contention * (pp - exposed)
     return PassWork(by_category=cats, compute=compute)
 
 
@@ -495,12 +521,13 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
     sync: dict[str, Any] = defaultdict(int, terms.sync)
     update: dict[str, Any] = defaultdict(int, terms.update)
     for category, t in terms.next_forward:
-        update[category] += positive_part(t - forward)
+        update[category] += positive_part(t - forward) + rules.contention * vmin(t, forward)
     if rules.host is not None:
         update["host"] += terms.update_host
     if terms.bucketed:
         last, total, buckets = bucket_spans(terms.bucketed)
-        sync["dp"] += vmax(last, total - window * (1 - 1 / buckets))
+        exposed = vmax(last, total - window * (1 - 1 / buckets))
+        sync["dp"] += exposed + rules.contention * (total - exposed)
     return RankTail(sync=dict(sync), update=dict(update))
 
 

@@ -96,7 +96,7 @@ def _pick_dicts(dicts: Sequence[Mapping[str, Any]], idx: Any) -> dict[str, Any]:
     return {k: _pick([d.get(k, 0) for d in dicts], idx) for k in keys}
 
 
-def _pass(key: Key, works: Sequence[ChunkWork]) -> PassWork:
+def _pass(key: Key, works: Sequence[ChunkWork], contention: float) -> PassWork:
     kind, g, h = key
     w = works[g]
     if kind is Kind.F:
@@ -108,7 +108,7 @@ def _pass(key: Key, works: Sequence[ChunkWork]) -> PassWork:
         assert part is not None, "chunk work lacks the split backward"
         return part
     if kind is Kind.FB:
-        return paired(w.fwd, works[h].bwd)
+        return paired(w.fwd, works[h].bwd, contention)
     return PassWork(by_category={}, compute=0)
 
 
@@ -163,7 +163,7 @@ def compose(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, schedule:
     lay = _layout(graph, p)
     kinds = chunk_works(graph, times, rules, lay.chunk_keys, p.splits_w)
     works = [kinds[i] for i in lay.chunk_of]
-    passes = tuple(_pass(key, works) for key in p.keys)
+    passes = tuple(_pass(key, works, rules.contention) for key in p.keys)
     arrays = any(issubclass(c, np.ndarray) for c in set(map(type, times)))  # a set of a few types
     totals: dict[int, Any] = {}  # a pass shared by several durations is added up once
     durations = tuple(totals[id(x)] if id(x) in totals else totals.setdefault(id(x), x.total) for x in passes)
