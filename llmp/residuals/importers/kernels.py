@@ -32,7 +32,7 @@ from llmp.analytic.kernels import AttentionKernel, Collective, CollectiveKind, F
 from llmp.errors import InputError
 from llmp.hardware import names
 from llmp.hardware.spec import Dtype
-from llmp.residuals.importers import common
+from llmp.residuals.importers import common, tables
 from llmp.residuals.importers.common import Collected, Input, Sample
 
 FILE = "kernels.csv"
@@ -142,7 +142,7 @@ def _int(row: dict[str, str], column: str, where: str, default: int | None = Non
         if default is None:
             raise InputError(f"{where}: column '{column}' is empty")
         return default
-    value = common.integer(row, column, where)
+    value = tables.integer(row, column, where)
     if value == 0:
         raise InputError(f"{where}: column '{column}' is zero")
     return value
@@ -175,13 +175,13 @@ class _Reader:
         return self.inputs[source], self.index[source]
 
     def read(self, path: Path) -> None:
-        table = common.read_table(path, COLUMNS, "kernels")
+        table = tables.read_table(path, COLUMNS, "kernels")
         for line, row in table.rows:
             where = f"{path.name}:{line}"
             inp, idx = self._input(row["source"])
             inp.rows_read += 1
             inp.values_read += 1
-            seconds = common.seconds(row, "time_s", where, 1.0)
+            seconds = tables.seconds(row, "time_s", where, 1.0)
             if row["gpu_id"] not in self.gpu_ids:
                 inp.skip(OTHER_GPU)
                 continue
@@ -282,7 +282,7 @@ class _Reader:
         node = self.node_id or NODES.get(self.device_id)
         if node is None:
             return NO_NODE
-        per_node = common.exact_div(ranks, nodes, where, "ranks per node")
+        per_node = tables.exact_div(ranks, nodes, where, "ranks per node")
         item = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=nbytes, group=ranks, ranks_per_node=per_node,
                           tier=Tier.INTRA if nodes == 1 else Tier.INTER)
         self.nodes.add(node)
