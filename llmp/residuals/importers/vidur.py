@@ -136,6 +136,44 @@ def _gemm(m: int, n: int, k: int) -> Kernel:
     return Kernel.make(Family.GEMM, DT, Pass.FWD, m=m, n=n, k=k, batch=1)
 
 
+_OpKernel = tuple[Kernel, str, int, tuple[str, ...]]
+"""What one op of an mlp.csv row timed: (kernel, GEMM role, width, notes)."""
+
+
+def _row_kernels(row: dict[str, str], where: str, config: ModelConfig) -> tuple[dict[str, _OpKernel], int, int]:
+    """The kernel each op of an ``mlp.csv`` row timed (``mlp_impl.py``: one TP worker's share of a
+    block), with the row's token count and TP degree; the shape columns checked."""
+    h, kv, e, ffn, vocab, t, tp = (tables.integer(row, c, where) for c in
+                                   ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
+                                    "num_tokens", "num_tensor_parallel_workers"))
+    if row["use_gated_mlp"] not in ("True", "False"):
+        raise InputError(f"{where}: use_gated_mlp must be True or False, got {row['use_gated_mlp']!r}")
+    if min(h, kv, e, ffn, vocab, t, tp) == 0:
+        raise InputError(f"{where}: shape columns must be positive")
+    gated = row["use_gated_mlp"] == "True"
+    hd = tables.exact_div(e, h, where, "head dim n_embd/n_head")
+    hq, hkv = (tables.exact_div(x, tp, where, "heads per TP worker") for x in (h, kv))
+    ffn_tp = tables.exact_div(ffn, tp, where, "MLP width per TP worker")
+    norm = Kernel.make(Family.NORM, DT, Pass.FWD, Fusion.FUSED.value, tokens=t, hidden=e, rms=config.rms)
+    kernels_: dict[str, _OpKernel] = {
+        "emb": (Kernel.make(Family.EMBEDDING, DT, Pass.FWD, tokens=t, hidden=e,
+                            vocab=tables.exact_div(vocab, tp, where, "vocab per TP worker")), "", 0, ()),
+        "input_layernorm": (norm, "", 0, ()),
+        "post_attention_layernorm": (norm, "", 0, ()),
+        "attn_pre_proj": (_gemm(t, (hq + 2 * hkv) * hd, e), "fwd", 0, ("bias",) if config.qkv_bias else ()),
+        "attn_rope": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ROTARY.value,
+                                  elements=t * (hq + hkv) * hd), "", hd, ()),
+        "attn_post_proj": (_gemm(t, e, hq * hd), "fwd", 0, ()),
+        "mlp_up_proj": (_gemm(t, (2 if gated else 1) * ffn_tp, e), "fwd", 0, ("bias",) if config.bias else ()),
+        "mlp_act": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD,
+                                (Elementwise.SWIGLU if gated else Elementwise.GELU).value,
+                                elements=t * ffn_tp), "", ffn_tp, ()),
+        "mlp_down_proj": (_gemm(t, e, ffn_tp), "fwd", 0, ()),
+        "add": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ADD.value, elements=t * e), "", e, ()),
+    }
+    return kernels_, t, tp
+
+
 class _Reader:
     def __init__(self, device_id: str, node_id: str | None) -> None:
         self.device_id, self.node_id = device_id, node_id
@@ -176,36 +214,7 @@ class _Reader:
         ref = inp.source_ref
         for line, row in table.rows:
             where = f"{path.name}:{line}"
-            h, kv, e, ffn, vocab, t, tp = (tables.integer(row, c, where) for c in
-                                           ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
-                                            "num_tokens", "num_tensor_parallel_workers"))
-            if row["use_gated_mlp"] not in ("True", "False"):
-                raise InputError(f"{where}: use_gated_mlp must be True or False, got {row['use_gated_mlp']!r}")
-            if min(h, kv, e, ffn, vocab, t, tp) == 0:
-                raise InputError(f"{where}: shape columns must be positive")
-            gated = row["use_gated_mlp"] == "True"
-            hd = tables.exact_div(e, h, where, "head dim n_embd/n_head")
-            hq, hkv = (tables.exact_div(x, tp, where, "heads per TP worker") for x in (h, kv))
-            ffn_tp = tables.exact_div(ffn, tp, where, "MLP width per TP worker")
-            norm = Kernel.make(Family.NORM, DT, Pass.FWD, Fusion.FUSED.value, tokens=t, hidden=e, rms=config.rms)
-            kernels_: dict[str, tuple[Kernel, str, int, tuple[str, ...]]] = {
-                # (kernel, GEMM role, width, notes)
-                "emb": (Kernel.make(Family.EMBEDDING, DT, Pass.FWD, tokens=t, hidden=e,
-                                    vocab=tables.exact_div(vocab, tp, where, "vocab per TP worker")), "", 0, ()),
-                "input_layernorm": (norm, "", 0, ()),
-                "post_attention_layernorm": (norm, "", 0, ()),
-                "attn_pre_proj": (_gemm(t, (hq + 2 * hkv) * hd, e), "fwd", 0, ("bias",) if config.qkv_bias else ()),
-                "attn_rope": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ROTARY.value,
-                                          elements=t * (hq + hkv) * hd), "", hd, ()),
-                "attn_post_proj": (_gemm(t, e, hq * hd), "fwd", 0, ()),
-                "mlp_up_proj": (_gemm(t, (2 if gated else 1) * ffn_tp, e), "fwd", 0, ("bias",) if config.bias else ()),
-                "mlp_act": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD,
-                                        (Elementwise.SWIGLU if gated else Elementwise.GELU).value,
-                                        elements=t * ffn_tp), "", ffn_tp, ()),
-                "mlp_down_proj": (_gemm(t, e, ffn_tp), "fwd", 0, ()),
-                "add": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ADD.value, elements=t * e), "", e,
-                        ()),
-            }
+            kernels_, t, tp = _row_kernels(row, where, config)
             # mlp_impl.py GPTBlock: without a post-attention norm (phi-2) the block times
             # `attn_outputs + feed_forward_hidden_states + residual`: two ADD kernels.
             two_adds = "post_attention_layernorm" not in ops
