@@ -43,7 +43,7 @@ from recording import commit, data_folder, machine, record
 
 from llmp.analytic import kernels
 from llmp.analytic.kernels import Kernel
-from llmp.residuals import dataset, features, importers, store
+from llmp.residuals import dataset, features, importers, saving, store
 from llmp.residuals.model import Observation, ResidualModel, row_key
 from llmp.residuals.transfer import CrossGpuModel, machine_of
 
@@ -335,7 +335,7 @@ def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], s
         target = store.default_path(device)
         shutil.rmtree(target, ignore_errors=True)
         jobs = [j for j in JOBS if j.device == device]
-        store.save(model, target, devices=[obs[0].device], serves=[device],
+        saving.save(model, target, devices=[obs[0].device], serves=[device],
                    samples=[j.name for j in jobs if j.name in manifests],
                    extra={"produced_by": "benchmarks/fit_public.py", "sources": _sources(manifests, jobs),
                           "roofline_error": roofline_error(obs)})
@@ -345,7 +345,7 @@ def ship(per_device: dict[str, list[Observation]], manifests: dict[str, dict], s
     target = store.default_path(store.CROSS_GPU)
     shutil.rmtree(target, ignore_errors=True)
     devices = {o.device.id: o.device for o in everything}
-    store.save_cross_gpu(cross, target, devices=[devices[k] for k in sorted(devices)],
+    saving.save_cross_gpu(cross, target, devices=[devices[k] for k in sorted(devices)],
                          samples=[j.name for j in JOBS if j.name in manifests],
                          extra={"produced_by": "benchmarks/fit_public.py", "sources": _sources(manifests, list(JOBS)),
                                 "roofline_error": roofline_error(everything)})

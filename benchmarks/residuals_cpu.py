@@ -45,7 +45,7 @@ from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, Kernel
 from llmp.compose import predict
 from llmp.measure import bench, design, from_spec, sampling, step, timing
-from llmp.residuals import dataset, features, samplefile, store
+from llmp.residuals import dataset, features, samplefile, saving, store
 from llmp.residuals.model import ResidualModel
 
 SHIP_XGB = {"n_estimators": 120, "max_depth": 4}
@@ -302,7 +302,7 @@ def main() -> None:
         report["noise"] = repeatability(samples, args.noise, args.seed)
     data = dataset.load([samples])
     model = ResidualModel(xgb_params=SHIP_XGB, random_state=args.seed).fit(list(data.observations))
-    store.save(model, model_dir, devices=data.devices, samples=[str(p.relative_to(args.out)) for p in
+    saving.save(model, model_dir, devices=data.devices, samples=[str(p.relative_to(args.out)) for p in
                                                                   map(Path, data.files)],
                extra={"threads": 1, "produced_by": "benchmarks/residuals_cpu.py"})
     if args.ship:

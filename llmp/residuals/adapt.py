@@ -60,9 +60,10 @@ from llmp.analytic.kernels import Collective, Kernel
 from llmp.errors import InputError
 from llmp.hardware.spec import Device
 from llmp.residuals import features
+from llmp.residuals.adjustment import Adjustment, Stratum
 from llmp.residuals.forest import Forest
 from llmp.residuals.model import Observation, ResidualModel, gemm_layout, row_key, stratum_of
-from llmp.residuals.store import Adjustment, Residuals, Stratum
+from llmp.residuals.store import Residuals
 from llmp.residuals.transfer import CrossGpuModel
 
 RIDGE_OFFSET = 0.5

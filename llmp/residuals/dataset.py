@@ -171,17 +171,7 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
          families: Sequence[str] | None = None) -> LoadReport:
     """Every usable sample row under ``dirs`` as an ``Observation`` on its catalog device."""
     check_families(families)
-    files: list[Path] = []
-    for d in dirs:
-        d = Path(d)
-        if d.is_file():
-            files.append(d)
-        elif d.is_dir():
-            files.extend(sorted(p for p in d.glob("*.csv")))
-        else:
-            raise InputError(f"no such sample file or directory: {d}")
-    if not files:
-        raise InputError(f"no sample files (*.csv) in {', '.join(map(str, dirs))}", hint="run llmp sample --out DIR")
+    files = _sample_files(dirs)
     observations: list[Observation] = []
     devices: dict[str, Device] = {}
     skipped: dict[str, int] = {}
@@ -198,52 +188,12 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
             continue
         if table.dropped:
             skip("truncated or malformed lines", table.dropped)
-        is_coll = "kind" in table.columns
-        missing = [c for c in (_COLLECTIVE_COLUMNS if is_coll else _KERNEL_COLUMNS) if c not in table.columns]
-        if missing:
-            raise InputError(f"{path} has no column {', '.join(missing)} (columns: {', '.join(table.columns)})",
-                             hint="sample files are written by llmp sample or llmp import-samples")
-        dev_id = device_id or table.meta.get("device_id")
-        if not dev_id or not isinstance(dev_id, str):
-            raise InputError(f"{path} does not name its catalog device ('{table.meta.get('device_name')}')",
-                             hint="pass --device-id ID (a gpu id of llmp/hardware/catalog)")
-        node_of_file = node_id or table.meta.get("node_id") or DEFAULT_NODE.get(dev_id)
-        node = None
-        if is_coll:
-            if not isinstance(node_of_file, str):
-                raise InputError(f"{path}: collective samples need the catalog node they ran on",
-                                 hint="pass --node-id ID (a node id of llmp/hardware/catalog)")
-            node = catalog_node(dev_id, node_of_file)
-        device = node.gpu if node is not None else catalog_device(dev_id)
-        links = node_links(node) if node is not None else None
+        is_coll, device, links = _file_device(path, table, device_id, node_id)
         devices[device.id] = device
         for row in table.rows:
-            try:
-                seconds = _seconds(row)
-                if seconds is None:
-                    skip("failed or empty rows")
-                    continue
-                if not TIMES[0] <= seconds <= TIMES[1]:
-                    skip("times outside 1 ns to 1 h (no kernel or collective takes that long)")
-                    continue
-                item: Kernel | Collective = collective_of(row) if is_coll else kernel_of(row)
-            except ValueError as err:
-                raise InputError(f"{path}: row {row.get('key', '?')!r}: {err}",
-                                 hint="fix or delete the row (sample files are written by llmp sample or "
-                                      "llmp import-samples)") from None
-            if isinstance(item, Collective):
-                if families is not None and item.kind.value not in families:
-                    continue
-                observations.append(Observation(item=item, device=device, seconds=seconds, links=links,
-                                                key=row.get("key", "")))
-                continue
-            kernel = item
-            if families is not None and kernel.family.value not in families:
-                continue
-            if kernel.dtype not in device.peak_flops:
-                skip(f"{kernel.dtype} rows: device '{device.id}' has no {kernel.dtype} peak")
-                continue
-            observations.append(Observation(item=kernel, device=device, seconds=seconds, key=row.get("key", "")))
+            observation = _observation(path, row, is_coll, device, links, families, skip)
+            if observation is not None:
+                observations.append(observation)
     if not observations:
         why = "; ".join(f"{n} {reason}" for reason, n in skipped.items()) or "the files hold no rows"
         picked = f" of families {', '.join(families)}" if families is not None else ""
@@ -251,3 +201,74 @@ def load(dirs: Sequence[str | Path], *, device_id: str | None = None, node_id: s
                          hint="sample with llmp sample, or import with llmp import-samples")
     return LoadReport(observations=tuple(observations), devices=tuple(devices.values()),
                       files=tuple(str(f) for f in files), skipped=skipped)
+
+
+def _sample_files(dirs: Sequence[str | Path]) -> list[Path]:
+    """The sample files under ``dirs``: each file given, and the ``*.csv`` of each directory (sorted)."""
+    files: list[Path] = []
+    for d in dirs:
+        d = Path(d)
+        if d.is_file():
+            files.append(d)
+        elif d.is_dir():
+            files.extend(sorted(p for p in d.glob("*.csv")))
+        else:
+            raise InputError(f"no such sample file or directory: {d}")
+    if not files:
+        raise InputError(f"no sample files (*.csv) in {', '.join(map(str, dirs))}", hint="run llmp sample --out DIR")
+    return files
+
+
+def _file_device(path: Path, table: samplefile.SampleTable, device_id: str | None,
+                 node_id: str | None) -> tuple[bool, Device, Links | None]:
+    """Whether a sample file holds collectives, the catalog device its rows ran on (``device_id``
+    overrides its header's) and, for collectives, the links of the catalog node they crossed."""
+    is_coll = "kind" in table.columns
+    missing = [c for c in (_COLLECTIVE_COLUMNS if is_coll else _KERNEL_COLUMNS) if c not in table.columns]
+    if missing:
+        raise InputError(f"{path} has no column {', '.join(missing)} (columns: {', '.join(table.columns)})",
+                         hint="sample files are written by llmp sample or llmp import-samples")
+    dev_id = device_id or table.meta.get("device_id")
+    if not dev_id or not isinstance(dev_id, str):
+        raise InputError(f"{path} does not name its catalog device ('{table.meta.get('device_name')}')",
+                         hint="pass --device-id ID (a gpu id of llmp/hardware/catalog)")
+    node_of_file = node_id or table.meta.get("node_id") or DEFAULT_NODE.get(dev_id)
+    node = None
+    if is_coll:
+        if not isinstance(node_of_file, str):
+            raise InputError(f"{path}: collective samples need the catalog node they ran on",
+                             hint="pass --node-id ID (a node id of llmp/hardware/catalog)")
+        node = catalog_node(dev_id, node_of_file)
+    device = node.gpu if node is not None else catalog_device(dev_id)
+    links = node_links(node) if node is not None else None
+    return is_coll, device, links
+
+
+def _observation(path: Path, row: dict[str, str], is_coll: bool, device: Device, links: Links | None,
+                 families: Sequence[str] | None, skip: Callable[[str], None]) -> Observation | None:
+    """The observation of one sample row, or None for a row skipped (``skip`` told why) or of a
+    family not asked for."""
+    try:
+        seconds = _seconds(row)
+        if seconds is None:
+            skip("failed or empty rows")
+            return None
+        if not TIMES[0] <= seconds <= TIMES[1]:
+            skip("times outside 1 ns to 1 h (no kernel or collective takes that long)")
+            return None
+        item: Kernel | Collective = collective_of(row) if is_coll else kernel_of(row)
+    except ValueError as err:
+        raise InputError(f"{path}: row {row.get('key', '?')!r}: {err}",
+                         hint="fix or delete the row (sample files are written by llmp sample or "
+                              "llmp import-samples)") from None
+    if isinstance(item, Collective):
+        if families is not None and item.kind.value not in families:
+            return None
+        return Observation(item=item, device=device, seconds=seconds, links=links, key=row.get("key", ""))
+    kernel = item
+    if families is not None and kernel.family.value not in families:
+        return None
+    if kernel.dtype not in device.peak_flops:
+        skip(f"{kernel.dtype} rows: device '{device.id}' has no {kernel.dtype} peak")
+        return None
+    return Observation(item=kernel, device=device, seconds=seconds, key=row.get("key", ""))

@@ -22,7 +22,8 @@ from pathlib import Path
 from llmp import files
 from llmp.errors import InputError
 from llmp.progress import Progress
-from llmp.residuals import adapt, dataset, samplefile, score, store
+from llmp.residuals import adapt, dataset, fingerprint, samplefile, saving, score, store
+from llmp.residuals.manifest import ANY
 from llmp.residuals.model import ResidualModel
 
 
@@ -55,7 +56,7 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
     each group fitted)."""
     files.output_dir(out, "the store")  # before minutes of fitting, not after
     data = _load(samples, device_id=device_id, node_id=node_id, families=families)
-    store.serving(data.devices, serves)  # refuse before fitting, not after
+    saving.serving(data.devices, serves)  # refuse before fitting, not after
     observations = list(data.observations)
     if upweight is not None:
         new = [o for o in observations if o.device.id == upweight]
@@ -65,7 +66,7 @@ def fit(samples: Sequence[str | Path], out: str | Path, *, device_id: str | None
         observations = adapt.weighted([o for o in observations if o.device.id != upweight], new)
     model = ResidualModel(group_by=tuple(group_by), alpha=alpha, random_state=seed, n_members=members,
                           xgb_params=xgb_params).fit(observations, progress=progress)
-    store.save(model, out, devices=data.devices, serves=serves, samples=data.files)
+    saving.save(model, out, devices=data.devices, serves=serves, samples=data.files)
     return FitResult(store=store.load(out), data=data)
 
 
@@ -80,7 +81,7 @@ def _recorded(base: store.Residuals, *, exclude: str) -> list:
             device = dataset.catalog_device(h["id"])
         except Exception:  # a device no longer in the catalog
             continue
-        if store.device_fingerprint(device)["sha256"] == h["sha256"]:
+        if fingerprint.device_fingerprint(device)["sha256"] == h["sha256"]:
             out.append(device)
     return out
 
@@ -120,8 +121,8 @@ def adapt_store(samples: Sequence[str | Path], out: str | Path, base: str | Path
     device = result.device
     # The adapted store serves the new device only; a cross-GPU base keeps the fingerprints of the
     # GPUs it was fitted on beside the new device's.
-    devices = [device] if base.serves != store.ANY else [*_recorded(base, exclude=device.id), device]
-    store.save(base.model, out, devices=devices, serves=[device.id], samples=data.files,
+    devices = [device] if base.serves != ANY else [*_recorded(base, exclude=device.id), device]
+    saving.save(base.model, out, devices=devices, serves=[device.id], samples=data.files,
                adjustments=result.adjustments,
                extra={"adapted_from": {"path": str(base.path), "id": base.id, "scope": base.scope},
                       "adaptation": {"budget": budget, "choice": "picks" if picks is not None else choice,

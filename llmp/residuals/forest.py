@@ -170,7 +170,7 @@ class Forest:
     depth: int
     """Longest root-to-leaf path (the number of steps every row takes)."""
     raw: bytes
-    """The model file's bytes (written back unchanged by ``store.save``)."""
+    """The model file's bytes (written back unchanged by ``saving.save``)."""
     version: str
     """The XGBoost version that wrote the model."""
 

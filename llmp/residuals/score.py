@@ -22,6 +22,7 @@ import numpy as np
 
 from llmp.analytic.collectives import Links
 from llmp.errors import InputError
+from llmp.hardware.spec import Device
 from llmp.progress import Progress, tick
 from llmp.residuals import features, store
 from llmp.residuals.model import Observation, gemm_layout, stratum_of
@@ -198,13 +199,7 @@ def score(observations: Sequence[Observation], residuals: object = "default", *,
         tick(progress, done, len(by_device))
         device = observations[rows[0]].device
         if device_id not in loaded:
-            choice = store.choose(residuals, device)
-            if choice.residuals is not None:
-                choice.residuals.require_serves(device)
-                what = f"{choice.residuals.id} ({choice.residuals.scope}, {choice.residuals.path}); {choice.note}"
-            else:
-                what = choice.note
-            loaded[device_id], stores[device_id] = choice.residuals, what
+            loaded[device_id], stores[device_id] = _store_for(residuals, device)
         items = [observations[i].item for i in rows]
         blocks, _ = features.blocks(items, device, links=links)
         res = loaded[device_id]
@@ -222,7 +217,30 @@ def score(observations: Sequence[Observation], residuals: object = "default", *,
     ok = np.isfinite(predicted)
     if not ok.any():
         raise InputError("none of the samples could be scored (no device peak for their dtypes, or symbolic dims)")
-    err, roof = predicted / measured - 1, roofline / measured - 1
+    per_row = PerRow(measured_s=measured, predicted_s=predicted, roofline_s=roofline, covered=covered,
+                     in_domain=covered & ~out_of_domain)
+    out = _group_rows(observations, by, ok, per_row, out_of_domain)
+    return Score(stores=stores, rows=out, skipped=int((~ok).sum()), by=by, per_row=per_row)
+
+
+def _store_for(residuals: object, device: Device) -> tuple[store.Residuals | None, str]:
+    """The store that scores ``device``'s samples (``store.choose``; refused unless it serves the
+    device) and what it is, for the report."""
+    choice = store.choose(residuals, device)
+    if choice.residuals is not None:
+        choice.residuals.require_serves(device)
+        what = f"{choice.residuals.id} ({choice.residuals.scope}, {choice.residuals.path}); {choice.note}"
+    else:
+        what = choice.note
+    return choice.residuals, what
+
+
+def _group_rows(observations: Sequence[Observation], by: tuple[str, ...], ok: np.ndarray, per_row: PerRow,
+                out_of_domain: np.ndarray) -> tuple[Row, ...]:
+    """One row per name of each grouping (and of the ``by`` fields joined) over the scored samples
+    ``ok``, then the overall row."""
+    measured, covered = per_row.measured_s, per_row.covered
+    err, roof = per_row.predicted_s / measured - 1, per_row.roofline_s / measured - 1
     names = [_names(o) for o in observations]
 
     def row(grouping: str, name: str, sel: np.ndarray) -> Row:
@@ -238,6 +256,4 @@ def score(observations: Sequence[Observation], residuals: object = "default", *,
         for name in sorted({names[i][grouping] for i in np.flatnonzero(ok)}):
             out.append(row(grouping, name, ok & np.asarray([nm[grouping] == name for nm in names])))
     out.append(row("overall", "all", ok))
-    per_row = PerRow(measured_s=measured, predicted_s=predicted, roofline_s=roofline, covered=covered,
-                     in_domain=covered & ~out_of_domain)
-    return Score(stores=stores, rows=tuple(out), skipped=int((~ok).sum()), by=by, per_row=per_row)
+    return tuple(out)

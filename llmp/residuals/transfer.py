@@ -421,7 +421,7 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) ->
     return float(values[order][min(int(np.searchsorted(cum, level)), len(values) - 1)])
 
 
-# -- persistence (called by ``store.save`` / ``store.load`` for a manifest of kind ``cross_gpu``) --
+# -- persistence (called by ``saving.save`` / ``store.load`` for a manifest of kind ``cross_gpu``) --
 def to_manifest(model: CrossGpuModel, directory: Path) -> list[dict[str, Any]]:
     """Write each unit's tree to ``directory/groups/<family>_<dtype>.ubj``; return the manifest entries."""
     model._check_fitted()

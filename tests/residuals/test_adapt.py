@@ -11,7 +11,7 @@ import pytest
 from residual_helpers import FAST_XGB, synthetic
 
 from llmp.errors import InputError
-from llmp.residuals import adapt, features, store
+from llmp.residuals import adapt, features, saving, store
 from llmp.residuals.model import ResidualModel, stratum_of
 
 FAMILIES = ("norm", "copy")
@@ -21,7 +21,7 @@ FAMILIES = ("norm", "copy")
 def base(cpu, tmp_path_factory):
     model = ResidualModel(xgb_params=FAST_XGB, n_members=3).fit(synthetic(cpu, FAMILIES, 50))
     path = tmp_path_factory.mktemp("base")
-    store.save(model, path, devices=[cpu])
+    saving.save(model, path, devices=[cpu])
     return store.load(path)
 
 
@@ -73,10 +73,10 @@ def test_k_samples_correct_a_shifted_device(base, other, tmp_path):
     assert all(a.n == 5 and 0.2 < a.offset < 0.8 for a in result.adjustments.values())
     assert len(result.chosen) + len(result.unused) == len(pool)
     assert result.strata[("copy", "", "fwd", "fp32")] == (5, 40)
-    store.save(base.model, tmp_path, devices=[other], adjustments=result.adjustments)
+    saving.save(base.model, tmp_path, devices=[other], adjustments=result.adjustments)
     adapted = store.load(tmp_path)
     assert adapted.serves == ("cpu_b",) and adapted.adjustments.keys() == result.adjustments.keys()
-    for key, a in result.adjustments.items():  # written with store.DIGITS significant digits
+    for key, a in result.adjustments.items():  # written with manifest.DIGITS significant digits
         b = adapted.adjustments[key]
         assert (b.feature, b.n) == (a.feature, a.n)
         assert (b.offset, b.slope, b.center, b.q) == pytest.approx((a.offset, a.slope, a.center, a.q), rel=1e-11)
@@ -95,7 +95,7 @@ def _rotary_bwd(kernel) -> float:
 def elementwise_base(cpu, tmp_path_factory):
     model = ResidualModel(xgb_params=FAST_XGB).fit(synthetic(cpu, ("elementwise",), 300, seed=3))
     path = tmp_path_factory.mktemp("ew")
-    store.save(model, path, devices=[cpu])
+    saving.save(model, path, devices=[cpu])
     return store.load(path)
 
 

@@ -11,7 +11,7 @@ from residual_helpers import FAST_XGB, synthetic
 from llmp.analytic.kernels import Family, Kernel, Pass
 from llmp.errors import ResidualSchemaError
 from llmp.hardware.spec import Dtype
-from llmp.residuals import dataset, features, store
+from llmp.residuals import dataset, features, saving, store
 from llmp.residuals.domain import Shapes, shape_features
 from llmp.residuals.model import Observation, ResidualModel
 
@@ -56,7 +56,7 @@ def test_a_store_flags_and_widens_what_it_never_measured(a100, tmp_path):
     wide = [gemm(int(m), int(n), int(k)) for m, n, k in 2 ** rng.integers(11, 14, (60, 3))]
     obs = [Observation(item=k, device=a100, seconds=1.2 * features.roofline_seconds(k, a100)[1]) for k in wide]
     model = ResidualModel(xgb_params=FAST_XGB).fit(obs)
-    store.save(model, tmp_path / "s", devices=[a100])
+    saving.save(model, tmp_path / "s", devices=[a100])
     loaded = store.load(tmp_path / "s")
 
     from llmp import dsl
@@ -76,7 +76,7 @@ def test_a_store_flags_and_widens_what_it_never_measured(a100, tmp_path):
 def test_shapes_survive_the_manifest_and_a_tampered_one_is_refused(a100, tmp_path):
     obs = synthetic(a100, ("gemm",), 30)
     model = ResidualModel(xgb_params=FAST_XGB).fit(obs)
-    store.save(model, tmp_path / "s", devices=[a100])
+    saving.save(model, tmp_path / "s", devices=[a100])
     loaded = store.load(tmp_path / "s")
     key = next(iter(model.shapes_))
     assert np.array_equal(loaded.model.shapes_[key].cells, model.shapes_[key].cells)

@@ -19,7 +19,7 @@ from llmp.analytic.kernels import CollectiveKind, Elementwise, Family, Fusion, K
 from llmp.errors import InputError
 from llmp.hardware.spec import Dtype
 from llmp.residuals import dataset, features, samplefile
-from llmp.residuals.importers import common, kernels, physics, run, seed
+from llmp.residuals.importers import common, kernels, physics, run, sampledir, seed
 
 A100 = "a100_sxm4_80gb"
 GPU = "NVIDIAA100-SXM4-80GB"
@@ -244,10 +244,10 @@ def test_columns_are_the_samplers():
     pytest.importorskip("torch")
     from llmp.measure import collectives, design, sampling
 
-    assert common.SAMPLE_TAIL == sampling.SAMPLE_COLUMNS_TAIL
-    assert common.COLLECTIVE_BASE == collectives.COLUMNS
+    assert sampledir.SAMPLE_TAIL == sampling.SAMPLE_COLUMNS_TAIL
+    assert sampledir.COLLECTIVE_BASE == collectives.COLUMNS
     for family in design.FAMILIES:
-        assert common.kernel_columns(family) == (*sampling.columns(family), *common.EXTRA)
+        assert sampledir.kernel_columns(family) == (*sampling.columns(family), *sampledir.EXTRA)
 
 
 # ---------------------------------------------------------------------------------------------- seed

@@ -9,7 +9,7 @@ import pytest
 from residual_helpers import FAST_XGB, synthetic
 
 from llmp.errors import InputError, ResidualSchemaError
-from llmp.residuals import features, score, store
+from llmp.residuals import features, saving, score, store
 from llmp.residuals.model import ResidualModel, stratum_of
 
 FAMILIES = ("norm", "elementwise")
@@ -19,7 +19,7 @@ FAMILIES = ("norm", "elementwise")
 def fitted(cpu, tmp_path_factory):
     model = ResidualModel(xgb_params=FAST_XGB).fit(synthetic(cpu, FAMILIES, 120))
     path = tmp_path_factory.mktemp("score_store")
-    store.save(model, path, devices=[cpu])
+    saving.save(model, path, devices=[cpu])
     return store.load(path)
 
 

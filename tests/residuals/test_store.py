@@ -17,7 +17,7 @@ from tiny_specs import TINY_GPT
 from llmp import dsl
 from llmp.analytic.graph import decompose
 from llmp.errors import InputError, ResidualSchemaError
-from llmp.residuals import dataset, store
+from llmp.residuals import dataset, saving, store
 from llmp.residuals.model import ResidualModel
 
 FAMILIES = ("gemm", "norm", "elementwise", "copy")
@@ -27,7 +27,7 @@ FAMILIES = ("gemm", "norm", "elementwise", "copy")
 def fitted(cpu, tmp_path_factory):
     model = ResidualModel(xgb_params=FAST_XGB, n_members=2).fit(synthetic(cpu, FAMILIES, 40))
     path = tmp_path_factory.mktemp("store")
-    store.save(model, path, devices=[cpu], samples=["synthetic"])
+    saving.save(model, path, devices=[cpu], samples=["synthetic"])
     return model, path
 
 
@@ -35,7 +35,7 @@ def fitted(cpu, tmp_path_factory):
 def cross(cpu, fitted, tmp_path_factory):
     """The same trees saved as a cross-GPU store (serves any device)."""
     path = tmp_path_factory.mktemp("cross")
-    store.save(fitted[0], path, devices=[cpu], serves="any")
+    saving.save(fitted[0], path, devices=[cpu], serves="any")
     return path
 
 
@@ -255,9 +255,9 @@ def test_a_cross_gpu_store_serves_any_device(cross):
 
 def test_save_refuses_to_serve_devices_it_has_no_samples_of(fitted, cpu, tmp_path):
     with pytest.raises(InputError, match="only devices it has samples of"):
-        store.save(fitted[0], tmp_path, devices=[cpu], serves=["h100_sxm5_80gb"])
+        saving.save(fitted[0], tmp_path, devices=[cpu], serves=["h100_sxm5_80gb"])
     with pytest.raises(InputError, match="record the devices"):
-        store.save(fitted[0], tmp_path, devices=[])
+        saving.save(fitted[0], tmp_path, devices=[])
 
 
 # -- the default choice ---------------------------------------------------------------------
@@ -358,12 +358,12 @@ def test_a_rebuild_writes_the_same_bytes_and_the_same_id(fitted, cpu, tmp_path):
     its manifest nor its id."""
     path = fitted[1]
     again = ResidualModel(xgb_params=FAST_XGB, n_members=2).fit(synthetic(cpu, FAMILIES, 40))
-    store.save(again, tmp_path / "again", devices=[cpu], samples=["synthetic"])
+    saving.save(again, tmp_path / "again", devices=[cpu], samples=["synthetic"])
     for f in sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file()):
         assert (tmp_path / "again" / f).read_bytes() == (path / f).read_bytes(), f
     for key in again.cv_error_:
         again.cv_error_[key] = {k: float(np.nextafter(v, np.inf)) for k, v in again.cv_error_[key].items()}
         again.conformal_q_[key] = float(np.nextafter(again.conformal_q_[key], -np.inf))
-    store.save(again, tmp_path / "noisy", devices=[cpu], samples=["synthetic"])
+    saving.save(again, tmp_path / "noisy", devices=[cpu], samples=["synthetic"])
     assert (tmp_path / "noisy" / "manifest.json").read_bytes() == (path / "manifest.json").read_bytes()
     assert store.load(tmp_path / "noisy").id.split("@")[1] == store.load(path).id.split("@")[1]

@@ -167,19 +167,19 @@ def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devic
 
     from llmp import dsl
     from llmp.analytic.graph import decompose
-    from llmp.residuals import store
+    from llmp.residuals import saving, store
     from llmp.residuals.model import ResidualModel
 
     data = [o for i, (g, d) in enumerate(devices.items())
             for o in synthetic(d, ("norm", "gemm", "elementwise"), 30, seed=i)]
     root = tmp_path / "defaults"
-    store.save_cross_gpu(CrossGpuModel().fit(data), root / store.CROSS_GPU, devices=list(devices.values()))
+    saving.save_cross_gpu(CrossGpuModel().fit(data), root / store.CROSS_GPU, devices=list(devices.values()))
     cross = store.load(root / store.CROSS_GPU)
     assert cross.scope == "cross-GPU" and set(cross.families()) == {"norm", "gemm", "elementwise"}
     h100 = devices["h100_sxm5_80gb"]
     own = ResidualModel(xgb_params={"n_estimators": 20, "n_jobs": 1}).fit([o for o in data if o.device.id == h100.id
                                                                           and o.item.family.value == "gemm"])
-    store.save(own, root / h100.id, devices=[h100])
+    saving.save(own, root / h100.id, devices=[h100])
     spec = dsl.loads('use "dgx_h100"\ncluster c { node = dgx_h100  nodes = 1 }\n'
                      "model m { arch = llama  layers = 2  hidden = 1024  heads = 8  ffn_hidden = 2816  vocab = 32000  "
                      "seq_len = 1024 }\n"
@@ -198,17 +198,17 @@ def test_a_saved_cross_gpu_store_loads_and_fills_what_a_device_store_lacks(devic
 
 
 def test_a_cross_gpu_store_adapted_to_a_new_gpu_saves_serves_it_and_beats_k_0(devices, tmp_path):
-    from llmp.residuals import adapt, store
+    from llmp.residuals import adapt, saving, store
 
     data = [o for i, (g, d) in enumerate(devices.items()) if g != "mi300x"
             for o in synthetic(d, ("norm", "gemm"), 30, seed=i)]
     base_dir = tmp_path / "cross"
-    store.save_cross_gpu(CrossGpuModel().fit(data), base_dir, devices=[d for g, d in devices.items() if g != "mi300x"])
+    saving.save_cross_gpu(CrossGpuModel().fit(data), base_dir, devices=[d for g, d in devices.items() if g != "mi300x"])
     base = store.load(base_dir)
     new = _shifted(synthetic(devices["mi300x"], ("norm", "gemm"), 80, seed=9), 0.7)
     result = adapt.adapt(base, new[:40], budget=10)
     out = tmp_path / "adapted"
-    store.save(base.model, out, devices=[devices["mi300x"], devices["b200"]], serves=["mi300x"],
+    saving.save(base.model, out, devices=[devices["mi300x"], devices["b200"]], serves=["mi300x"],
                adjustments=result.adjustments)
     adapted = store.load(out)
     assert adapted.serves == ("mi300x",) and adapted.refusal(devices["b200"]) is not None

@@ -12,7 +12,8 @@ log(measured / llmp roofline) means the same for every source:
   LLMCompass, Echo and vTrain rows).
 
 ``common`` holds what they share: the sample rows, the duplicate rule, the composite split, the
-writer; ``physics`` the plausibility rules (rows above the device's peak or its links, a backward
+import's manifest; ``tables`` reads the sources' CSVs, ``sampledir`` writes the sample directory;
+``physics`` the plausibility rules (rows above the device's peak or its links, a backward
 faster than its forward allows), the same for every machine. :func:`run` is what the CLI calls.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 from llmp.errors import InputError
 from llmp.files import output_dir
 from llmp.hardware import names
-from llmp.residuals.importers import common, kernels, seed, vidur
+from llmp.residuals.importers import common, kernels, sampledir, seed, tables, vidur
 
 FORMATS = ("seed", "vidur", "kernels")
 
@@ -59,7 +60,7 @@ def run(fmt: str, paths: Sequence[str | Path], out: str | Path, *, device: str |
         raise InputError(f"--format {fmt} needs the GPU the rows were measured on",
                          hint="name it with --gpu ID (a catalog id or alias)")
     module = {"seed": seed, "vidur": vidur, "kernels": kernels}[fmt]
-    files, ignored = common.discover(paths, module.accept, fmt)
+    files, ignored = tables.discover(paths, module.accept, fmt)
     if fmt == "seed":
         collected = seed.collect(files, device_id=device, node_id=node_id)
     elif fmt == "vidur":
@@ -69,7 +70,7 @@ def run(fmt: str, paths: Sequence[str | Path], out: str | Path, *, device: str |
         assert device is not None
         collected = kernels.collect(files, device_id=_kernels_device(device), gpu_id=gpu_id, node_id=node_id)
     imported = common.finish(collected, ignored=[p.name for p in ignored])
-    size = common.write(imported, Path(out))
+    size = sampledir.write(imported, Path(out))
     return Report(out=Path(out), bytes=size, manifest=imported.manifest)
 
 

@@ -1,57 +1,32 @@
-"""What every importer shares: samples, input bookkeeping, CSV checks, the composite split, the
-duplicate rule, and the writer of a sample directory in the exact format ``llmp sample`` writes.
+"""What every importer shares: samples, input bookkeeping, device and node checks, the composite
+split, the duplicate rule and the manifest of an import.
 
 An importer turns each measured row of a public source into one or more :class:`Sample` s: an
 ``analytic.kernels`` ``Kernel`` (or ``Collective``) exactly as llmp's operator graph builds it,
 with the measured seconds, where the row came from (``source_ref``) and what is special about its
-time (``notes``). :func:`finish` merges duplicates, checks the device, and :func:`write` lays the
-result out as ``DIR/<family>.csv`` + ``DIR/collectives.csv`` (``samplefile`` format: magic line,
-JSON header record, columns of ``sampling.columns`` / ``collectives.COLUMNS`` plus ``source_ref``
-and ``note``) and ``DIR/import.json`` (per input file: rows read, written, skipped per reason,
-duplicates merged). No dates and no absolute paths anywhere, rows sorted by key: a rerun on the
-same inputs gives the same bytes.
-
-The modules with the column tuples (``sampling``, ``collectives``) import torch, which llmp's
-predict/fit side does not need, so the tuples are repeated here and a test checks they agree.
+time (``notes``). :func:`finish` merges duplicates, checks the device, and builds the manifest
+``import.json`` (per input file: rows read, written, skipped per reason, duplicates merged).
+Reading the sources' CSVs is ``tables.py``; writing the sample directory, ``sampledir.py``.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
-import os
 import re
-import shutil
-import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from llmp import files
-from llmp.analytic.kernels import DIMS, Collective, Family, Kernel
+from llmp.analytic.kernels import Collective, Family, Kernel
 from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
-from llmp.residuals import dataset, features, samplefile
+from llmp.residuals import dataset, features
 
 IMPORTER_VERSION = 3
 """Bumped whenever a mapping or a rule changes what an import writes."""
 
-SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
-"""``llmp.measure.sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
-COLLECTIVE_BASE = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
-                   "p90_s", "repeats", "error")
-"""``llmp.measure.collectives.COLUMNS`` (checked by the same test)."""
-EXTRA = ("source_ref", "note")
-"""Columns an imported row adds: where it was read (``owner/repo@commit:path:line``) and what is
-special about its time (``;``-separated tags, legend in the header record's ``note_tags``)."""
-COLLECTIVE_COLUMNS = (*COLLECTIVE_BASE, *EXTRA)
-MANIFEST = "import.json"
 COUNTING = ("rows_read: CSV records read; values_read: measured times among them (a seed operator record holds "
             "F_dur and B_dur); skipped: measured times not imported, per reason; rows_written: sample rows per "
             "family/pass (a composite span gives two); duplicates_merged: sample rows dropped as re-measurements")
@@ -233,114 +208,6 @@ def check_node(node_id: str, device_id: str) -> str:
     return node_id
 
 
-# ---------------------------------------------------------------------------------------------- files
-
-
-def discover(paths: Sequence[str | Path], accept: Callable[[Path], bool], fmt: str) -> tuple[list[Path], list[Path]]:
-    """Files to read under ``paths`` (directories walked recursively, sorted) and files found in a
-    directory walk that are not ``fmt`` files (listed in the manifest, not read). A file named
-    explicitly that ``accept`` refuses is an error: the user said it is such a file."""
-    take: list[Path] = []
-    other: list[Path] = []
-    if not paths:
-        raise InputError("no input paths given", hint="pass the files or directories to import")
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(q for q in p.rglob("*.csv") if q.is_file()):
-                (take if accept(f) else other).append(f)
-        elif p.is_file():
-            if not accept(p):
-                raise InputError(f"{p.name} is not a {fmt} file (by its name and place)",
-                                 hint=f"see `llmp import-samples --help` for the {fmt} files it reads")
-            take.append(p)
-        else:
-            raise InputError(f"no such file or directory: {p}")
-    unique: list[Path] = []  # the first mention of each file, in order
-    seen: set[Path] = set()
-    for f in take:
-        if f.resolve() not in seen:
-            seen.add(f.resolve())
-            unique.append(f)
-    return unique, [f for f in other if f.resolve() not in seen]
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """A CSV file's data rows with the 1-based line each starts on (header = line 1)."""
-
-    name: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[int, dict[str, str]], ...]
-
-
-def read_table(path: Path, required: Sequence[str], fmt: str) -> Table:
-    """Read a CSV (LF or CRLF) and check that it has ``required`` columns."""
-    text = files.read_text(path, files.SAMPLES)
-    try:
-        with io.StringIO(text, newline="") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None:
-                raise InputError(f"{path.name} is empty", hint=f"expected a {fmt} CSV with a header line")
-            header = [h.strip() for h in header]
-            rows = []
-            start = reader.line_num + 1
-            for values in reader:
-                line, start = start, reader.line_num + 1
-                if not values or all(not v.strip() for v in values):
-                    continue
-                if len(values) != len(header):
-                    raise InputError(f"{path.name}:{line}: {len(values)} cells, the header has {len(header)}",
-                                     hint=f"is this a {fmt} CSV?")
-                rows.append((line, dict(zip(header, (v.strip() for v in values)))))
-    except csv.Error as err:
-        raise InputError(f"{path.name}: malformed CSV ({err})") from None
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise InputError(f"{path.name} lacks the columns {', '.join(missing)}",
-                         hint=f"is this a {fmt} file? it has: {', '.join(header) or '(none)'}")
-    return Table(name=path.name, columns=tuple(header), rows=tuple(rows))
-
-
-def number(row: dict[str, str], column: str, where: str) -> float:
-    """A finite number from a cell (``1024.0`` and ``1024`` alike)."""
-    text = row[column]
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{where}: column '{column}' is not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise InputError(f"{where}: column '{column}' is not finite: {text!r}")
-    return value
-
-
-def integer(row: dict[str, str], column: str, where: str) -> int:
-    """A whole number, also when written as a float (the seed writes ``2.0``)."""
-    value = number(row, column, where)
-    if value != int(value):
-        raise InputError(f"{where}: column '{column}' must be a whole number, got {row[column]!r}")
-    if value < 0:
-        raise InputError(f"{where}: column '{column}' is negative: {row[column]!r}")
-    return int(value)
-
-
-def seconds(row: dict[str, str], column: str, where: str, scale: float) -> float:
-    """A time cell in seconds (``scale`` converts the source's unit); must be positive."""
-    value = number(row, column, where)
-    if value < 0:
-        raise InputError(f"{where}: negative time in '{column}': {row[column]!r}")
-    if value == 0:
-        raise InputError(f"{where}: zero time in '{column}'", hint="a measured time is positive")
-    return value * scale
-
-
-def exact_div(a: int, b: int, where: str, what: str) -> int:
-    if b <= 0 or a % b:
-        raise InputError(f"{where}: {what}: {a} is not divisible by {b}")
-    return a // b
-
-
 # ---------------------------------------------------------------------------------------------- rules
 
 
@@ -428,75 +295,3 @@ def _manifest(c: Collected, kept: list[Sample], merged: Counter[int], device: De
             "node_id": c.node_id if any(not s.is_kernel for s in kept) else None, "counting": COUNTING,
             "rows_written": dict(sorted(totals.items())), "skipped": dict(sorted(skipped.items())),
             "duplicates_merged": sum(merged.values()), "rules": list(c.rules), "notes": notes, "inputs": inputs}
-
-
-# ---------------------------------------------------------------------------------------------- writing
-
-
-def kernel_columns(family: str) -> tuple[str, ...]:
-    """``sampling.columns(family)`` plus :data:`EXTRA`."""
-    return ("key", "family", "pass", "variant", "dtype", *DIMS[Family(family)], *SAMPLE_TAIL, *EXTRA)
-
-
-def _file_text(meta: dict[str, Any], columns: tuple[str, ...], rows: Iterable[dict[str, object]]) -> str:
-    lines = [samplefile.MAGIC, "# " + json.dumps(meta, sort_keys=True)]
-    body = _csv_lines([dict(zip(columns, columns)), *rows], columns)
-    return "\n".join(lines) + "\n" + body
-
-
-def _csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for r in rows:
-        writer.writerow([r[c] for c in columns])
-    return buf.getvalue()
-
-
-def render(imported: Imported) -> dict[str, str]:
-    """File name -> text of every file of the import directory."""
-    c = imported.collected
-    meta = {**c.meta, "device_id": c.device_id, "importer": IMPORTER_VERSION, "note_tags": NOTE_TAGS}
-    out: dict[str, str] = {}
-    by_family: dict[str, list[Sample]] = {}
-    for s in imported.samples:
-        by_family.setdefault(s.family if s.is_kernel else "collectives", []).append(s)
-    for fam, samples in sorted(by_family.items()):
-        if fam == "collectives":
-            out["collectives.csv"] = _file_text({**meta, "node_id": c.node_id}, COLLECTIVE_COLUMNS,
-                                                (s.row() for s in samples))
-        else:
-            out[f"{fam}.csv"] = _file_text(meta, kernel_columns(fam), (s.row() for s in samples))
-    out[MANIFEST] = json.dumps(imported.manifest, indent=1, sort_keys=True) + "\n"
-    return out
-
-
-def write(imported: Imported, out: Path) -> int:
-    """Write the import directory, replacing ``out`` atomically (built beside it, then renamed in).
-    Returns the bytes written. Refuses to replace a directory that is not an earlier import."""
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise InputError(f"{out} exists and is not a directory", hint="choose another -o")
-        if any(out.iterdir()) and not (out / MANIFEST).is_file():
-            raise InputError(f"{out} is a non-empty directory that no import wrote (no {MANIFEST})",
-                             hint="choose a new or empty -o directory; an import replaces it whole")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
-        size = 0
-        for name, text in render(imported).items():
-            data = text.encode("utf-8")
-            (tmp / name).write_bytes(data)
-            size += len(data)
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-            os.rename(out, old / "previous")
-            os.rename(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return size

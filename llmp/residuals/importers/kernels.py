@@ -32,7 +32,7 @@ from llmp.analytic.kernels import AttentionKernel, Collective, CollectiveKind, F
 from llmp.errors import InputError
 from llmp.hardware import names
 from llmp.hardware.spec import Dtype
-from llmp.residuals.importers import common
+from llmp.residuals.importers import common, tables
 from llmp.residuals.importers.common import Collected, Input, Sample
 
 FILE = "kernels.csv"
@@ -142,7 +142,7 @@ def _int(row: dict[str, str], column: str, where: str, default: int | None = Non
         if default is None:
             raise InputError(f"{where}: column '{column}' is empty")
         return default
-    value = common.integer(row, column, where)
+    value = tables.integer(row, column, where)
     if value == 0:
         raise InputError(f"{where}: column '{column}' is zero")
     return value
@@ -175,13 +175,13 @@ class _Reader:
         return self.inputs[source], self.index[source]
 
     def read(self, path: Path) -> None:
-        table = common.read_table(path, COLUMNS, "kernels")
+        table = tables.read_table(path, COLUMNS, "kernels")
         for line, row in table.rows:
             where = f"{path.name}:{line}"
             inp, idx = self._input(row["source"])
             inp.rows_read += 1
             inp.values_read += 1
-            seconds = common.seconds(row, "time_s", where, 1.0)
+            seconds = tables.seconds(row, "time_s", where, 1.0)
             if row["gpu_id"] not in self.gpu_ids:
                 inp.skip(OTHER_GPU)
                 continue
@@ -200,14 +200,7 @@ class _Reader:
         """Append the row's sample; return a skip reason instead when it has no llmp kernel."""
         notes = _notes(row["notes"])
         op, backend = row["op"], row["backend"]
-        tags = {f"backend={backend}", *src.tags}
-        if row["time_derived"].lower() == "true":
-            tags.add("derived_time")
-        timing = notes.get("timing", "")
-        if timing.startswith("cuda_events"):
-            tags.add("cuda_events")
-        elif timing.startswith("wall_clock"):
-            tags.add("wall_clock")
+        tags = _timing_tags(row, src, notes)
         setup = [f"{k}={notes[k]}" for k in src.setup if k in notes]
         if op == "collective":
             return self._collective(row, seconds, idx, where, tags)
@@ -228,42 +221,17 @@ class _Reader:
         if op in ("gemm", "grouped_gemm"):
             if pass_name == "bwd":
                 return "GEMM backward without a dgrad/wgrad role"
-            m, n, k = (_int(row, c, where) for c in ("m", "n", "k"))
-            batch = _int(row, "batch", where, 1)
-            if row["source"] == "simumax" and batch > 1:
-                # simumax README: b multiplies the rows for TN/NN and the contraction for NT.
-                m, k = (m, k * batch) if row["layout"] == "NT" else (m * batch, k)
-                batch = 1
-            if op == "grouped_gemm":
-                groups = _int(row, "groups", where, 1)
-                batch *= groups
-                setup.append(f"grouped:groups={groups}")
-            kernel = Kernel.make(Family.GEMM, dtype, pass_, m=m, n=n, k=k, batch=batch)
+            kernel = _gemm(row, op, dtype, pass_, where, setup)
             role = pass_name
         elif op == "attention":
-            causal = _bool(row, "causal", where)
-            if row["window"] and not causal:
-                return NON_CAUSAL_WINDOW
-            if notes.get("deterministic_bwd") == "true":
-                return DETERMINISTIC
-            heads, kv = _int(row, "heads_q", where), _int(row, "heads_kv", where)
-            if heads % kv:
-                raise InputError(f"{where}: heads_q {heads} is not a multiple of heads_kv {kv}")
-            seq_kv = _int(row, "seq_kv", where)
-            window = min(_int(row, "window", where), seq_kv) if row["window"] else seq_kv
-            kernel = Kernel.make(Family.ATTENTION, dtype, pass_, batch=_int(row, "batch", where, 1), heads=heads,
-                                 kv_heads=kv, seq_q=_int(row, "seq_q", where), seq_kv=seq_kv,
-                                 head_dim=_int(row, "head_dim_qk", where), head_dim_v=_int(row, "head_dim_v", where),
-                                 window=window, causal=causal, flash=int(backend != "torch_math"),
-                                 variant=_attention_kernel(backend, self.device_id))
+            attention = _attention(row, notes, dtype, pass_, where, self.device_id)
+            if isinstance(attention, str):
+                return attention
+            kernel = attention
             if row["source"] == "simumax":
                 tags.add("profiler_span")  # simumax README: SDPA timed first-to-last kernel in a trace
         else:
-            norm = notes.get("norm")
-            if norm not in ("rms_norm", "layer_norm"):
-                raise InputError(f"{where}: norm rows need notes 'norm=rms_norm' or 'norm=layer_norm'")
-            kernel = Kernel.make(Family.NORM, dtype, pass_, Fusion.FUSED.value, tokens=_int(row, "norm_rows", where),
-                                 hidden=_int(row, "norm_cols", where), rms=int(norm == "rms_norm"))
+            kernel = _norm(row, notes, dtype, pass_, where)
         if row["source"] == "simumax" and op in ("gemm", "grouped_gemm"):
             tags.add("wall_clock")  # simumax README: GEMMs timed with time.time() around 75 calls
         tag = ":".join(["kernels", row["source"], backend, *setup])
@@ -282,7 +250,7 @@ class _Reader:
         node = self.node_id or NODES.get(self.device_id)
         if node is None:
             return NO_NODE
-        per_node = common.exact_div(ranks, nodes, where, "ranks per node")
+        per_node = tables.exact_div(ranks, nodes, where, "ranks per node")
         item = Collective(kind=CollectiveKind.ALL_REDUCE, bytes=nbytes, group=ranks, ranks_per_node=per_node,
                           tier=Tier.INTRA if nodes == 1 else Tier.INTER)
         self.nodes.add(node)
@@ -290,6 +258,64 @@ class _Reader:
                                    source_ref=row["source_ref"], notes=tuple(sorted(tags - {"backend=nccl"})),
                                    dtype=row["dtype"], backend=row["backend"], span_s=seconds))
         return ""
+
+
+def _timing_tags(row: dict[str, str], src: Source, notes: dict[str, str]) -> set[str]:
+    """The note tags that say how a row's time was taken: its backend, its source's tags, and
+    whether the time was derived or taken with CUDA events or the wall clock."""
+    tags = {f"backend={row['backend']}", *src.tags}
+    if row["time_derived"].lower() == "true":
+        tags.add("derived_time")
+    timing = notes.get("timing", "")
+    if timing.startswith("cuda_events"):
+        tags.add("cuda_events")
+    elif timing.startswith("wall_clock"):
+        tags.add("wall_clock")
+    return tags
+
+
+def _gemm(row: dict[str, str], op: str, dtype: Dtype, pass_: Pass, where: str, setup: list[str]) -> Kernel:
+    """The GEMM of a ``gemm`` or ``grouped_gemm`` row (a grouped GEMM's group count is added to ``setup``)."""
+    m, n, k = (_int(row, c, where) for c in ("m", "n", "k"))
+    batch = _int(row, "batch", where, 1)
+    if row["source"] == "simumax" and batch > 1:
+        # simumax README: b multiplies the rows for TN/NN and the contraction for NT.
+        m, k = (m, k * batch) if row["layout"] == "NT" else (m * batch, k)
+        batch = 1
+    if op == "grouped_gemm":
+        groups = _int(row, "groups", where, 1)
+        batch *= groups
+        setup.append(f"grouped:groups={groups}")
+    return Kernel.make(Family.GEMM, dtype, pass_, m=m, n=n, k=k, batch=batch)
+
+
+def _attention(row: dict[str, str], notes: dict[str, str], dtype: Dtype, pass_: Pass, where: str,
+               device_id: str) -> Kernel | str:
+    """The fused attention of an ``attention`` row, or the reason it is skipped."""
+    causal = _bool(row, "causal", where)
+    if row["window"] and not causal:
+        return NON_CAUSAL_WINDOW
+    if notes.get("deterministic_bwd") == "true":
+        return DETERMINISTIC
+    heads, kv = _int(row, "heads_q", where), _int(row, "heads_kv", where)
+    if heads % kv:
+        raise InputError(f"{where}: heads_q {heads} is not a multiple of heads_kv {kv}")
+    seq_kv = _int(row, "seq_kv", where)
+    window = min(_int(row, "window", where), seq_kv) if row["window"] else seq_kv
+    return Kernel.make(Family.ATTENTION, dtype, pass_, batch=_int(row, "batch", where, 1), heads=heads,
+                       kv_heads=kv, seq_q=_int(row, "seq_q", where), seq_kv=seq_kv,
+                       head_dim=_int(row, "head_dim_qk", where), head_dim_v=_int(row, "head_dim_v", where),
+                       window=window, causal=causal, flash=int(row["backend"] != "torch_math"),
+                       variant=_attention_kernel(row["backend"], device_id))
+
+
+def _norm(row: dict[str, str], notes: dict[str, str], dtype: Dtype, pass_: Pass, where: str) -> Kernel:
+    """The fused norm of a ``norm`` row (RMSNorm or LayerNorm, named in its notes)."""
+    norm = notes.get("norm")
+    if norm not in ("rms_norm", "layer_norm"):
+        raise InputError(f"{where}: norm rows need notes 'norm=rms_norm' or 'norm=layer_norm'")
+    return Kernel.make(Family.NORM, dtype, pass_, Fusion.FUSED.value, tokens=_int(row, "norm_rows", where),
+                       hidden=_int(row, "norm_cols", where), rms=int(norm == "rms_norm"))
 
 
 _CUDNN_BACKENDS = frozenset({"cudnn", "cudnn_via_torch_sdpa"})

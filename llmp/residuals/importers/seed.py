@@ -31,7 +31,7 @@ from llmp.dsl import catalog as resolved
 from llmp.errors import InputError
 from llmp.hardware import names
 from llmp.hardware.spec import Device, Dtype, Node
-from llmp.residuals.importers import common, physics
+from llmp.residuals.importers import common, physics, tables
 from llmp.residuals.importers.common import Collected, Input, Sample
 
 REPO = "DebarghaG/estimate-train-time"
@@ -149,8 +149,8 @@ def _both(make: Callable[[Pass], Kernel], width: int = 0) -> list[_Span]:
 
 def _heads(d: dict[str, int], where: str) -> tuple[int, int]:
     """Heads per GPU h/mp and head dim dim/h (README §3: hp, hd)."""
-    hp = common.exact_div(d["h"], d["mp"], where, "heads per GPU h/mp")
-    return hp, common.exact_div(d["dim"], d["h"], where, "head dim dim/h")
+    hp = tables.exact_div(d["h"], d["mp"], where, "heads per GPU h/mp")
+    return hp, tables.exact_div(d["dim"], d["h"], where, "head dim dim/h")
 
 
 def _linear(n: tuple[int, bool] | None, k: tuple[int, bool], *, bias: bool = False):
@@ -160,7 +160,7 @@ def _linear(n: tuple[int, bool] | None, k: tuple[int, bool], *, bias: bool = Fal
     reduction for linear1) in one span."""
     def width(spec: tuple[int, bool], d: dict[str, int], where: str) -> int:
         mult, by_mp = spec
-        return common.exact_div(mult * d["dim"], d["mp"], where, "TP-shard width") if by_mp else mult * d["dim"]
+        return tables.exact_div(mult * d["dim"], d["mp"], where, "TP-shard width") if by_mp else mult * d["dim"]
 
     def spans(d: dict[str, int], dt: Dtype, where: str) -> list[_Span]:
         out = vocab(d["mp"]) if n is None else width(n, d, where)
@@ -187,7 +187,7 @@ def _softmax(kind: SoftmaxKind):
     # ScaledUpperTriangMaskedSoftmax is Megatron's fused scale+causal-mask+softmax (SoftmaxKind.CAUSAL_FUSED);
     # its file has no dim column, so the heads come from h/mp alone.
     def spans(d, dt, where):
-        hp = common.exact_div(d["h"], d["mp"], where, "heads per GPU h/mp")
+        hp = tables.exact_div(d["h"], d["mp"], where, "heads per GPU h/mp")
         rows = d["b"] * hp * d["l"]
         return _both(lambda p: Kernel.make(Family.SOFTMAX, dt, p, kind.value, rows=rows, cols=d["l"]))
     return spans
@@ -222,7 +222,7 @@ def _rope(d, dt, where):
 
 def _gelu(d, dt, where):
     # README §3.3: F.gelu on the MLP activation [l, b, 4*dim/mp].
-    width = common.exact_div(4 * d["dim"], d["mp"], where, "MLP width 4*dim/mp")
+    width = tables.exact_div(4 * d["dim"], d["mp"], where, "MLP width 4*dim/mp")
     n = d["b"] * d["l"] * width
     return _both(lambda p: Kernel.make(Family.ELEMENTWISE, dt, p, Elementwise.GELU.value, elements=n), width=width)
 
@@ -331,7 +331,7 @@ class _Reader:
     @staticmethod
     def _skip_file(path: Path, inp: Input, reason: str) -> None:
         """Count a whole file as skipped: its records, and its time cells (``dur``) as values."""
-        table = common.read_table(path, (), "seed")
+        table = tables.read_table(path, (), "seed")
         per_row = max(1, sum("dur" in c for c in table.columns))
         inp.rows_read, inp.values_read = len(table.rows), per_row * len(table.rows)
         inp.skip(reason, inp.values_read)
@@ -355,15 +355,15 @@ class _Reader:
 
     def _operator(self, path: Path, inp: Input, folder: str, op: str, dt: Dtype) -> None:
         shape, spans_of = OPERATORS[op]
-        table = common.read_table(path, (*shape, "F_dur(us)", "B_dur(us)"), "seed")
+        table = tables.read_table(path, (*shape, "F_dur(us)", "B_dur(us)"), "seed")
         inp.rows_read, inp.values_read = len(table.rows), 2 * len(table.rows)
         for line, row in table.rows:
             where = f"{path.name}:{line}"
-            d = {c: common.integer(row, c, where) for c in shape}
+            d = {c: tables.integer(row, c, where) for c in shape}
             d.setdefault("mp", 1)
             if any(v == 0 for v in d.values()):
                 raise InputError(f"{where}: a shape column is zero: {d}")
-            times = {c: common.seconds(row, c, where, 1.0) for c in ("F_dur(us)", "B_dur(us)")}
+            times = {c: tables.seconds(row, c, where, 1.0) for c in ("F_dur(us)", "B_dur(us)")}
             # The row's own shape is part of the key: configurations that run the same llmp kernel
             # (e.g. b=8, mp=2 and b=4, mp=1 of a batched GEMM) are separate measurements of it, while
             # a key measured twice (flash_atten, README §8.3) is a duplicate.
@@ -388,7 +388,7 @@ class _Reader:
                         repeats=None if "fewer_samples" in notes else 5, span_s=us * US))
 
     def _nccl(self, path: Path, inp: Input, folder: str, m: re.Match) -> None:
-        table = common.read_table(path, ("shape", "nodes", "GPUsPerNode", "dur(us)"), "seed")
+        table = tables.read_table(path, ("shape", "nodes", "GPUsPerNode", "dur(us)"), "seed")
         inp.rows_read = inp.values_read = len(table.rows)
         if m["n"] is None:
             inp.skip(COMBINED_REASON, len(table.rows))
@@ -411,14 +411,14 @@ class _Reader:
         tier = Tier.INTRA if n_file == 1 else Tier.INTER
         for line, row in table.rows:
             where = f"{path.name}:{line}"
-            shape = common.integer(row, "shape", where)
-            nodes, gpus = common.integer(row, "nodes", where), common.integer(row, "GPUsPerNode", where)
+            shape = tables.integer(row, "shape", where)
+            nodes, gpus = tables.integer(row, "nodes", where), tables.integer(row, "GPUsPerNode", where)
             if (nodes, gpus) != (n_file, m_file):
                 raise InputError(f"{where}: nodes={nodes}, GPUsPerNode={gpus} contradict the file name "
                                  f"(_{n_file}_{m_file} = nodes_GPUsPerNode, README §5.2)")
             if shape == 0 or nodes == 0 or gpus == 0:
                 raise InputError(f"{where}: shape, nodes and GPUsPerNode must be positive")
-            t = common.seconds(row, "dur(us)", where, US)
+            t = tables.seconds(row, "dur(us)", where, US)
             # README §5.1-5.2: fp16 1-D tensors of `shape` elements; the all-gather's shape is each
             # rank's input, llmp's Collective counts the gathered output (Collective docstring).
             nbytes = 2 * shape * (group if kind is CollectiveKind.ALL_GATHER else 1)

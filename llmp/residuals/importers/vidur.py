@@ -40,7 +40,7 @@ from llmp.analytic.kernels import Collective, CollectiveKind, Elementwise, Famil
 from llmp.errors import InputError
 from llmp.hardware import names
 from llmp.hardware.spec import Dtype
-from llmp.residuals.importers import common
+from llmp.residuals.importers import common, tables
 from llmp.residuals.importers.common import Collected, Input, Sample
 
 REPO = "microsoft/vidur"
@@ -136,6 +136,44 @@ def _gemm(m: int, n: int, k: int) -> Kernel:
     return Kernel.make(Family.GEMM, DT, Pass.FWD, m=m, n=n, k=k, batch=1)
 
 
+_OpKernel = tuple[Kernel, str, int, tuple[str, ...]]
+"""What one op of an mlp.csv row timed: (kernel, GEMM role, width, notes)."""
+
+
+def _row_kernels(row: dict[str, str], where: str, config: ModelConfig) -> tuple[dict[str, _OpKernel], int, int]:
+    """The kernel each op of an ``mlp.csv`` row timed (``mlp_impl.py``: one TP worker's share of a
+    block), with the row's token count and TP degree; the shape columns checked."""
+    h, kv, e, ffn, vocab, t, tp = (tables.integer(row, c, where) for c in
+                                   ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
+                                    "num_tokens", "num_tensor_parallel_workers"))
+    if row["use_gated_mlp"] not in ("True", "False"):
+        raise InputError(f"{where}: use_gated_mlp must be True or False, got {row['use_gated_mlp']!r}")
+    if min(h, kv, e, ffn, vocab, t, tp) == 0:
+        raise InputError(f"{where}: shape columns must be positive")
+    gated = row["use_gated_mlp"] == "True"
+    hd = tables.exact_div(e, h, where, "head dim n_embd/n_head")
+    hq, hkv = (tables.exact_div(x, tp, where, "heads per TP worker") for x in (h, kv))
+    ffn_tp = tables.exact_div(ffn, tp, where, "MLP width per TP worker")
+    norm = Kernel.make(Family.NORM, DT, Pass.FWD, Fusion.FUSED.value, tokens=t, hidden=e, rms=config.rms)
+    kernels_: dict[str, _OpKernel] = {
+        "emb": (Kernel.make(Family.EMBEDDING, DT, Pass.FWD, tokens=t, hidden=e,
+                            vocab=tables.exact_div(vocab, tp, where, "vocab per TP worker")), "", 0, ()),
+        "input_layernorm": (norm, "", 0, ()),
+        "post_attention_layernorm": (norm, "", 0, ()),
+        "attn_pre_proj": (_gemm(t, (hq + 2 * hkv) * hd, e), "fwd", 0, ("bias",) if config.qkv_bias else ()),
+        "attn_rope": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ROTARY.value,
+                                  elements=t * (hq + hkv) * hd), "", hd, ()),
+        "attn_post_proj": (_gemm(t, e, hq * hd), "fwd", 0, ()),
+        "mlp_up_proj": (_gemm(t, (2 if gated else 1) * ffn_tp, e), "fwd", 0, ("bias",) if config.bias else ()),
+        "mlp_act": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD,
+                                (Elementwise.SWIGLU if gated else Elementwise.GELU).value,
+                                elements=t * ffn_tp), "", ffn_tp, ()),
+        "mlp_down_proj": (_gemm(t, e, ffn_tp), "fwd", 0, ()),
+        "add": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ADD.value, elements=t * e), "", e, ()),
+    }
+    return kernels_, t, tp
+
+
 class _Reader:
     def __init__(self, device_id: str, node_id: str | None) -> None:
         self.device_id, self.node_id = device_id, node_id
@@ -151,7 +189,7 @@ class _Reader:
 
     @staticmethod
     def _skip_file(path: Path, inp: Input, reason: str) -> None:
-        table = common.read_table(path, (), "vidur")
+        table = tables.read_table(path, (), "vidur")
         per_row = max(1, sum(c.startswith("time_stats.") and c.endswith(".median") for c in table.columns))
         inp.rows_read, inp.values_read = len(table.rows), per_row * len(table.rows)
         inp.skip(reason, inp.values_read)
@@ -167,7 +205,7 @@ class _Reader:
             self._skip_file(path, inp, f"{UNKNOWN_MODEL}: {org}/{model}")
             return
         self.gpus.add(gpu)
-        table = common.read_table(path, SHAPE, "vidur")
+        table = tables.read_table(path, SHAPE, "vidur")
         ops = [op for op in OPS if f"time_stats.{op}.median" in table.columns]
         if not ops:
             raise InputError(f"{path.name} has no time_stats.<op>.median column",
@@ -176,41 +214,12 @@ class _Reader:
         ref = inp.source_ref
         for line, row in table.rows:
             where = f"{path.name}:{line}"
-            h, kv, e, ffn, vocab, t, tp = (common.integer(row, c, where) for c in
-                                           ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
-                                            "num_tokens", "num_tensor_parallel_workers"))
-            if row["use_gated_mlp"] not in ("True", "False"):
-                raise InputError(f"{where}: use_gated_mlp must be True or False, got {row['use_gated_mlp']!r}")
-            if min(h, kv, e, ffn, vocab, t, tp) == 0:
-                raise InputError(f"{where}: shape columns must be positive")
-            gated = row["use_gated_mlp"] == "True"
-            hd = common.exact_div(e, h, where, "head dim n_embd/n_head")
-            hq, hkv = (common.exact_div(x, tp, where, "heads per TP worker") for x in (h, kv))
-            ffn_tp = common.exact_div(ffn, tp, where, "MLP width per TP worker")
-            norm = Kernel.make(Family.NORM, DT, Pass.FWD, Fusion.FUSED.value, tokens=t, hidden=e, rms=config.rms)
-            kernels_: dict[str, tuple[Kernel, str, int, tuple[str, ...]]] = {
-                # (kernel, GEMM role, width, notes)
-                "emb": (Kernel.make(Family.EMBEDDING, DT, Pass.FWD, tokens=t, hidden=e,
-                                    vocab=common.exact_div(vocab, tp, where, "vocab per TP worker")), "", 0, ()),
-                "input_layernorm": (norm, "", 0, ()),
-                "post_attention_layernorm": (norm, "", 0, ()),
-                "attn_pre_proj": (_gemm(t, (hq + 2 * hkv) * hd, e), "fwd", 0, ("bias",) if config.qkv_bias else ()),
-                "attn_rope": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ROTARY.value,
-                                          elements=t * (hq + hkv) * hd), "", hd, ()),
-                "attn_post_proj": (_gemm(t, e, hq * hd), "fwd", 0, ()),
-                "mlp_up_proj": (_gemm(t, (2 if gated else 1) * ffn_tp, e), "fwd", 0, ("bias",) if config.bias else ()),
-                "mlp_act": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD,
-                                        (Elementwise.SWIGLU if gated else Elementwise.GELU).value,
-                                        elements=t * ffn_tp), "", ffn_tp, ()),
-                "mlp_down_proj": (_gemm(t, e, ffn_tp), "fwd", 0, ()),
-                "add": (Kernel.make(Family.ELEMENTWISE, DT, Pass.FWD, Elementwise.ADD.value, elements=t * e), "", e,
-                        ()),
-            }
+            kernels_, t, tp = _row_kernels(row, where, config)
             # mlp_impl.py GPTBlock: without a post-attention norm (phi-2) the block times
             # `attn_outputs + feed_forward_hidden_states + residual`: two ADD kernels.
             two_adds = "post_attention_layernorm" not in ops
             for op in ops:
-                span = common.seconds(row, f"time_stats.{op}.median", where, MS)
+                span = tables.seconds(row, f"time_stats.{op}.median", where, MS)
                 kernel, role, width, notes = kernels_[op]
                 t_row = span
                 if op == "add" and two_adds:
@@ -234,7 +243,7 @@ class _Reader:
             self._skip_file(path, inp, f"{NO_NODE}: {folder}: {net.why}")
             return
         median = f"time_stats.{coll}.median"
-        table = common.read_table(path, (median, "num_workers", "size", "collective", "devices_per_node"), "vidur")
+        table = tables.read_table(path, (median, "num_workers", "size", "collective", "devices_per_node"), "vidur")
         inp.rows_read = inp.values_read = len(table.rows)
         self.nodes.add(self.node_id or net.node)
         kind = CollectiveKind(coll)
@@ -242,11 +251,11 @@ class _Reader:
             where = f"{path.name}:{line}"
             if row["collective"] != coll:
                 raise InputError(f"{where}: collective {row['collective']!r} in a {path.name} file")
-            workers, size, per_node = (common.integer(row, c, where) for c in ("num_workers", "size",
+            workers, size, per_node = (tables.integer(row, c, where) for c in ("num_workers", "size",
                                                                               "devices_per_node"))
             if min(workers, size, per_node) == 0:
                 raise InputError(f"{where}: num_workers, size and devices_per_node must be positive")
-            t = common.seconds(row, median, where, MS)
+            t = tables.seconds(row, median, where, MS)
             # benchmark_runner.py _get_rank: devices packed in order, devices_per_node per node.
             rpn = min(per_node, workers)
             tier = Tier.INTRA if workers <= per_node else Tier.INTER
