@@ -14,7 +14,8 @@ from llmp.dsl.resolve import Resolver
 from llmp.errors import SpecError
 from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
 from llmp.spec import schema
-from llmp.spec.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
+from llmp.spec.model import MlaSpec, ModelSpec, MoeSpec
+from llmp.spec.spec import FinetuneSpec, ParallelSpec, Spec, TrainSpec
 
 
 def build(resolver: Resolver, source: str) -> Spec:

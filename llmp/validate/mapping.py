@@ -19,7 +19,8 @@ from llmp import dsl
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link, Node
-from llmp.spec.spec import Dispatcher, Router, Spec, Stack
+from llmp.spec.model import Router
+from llmp.spec.spec import Dispatcher, Spec, Stack
 from llmp.validate import finetuning, metrics, network_cell, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
