@@ -20,23 +20,8 @@ from analytic.strategies_analytic import variants
 from hypothesis import strategies as st
 
 from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
-from llmp.spec.spec import (
-    Activation,
-    Arch,
-    ModelSpec,
-    MoeSpec,
-    Norm,
-    Optimizer,
-    ParallelSpec,
-    Position,
-    Precision,
-    Recompute,
-    Schedule,
-    Spec,
-    Stack,
-    TrainSpec,
-    ZeroStage,
-)
+from llmp.spec.model import Activation, Arch, ModelSpec, MoeSpec, Norm, Position
+from llmp.spec.spec import Optimizer, ParallelSpec, Precision, Recompute, Schedule, Spec, Stack, TrainSpec, ZeroStage
 from llmp.stacks import defaults
 
 GiB = 2**30

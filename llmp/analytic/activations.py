@@ -8,7 +8,8 @@ from typing import Any
 
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.layer import Context, op_sac_matmuls
-from llmp.spec.spec import Activation, Recompute, Router
+from llmp.spec.model import Activation, Router
+from llmp.spec.spec import Recompute
 from llmp.stacks import SelectiveRecompute
 
 

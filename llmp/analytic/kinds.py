@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.spec.spec import ModelSpec
+from llmp.spec.model import ModelSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,19 +45,8 @@ from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, Scope
 from llmp.analytic.shape import Structure
 from llmp.hardware.spec import Dtype
-from llmp.spec.spec import (
-    Activation,
-    Attention,
-    CpComm,
-    Dispatcher,
-    Norm,
-    Position,
-    Precision,
-    Recompute,
-    Router,
-    Spec,
-    ZeroStage,
-)
+from llmp.spec.model import Activation, Norm, Position, Router
+from llmp.spec.spec import Attention, CpComm, Dispatcher, Precision, Recompute, Spec, ZeroStage
 from llmp.stacks import Profile, SelectiveRecompute, padded_vocab, profile
 
 _ACTIVATION = {Activation.GELU: Elementwise.GELU, Activation.RELU: Elementwise.RELU,

@@ -13,7 +13,8 @@ from typing import Any
 from llmp.analytic import kinds
 from llmp.analytic.kinds import LayerKind
 from llmp.analytic.shard import mlp_matrices, norms_per_layer
-from llmp.spec.spec import FinetuneSpec, ModelSpec, Norm, Position, Router
+from llmp.spec.model import ModelSpec, Norm, Position, Router
+from llmp.spec.spec import FinetuneSpec
 
 
 def _norm(m: ModelSpec) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from llmp.spec.spec import Dispatcher, Router, Spec
+from llmp.spec.model import Router
+from llmp.spec.spec import Dispatcher, Spec
 
 
 def dispatch_copies(spec: Spec) -> float:

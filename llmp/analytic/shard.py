@@ -22,7 +22,8 @@ from typing import Any
 from llmp.analytic import kinds
 from llmp.analytic.kinds import LayerKind
 from llmp.spec.algebra import vmax
-from llmp.spec.spec import ModelSpec, Norm, ParallelSpec, Position, Router
+from llmp.spec.model import ModelSpec, Norm, Position, Router
+from llmp.spec.spec import ParallelSpec
 
 
 def mlp_matrices(m: ModelSpec) -> int:

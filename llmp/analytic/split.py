@@ -67,7 +67,8 @@ import numpy as np
 from llmp.analytic import kinds, shard
 from llmp.analytic.schedules import entry
 from llmp.errors import InfeasibleError
-from llmp.spec.spec import Norm, ParallelSpec, PipeModule, Precision, Spec, Stack
+from llmp.spec.model import Norm
+from llmp.spec.spec import ParallelSpec, PipeModule, Precision, Spec, Stack
 
 OPTIONS = ("stage_layers = [...]; Megatron-LM: first_stage_layers / last_stage_layers, "
            'account_for_embedding / account_for_loss, or pipeline_layout = "Et|(tt|)*30mL"; DeepSpeed '

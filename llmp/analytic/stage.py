@@ -57,7 +57,8 @@ from llmp.analytic.params import tensors
 from llmp.analytic.shape import Structure
 from llmp.hardware.spec import Dtype
 from llmp.spec.algebra import vmax
-from llmp.spec.spec import Optimizer, OptimizerKernel, Position, Precision, ZeroStage
+from llmp.spec.model import Position
+from llmp.spec.spec import Optimizer, OptimizerKernel, Precision, ZeroStage
 from llmp.stacks import ClipScale, LossSync, Unscale, ZeroGrad
 
 

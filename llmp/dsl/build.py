@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from llmp.dsl.checks import check
-from llmp.dsl.resolve import Frame, Resolver
+from llmp.dsl.frames import Frame
+from llmp.dsl.resolve import Resolver
 from llmp.errors import SpecError
 from llmp.hardware.spec import Attainable, Cluster, Device, Dtype, Link, Node
 from llmp.spec import schema
-from llmp.spec.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, Spec, TrainSpec
+from llmp.spec.model import MlaSpec, ModelSpec, MoeSpec
+from llmp.spec.spec import FinetuneSpec, ParallelSpec, Spec, TrainSpec
 
 
 def build(resolver: Resolver, source: str) -> Spec:

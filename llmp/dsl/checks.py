@@ -13,7 +13,8 @@ from typing import Any
 
 from llmp.analytic import rules
 from llmp.errors import Span, SpecError
-from llmp.spec.spec import FinetuneSpec, Position, Spec, ZeroStage
+from llmp.spec.model import Position
+from llmp.spec.spec import FinetuneSpec, Spec, ZeroStage
 from llmp.spec.values import compare as _compare
 from llmp.stacks import profile
 

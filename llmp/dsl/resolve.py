@@ -1,11 +1,11 @@
 """Evaluating the active blocks: names, units, defaults, symbols, sweeps → field values.
 
-A :class:`Frame` is one block instance at a spec path (``model``, ``gpu.flops``,
-``node.intra``). Fields are evaluated lazily and memoised, so a field may refer to any other
-section (``global_batch = 8 * parallel.dp``) in any order, while a bare name must be an
-earlier field of the same block (or of the enclosing block, from a sub-block). A reference
-loop is reported with the loop. Defaults are .llmp expressions from the schema evaluated in
-the same frame; ``--set`` overrides replace a field's expression before anything is
+A :class:`~llmp.dsl.frames.Frame` is one block instance at a spec path (``model``, ``gpu.flops``,
+``node.intra``; ``frames.py`` builds it). Fields are evaluated lazily and memoised, so a field may
+refer to any other section (``global_batch = 8 * parallel.dp``) in any order, while a bare name
+must be an earlier field of the same block (or of the enclosing block, from a sub-block). A
+reference loop is reported with the loop. Defaults are .llmp expressions from the schema
+evaluated in the same frame; ``--set`` overrides replace a field's expression before anything is
 evaluated, so they go through exactly the same checks as the file.
 
 ``build.py`` turns the evaluated frames into the typed :class:`~llmp.spec.spec.Spec`.
@@ -16,17 +16,15 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from llmp.dsl import ast, derive
+from llmp.dsl import ast
 from llmp.dsl.blocks import Definitions, active
-from llmp.dsl.overrides import SET_FILE
+from llmp.dsl.frames import Frame, LinkTarget, block_frame, body_frame, derived_frame
 from llmp.dsl.transform import parse_value
 from llmp.errors import Span, SpecError
 from llmp.hardware import catalog
-from llmp.hardware.spec import Derivation
-from llmp.spec.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDef, Kind, Section
+from llmp.spec.schema import BLOCK_ID, SECTIONS, STACK, TOP_LEVEL, Bound, FieldDef, Kind
 from llmp.spec.spec import Sweep, replica_size
 from llmp.spec.symbols import symbol_for
 from llmp.spec.values import (
@@ -48,34 +46,6 @@ from llmp.stacks import profile
 from llmp.units import COUNT, UNITS
 
 DEFAULT_FILE = "<default>"
-
-
-@dataclass(frozen=True, slots=True)
-class LinkTarget:
-    """What a link field names: a ``link`` block's body (by id) or an inline ``link { }``."""
-
-    id: str
-    body: ast.Body
-    span: Span
-
-
-@dataclass(slots=True)
-class Frame:
-    """One block instance at a spec path, with its evaluated fields."""
-
-    path: str
-    section: Section
-    block_id: str
-    span: Span
-    """Where the block starts (for 'missing field' errors)."""
-    fields: dict[str, ast.Field]
-    """Written fields, with ``--set`` overrides already substituted."""
-    subs: dict[str, ast.Body]
-    parent: Frame | None = None
-    derivation: Derivation | None = None
-    """For a derived gpu: its bases and which block wrote each entry (``derive.py``)."""
-    vals: dict[str, Val | None] = field(default_factory=dict)
-    values: dict[str, Any] = field(default_factory=dict)
 
 
 @functools.cache
@@ -118,38 +88,38 @@ class Resolver:
 
     def _make_frame(self, path: str) -> Frame | None:
         if path == "cluster" and path in self.pinned:
-            return self._block_frame(path, next(loc.block for loc in self.defs.blocks["cluster"]
-                                                if loc.block.name is not None
-                                                and loc.block.name.text == self.pinned[path]))
+            return block_frame(path, next(loc.block for loc in self.defs.blocks["cluster"]
+                                          if loc.block.name is not None
+                                          and loc.block.name.text == self.pinned[path]), self.overrides)
         if path in ("model", "cluster", "train"):
             block = active(self.defs, path, self.root_name)
             if block is None:
                 return None
-            return self._block_frame(path, block)
+            return block_frame(path, block, self.overrides)
         if path == "parallel":
             return self._parallel_frame()
         if path == "link" and path in self.pinned:
-            return self._block_frame(path, self.defs.hardware["link"][self.pinned[path]])
+            return block_frame(path, self.defs.hardware["link"][self.pinned[path]], self.overrides)
         if path in ("node", "gpu"):
             owner, name = ("cluster", "node") if path == "node" else ("node", "gpu")
             block_id = self.pinned.get(path) or self.get(self.frame(owner), name)
             block = self.defs.hardware[path][block_id]
             if block.base is not None:
-                return self._derived_frame(path, block)
-            return self._block_frame(path, block)
+                return derived_frame(path, block, self.defs.hardware, self.overrides)
+            return block_frame(path, block, self.overrides)
         parent_path, _, name = path.rpartition(".")
         parent = self.frame(parent_path)
         if name in parent.section.fields:  # a link field: node.intra, cluster.inter
             target: LinkTarget = self.get(parent, name)
-            return self._frame(path, SECTIONS["link"], target.id, target.span, target.body, None)
+            return body_frame(path, SECTIONS["link"], target.id, target.span, target.body, None, self.overrides)
         if name not in parent.section.subs:
             return None
         body = parent.subs.get(name)
         if body is None and not any(p.rpartition(".")[0] == path for p in self.overrides):
             return None
         span = body.span if body is not None else parent.span
-        return self._frame(path, SECTIONS[parent.section.subs[name]], parent.block_id, span,
-                           body, parent)
+        return body_frame(path, SECTIONS[parent.section.subs[name]], parent.block_id, span,
+                          body, parent, self.overrides)
 
     def _parallel_frame(self) -> Frame | None:
         top = active(self.defs, "parallel", self.root_name)
@@ -160,47 +130,11 @@ class Resolver:
                             nested.span, label="duplicate block",
                             hint="keep one of the two parallel blocks")
         if top is not None:
-            return self._block_frame("parallel", top)
+            return block_frame("parallel", top, self.overrides)
         span = nested.span if nested is not None else (train.span if train else None)
         if span is None:
             return None
-        return self._frame("parallel", SECTIONS["parallel"], "parallel", span, nested, None)
-
-    def _block_frame(self, path: str, block: ast.Block) -> Frame:
-        block_id = block.name.text if block.name is not None else block.kind.text
-        return self._frame(path, SECTIONS[path], block_id, block.span, block.body, None)
-
-    def _derived_frame(self, path: str, block: ast.Block) -> Frame:
-        """A derived gpu: its entries over its bases' (``derive.py``), ``--set`` on top."""
-        assert block.name is not None
-        flat = derive.flatten(block, self.defs.hardware)
-        frame = self._frame_from(path, SECTIONS[path], block.name.text, block.span,
-                                 dict(flat.fields), dict(flat.subs), None)
-        origin = dict(flat.origin)
-        for opath in self.overrides:
-            parent_path, _, name = opath.rpartition(".")
-            if parent_path == path:
-                origin[name] = SET_FILE
-            elif parent_path.startswith(f"{path}.") and parent_path.count(".") == 1:
-                origin[parent_path.partition(".")[2] + "." + name] = SET_FILE
-        frame.derivation = Derivation(chain=flat.chain, origin=origin)
-        return frame
-
-    def _frame(self, path: str, section: Section, block_id: str, span: Span,
-               body: ast.Body | None, parent: Frame | None) -> Frame:
-        entries = body.entries if body is not None else ()
-        fields = {e.name.text: e for e in entries if isinstance(e, ast.Field)}
-        subs = {e.name.text: e.body for e in entries if isinstance(e, ast.SubBlock)}
-        return self._frame_from(path, section, block_id, span, fields, subs, parent)
-
-    def _frame_from(self, path: str, section: Section, block_id: str, span: Span,
-                    fields: dict[str, ast.Field], subs: dict[str, ast.Body],
-                    parent: Frame | None) -> Frame:
-        for opath, ofield in self.overrides.items():
-            if opath.rpartition(".")[0] == path:
-                fields[ofield.name.text] = ofield
-        return Frame(path=path, section=section, block_id=block_id, span=span, fields=fields,
-                     subs=subs, parent=parent)
+        return body_frame("parallel", SECTIONS["parallel"], "parallel", span, nested, None, self.overrides)
 
     # ---- fields ----------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from llmp.analytic import params
 from llmp.errors import SpecError
 from llmp.measure.reference import ModelConfig
 from llmp.measure.step import MeasureConfig
-from llmp.spec.spec import Position, Precision, Spec
+from llmp.spec.model import Position
+from llmp.spec.spec import Precision, Spec
 
 
 def _int(value: Any, path: str) -> int:

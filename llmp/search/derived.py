@@ -29,9 +29,10 @@ import numpy as np
 from llmp import dsl
 from llmp.dsl.blocks import collect
 from llmp.dsl.build import build
+from llmp.dsl.frames import Frame
 from llmp.dsl.includes import load_program, read_file
 from llmp.dsl.overrides import parse_overrides
-from llmp.dsl.resolve import Frame, Resolver
+from llmp.dsl.resolve import Resolver
 from llmp.errors import LlmpError, Span
 from llmp.search.space import Grid
 from llmp.spec import schema, specpath

@@ -18,23 +18,19 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from llmp.hardware.spec import Dtype, HostCpu, Microarch, Transport
+from llmp.spec.model import Activation, Arch, Norm, Position, Router
 from llmp.spec.ranges import RANGES, Range
 from llmp.spec.spec import (
-    Activation,
-    Arch,
     Attention,
     CpComm,
     Dispatcher,
     FinetuneMethod,
     Fp8Scaling,
-    Norm,
     Optimizer,
     OptimizerKernel,
     PipeModule,
-    Position,
     Precision,
     Recompute,
-    Router,
     Schedule,
     Stack,
     ZeroStage,

@@ -6,8 +6,8 @@
 Stages, one module each: ``rows`` (read and check the CSV, group long-format rows into
 measurements: one configuration, one measurement) → ``mapping`` (row → .llmp text → Spec:
 ``frameworks`` names the stack that ran the row and reads its train cells, ``models`` the
-architecture, ``hardware`` the catalog node; ``cells`` and ``notes`` read free text for its
-meaning) → ``score`` (predict, error, memory against measured peaks, aggregates) → ``text`` /
+architecture, ``hardware`` the catalog node; ``cells``, ``network_cell`` and ``notes`` read free
+text for its meaning) → ``score`` (predict, error, memory against measured peaks, aggregates) → ``text`` /
 ``plot``. ``metrics`` reads a published metric and its unit and converts it to step time and back.
 """
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from llmp.dsl import catalog
 from llmp.hardware.catalog import canonical, catalog_ids
 from llmp.hardware.spec import Node
-from llmp.validate import cells
+from llmp.validate import network_cell
+from llmp.validate.cells import CellError
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable
 
@@ -107,11 +108,11 @@ class Network:
 
 def read_network(cell: str, gpus_per_node: int) -> Network:
     """The technology and per-node bandwidth an ``interconnect_inter`` cell states, as
-    :func:`llmp.validate.cells.network` reads it (a cell it refuses keeps the node's own network;
+    :func:`llmp.validate.network_cell.network` reads it (a cell it refuses keeps the node's own network;
     the mapping skips such a row before it gets here)."""
     try:
-        read = cells.network(cell, gpus_per_node)
-    except cells.CellError as err:
+        read = network_cell.network(cell, gpus_per_node)
+    except CellError as err:
         return Network(because=str(err))
     name = f"{read.fabric} {read.generation.upper()[:3]}" if read.fabric and read.generation else str(read.fabric)
     tech = next((t for t in TECHS if t.name == name), None) or next((t for t in TECHS if t.name == read.fabric), None)

@@ -19,8 +19,9 @@ from llmp import dsl
 from llmp.errors import LlmpError
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Dtype, Link, Node
-from llmp.spec.spec import Dispatcher, Router, Spec, Stack
-from llmp.validate import cells, finetuning, metrics, notes
+from llmp.spec.model import Router
+from llmp.spec.spec import Dispatcher, Spec, Stack
+from llmp.validate import finetuning, metrics, network_cell, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import TrainPlan, plan_train, value_text
 from llmp.validate.hardware import ClusterPlan, plan_cluster
@@ -265,7 +266,7 @@ def _check_network(row: Row) -> None:
     skipped with the cell quoted (a cell that only leaves its scope unstated keeps the node's network)."""
     cell = row.text("interconnect_inter")
     try:
-        cells.network(cell, row.integer("gpus_per_node") or 8)
+        network_cell.network(cell, row.integer("gpus_per_node") or 8)
     except CellError as err:
         raise Unmodellable(SkipReason.CELL, f"interconnect_inter {err}") from None
 

@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llmp.spec.spec import Activation, Arch, Norm, Position, Router, Stack
+from llmp.spec.model import Activation, Arch, Norm, Position, Router
+from llmp.spec.spec import Stack
 from llmp.validate.notes import Notes
 from llmp.validate.rows import Row
 from llmp.validate.skips import SkipReason, Unmodellable

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from llmp.spec.spec import Activation, Attention, Norm, Position, Recompute, ZeroStage
+from llmp.spec.model import Activation, Norm, Position
+from llmp.spec.spec import Attention, Recompute, ZeroStage
 from llmp.validate.cells import CellError
 
 

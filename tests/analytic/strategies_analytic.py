@@ -16,20 +16,13 @@ from llmp.analytic.structure import structure_of
 from llmp.dsl.checks import check
 from llmp.errors import LlmpError
 from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
+from llmp.spec.model import Activation, Arch, MlaSpec, ModelSpec, MoeSpec, Norm, Position, Router
 from llmp.spec.spec import (
-    Activation,
-    Arch,
     Attention,
     Dispatcher,
-    MlaSpec,
-    ModelSpec,
-    MoeSpec,
-    Norm,
     ParallelSpec,
-    Position,
     Precision,
     Recompute,
-    Router,
     Schedule,
     Spec,
     Stack,

@@ -22,7 +22,8 @@ from llmp.analytic.pricing import price
 from llmp.compose import predict
 from llmp.compose.predictor import gpu_flops
 from llmp.hardware.spec import Dtype
-from llmp.spec.spec import Dispatcher, MlaSpec, MoeSpec, Router
+from llmp.spec.model import MlaSpec, MoeSpec, Router
+from llmp.spec.spec import Dispatcher
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -18,7 +18,8 @@ from llmp.analytic.kernels import Tier
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.errors import InfeasibleError
-from llmp.spec.spec import MoeSpec, ZeroStage
+from llmp.spec.model import MoeSpec
+from llmp.spec.spec import ZeroStage
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -16,7 +16,8 @@ from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.compose.memory import memory
 from llmp.compose.step import schedule_plan
-from llmp.spec.spec import MoeSpec, Recompute, Stack
+from llmp.spec.model import MoeSpec
+from llmp.spec.spec import Recompute, Stack
 from llmp.stacks import PROFILES, SelectiveRecompute
 
 LLAMA = llama(layers=2, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, seq_len=8192)

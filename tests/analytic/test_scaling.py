@@ -17,7 +17,8 @@ from llmp.analytic.pricing import Hardware, price
 from llmp.compose import predict as _predict
 from llmp.compose.overlap import OverlapRules, chunk_work
 from llmp.hardware.spec import Dtype
-from llmp.spec.spec import MoeSpec, Precision, Schedule
+from llmp.spec.model import MoeSpec
+from llmp.spec.spec import Precision, Schedule
 
 
 def predict(spec, residuals=None):

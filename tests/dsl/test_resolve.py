@@ -10,7 +10,8 @@ import sympy as sp
 from llmp.dsl import loads
 from llmp.errors import SpecError
 from llmp.hardware.spec import Dtype
-from llmp.spec.spec import Activation, Arch, Attention, Norm, Position, Recompute, Schedule, Spec, Sweep, ZeroStage
+from llmp.spec.model import Activation, Arch, Norm, Position
+from llmp.spec.spec import Attention, Recompute, Schedule, Spec, Sweep, ZeroStage
 from llmp.spec.symbols import symbol_for
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,7 +8,8 @@ from strategies import devices, model_specs, parallel_layouts, specs
 
 from llmp.dsl.checks import check
 from llmp.hardware.spec import Device, Dtype
-from llmp.spec.spec import Arch, ModelSpec, ParallelSpec, Schedule, Spec, replica_size
+from llmp.spec.model import Arch, ModelSpec
+from llmp.spec.spec import ParallelSpec, Schedule, Spec, replica_size
 
 
 @given(specs())

@@ -10,7 +10,8 @@ import sympy as sp
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Link
 from llmp.spec import schema
-from llmp.spec.spec import FinetuneSpec, MlaSpec, ModelSpec, MoeSpec, ParallelSpec, TrainSpec
+from llmp.spec.model import MlaSpec, ModelSpec, MoeSpec
+from llmp.spec.spec import FinetuneSpec, ParallelSpec, TrainSpec
 from llmp.spec.symbols import path_for, registry, symbol_for, symbol_name, symbols
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmp.validate import cells, notes
+from llmp.validate import cells, network_cell, notes
 from llmp.validate.cells import CellError
 from llmp.validate.frameworks import note_stack
 
@@ -29,7 +29,7 @@ def _enum(value):
 def _read(entry):
     cell, kind = entry["cell"], entry["kind"]
     if kind == "network":
-        n = cells.network(cell, entry["gpus_per_node"])
+        n = network_cell.network(cell, entry["gpus_per_node"])
         return {"fabric": _enum(n.fabric), "node_gbps": n.node_gbps}
     if kind == "precision":
         return _enum(cells.training_dtype(entry["dtype"], cell))
@@ -80,19 +80,19 @@ RATE_SPELLINGS = (
 @given(st.integers(1, 16), st.sampled_from((100, 200, 400, 800)), st.sampled_from(RATE_SPELLINGS),
        st.sampled_from((1, 2, 4, 8)))
 def test_per_node_is_count_times_rate_whatever_the_spelling(n, rate, spelling, gpus_per_node):
-    read = cells.network(spelling.format(n=n, r=rate), gpus_per_node)
+    read = network_cell.network(spelling.format(n=n, r=rate), gpus_per_node)
     assert read.node_gbps == n * rate
 
 
 @given(st.sampled_from((100, 200, 400, 800)), st.sampled_from((1, 2, 4, 8)))
 def test_a_rate_per_gpu_is_multiplied_by_the_gpus_of_the_node(rate, gpus_per_node):
-    assert cells.network(f"RoCE v2, {rate} Gbps per GPU", gpus_per_node).node_gbps == rate * gpus_per_node
+    assert network_cell.network(f"RoCE v2, {rate} Gbps per GPU", gpus_per_node).node_gbps == rate * gpus_per_node
 
 
 @given(st.text(max_size=80))
 def test_any_text_is_read_or_refused_never_a_traceback(text):
-    for read in (lambda: cells.network(text, 8), lambda: cells.training_dtype("", text), lambda: cells.sharding(text),
-                 lambda: cells.recompute(text), lambda: notes.read(text)):
+    for read in (lambda: network_cell.network(text, 8), lambda: cells.training_dtype("", text),
+                 lambda: cells.sharding(text), lambda: cells.recompute(text), lambda: notes.read(text)):
         try:
             read()
         except CellError:

@@ -9,18 +9,8 @@ import pytest
 from llmp import dsl
 from llmp.analytic import params
 from llmp.analytic.split import split
-from llmp.spec.spec import (
-    Activation,
-    Arch,
-    Attention,
-    Norm,
-    Position,
-    Precision,
-    Recompute,
-    Schedule,
-    Stack,
-    ZeroStage,
-)
+from llmp.spec.model import Activation, Arch, Norm, Position
+from llmp.spec.spec import Attention, Precision, Recompute, Schedule, Stack, ZeroStage
 from llmp.stacks import padded_vocab
 from llmp.validate import group_measurements, map_measurement, read_csvs
 from llmp.validate.mapping import Mapped, Skipped

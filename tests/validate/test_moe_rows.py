@@ -11,7 +11,8 @@ import pytest
 from llmp.analytic import params
 from llmp.analytic.split import Uneven, split, uneven
 from llmp.compose import predict
-from llmp.spec.spec import Dispatcher, Router, Stack
+from llmp.spec.model import Router
+from llmp.spec.spec import Dispatcher, Stack
 from llmp.validate import group_measurements, map_measurement, read_csvs
 from llmp.validate.mapping import Mapped
 from llmp.validate.models import GENERIC_MOE, MOE_FAMILIES, moe_family_of

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmp.spec.spec import Activation, Attention, Norm, Position, Recompute, ZeroStage
+from llmp.spec.model import Activation, Norm, Position
+from llmp.spec.spec import Attention, Recompute, ZeroStage
 from llmp.validate import notes
 from llmp.validate.cells import CellError
 from llmp.validate.notes import MemoryKind
