@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 import llmp
 from llmp.analytic import kernels
+from llmp.analytic.block import Context
 from llmp.analytic.kernels import Family, Kernel, Pass, Quantize
-from llmp.analytic.layer import Context, lowp_weights
+from llmp.analytic.layer import lowp_weights
 from llmp.analytic.lowp import AMAX_HISTORY, AMAX_TENSORS
 from llmp.analytic.structure import structure_of
 from llmp.errors import SpecError
