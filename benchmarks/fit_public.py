@@ -166,8 +166,8 @@ def plain_seconds(item: Kernel, device) -> float:
     roofline is compared with."""
     c = kernels.cost(item)
     return float(roofline.roofline(item, c, peak=features.peak_for(item, c, device),
-                                  mem_bandwidth=float(device.mem_bandwidth),
-                                  launch_overhead=float(device.launch_overhead)))
+                                   mem_bandwidth=float(device.mem_bandwidth),
+                                   launch_overhead=float(device.launch_overhead)))
 
 
 def _errors(model, obs: list[Observation], *, by_pass: bool = False, only_small: bool = False

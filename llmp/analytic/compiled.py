@@ -103,7 +103,7 @@ def kernel_evaluator(key: tuple[Any, ...], microarch: Microarch | None = None) -
     k = Kernel.make(family, dtype, pass_, variant, **dims)
     c = kernels.cost(k)
     t = roofline.roofline(k, c, peak=PEAK, mem_bandwidth=MEM_BW, launch_overhead=LAUNCH,
-                         grid=roofline.Grid(sms=SMS, microarch=microarch))
+                          grid=roofline.Grid(sms=SMS, microarch=microarch))
     args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH, SMS)
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 

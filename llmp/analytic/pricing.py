@@ -94,7 +94,7 @@ def kernel_price(k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
     """(flops, bytes, seconds) of one kernel call."""
     c = kernels.cost(k)
     seconds = roofline.roofline(k, c, peak=hw.peak_for(k, c.tensor_core), mem_bandwidth=hw.mem_bandwidth,
-                               launch_overhead=hw.launch_overhead, grid=hw.grid)
+                                launch_overhead=hw.launch_overhead, grid=hw.grid)
     return to_float(c.flops), to_float(c.bytes), to_float(seconds)
 
 

@@ -129,7 +129,7 @@ def _bound(op_work: Any, t: float, hw: Hardware) -> str:
     if launch > body:
         return "latency"
     memory = roofline.memory_bound(op_work, c, peak=float(hw.peak_for(op_work, c.tensor_core)),
-                                  mem_bandwidth=float(hw.mem_bandwidth), grid=hw.grid)
+                                   mem_bandwidth=float(hw.mem_bandwidth), grid=hw.grid)
     return "memory" if memory else "compute"
 
 

@@ -119,7 +119,7 @@ def call_s(case: design.Case, device: Device) -> tuple[float, float]:
     except KeyError:  # no peak for the dtype (tf32 on a CPU): the vector FP32 peak
         peak = device.peak_flops[Dtype.FP32]
     seconds = roofline.roofline(k, cost, peak=float(peak), mem_bandwidth=float(device.mem_bandwidth),
-                               launch_overhead=float(device.launch_overhead), grid=roofline.Grid.of(device))
+                                launch_overhead=float(device.launch_overhead), grid=roofline.Grid.of(device))
     return float(seconds), float(cost.bytes)
 
 

@@ -137,7 +137,7 @@ def roofline_seconds(kernel: Kernel, device: Device) -> tuple[kernels.KernelCost
     the kernel's tiles quantized onto the device's SMs, the very time ``llmp predict`` composes."""
     c = kernels.cost(kernel)
     t = roofline.roofline(kernel, c, peak=peak_for(kernel, c, device), mem_bandwidth=float(device.mem_bandwidth),
-                         launch_overhead=float(device.launch_overhead), grid=roofline.Grid.of(device))
+                          launch_overhead=float(device.launch_overhead), grid=roofline.Grid.of(device))
     return c, float(t)
 
 

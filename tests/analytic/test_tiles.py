@@ -31,7 +31,7 @@ def gemm_time(m: int, n: int, k: int, batch: int = 1, *, arch: Microarch = Micro
               peak: float = PEAK) -> float:
     kern = Kernel.make(Family.GEMM, Dtype.FP16, m=m, n=n, k=k, batch=batch)
     return float(roofline.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0,
-                                  grid=Grid(sms=sm, microarch=arch)))
+                                   grid=Grid(sms=sm, microarch=arch)))
 
 
 def plain_time(m: int, n: int, k: int, batch: int = 1, peak: float = PEAK) -> float:
@@ -106,7 +106,7 @@ def test_a_device_without_a_tile_table_keeps_the_plain_roofline():
     c = kernels.cost(kern)
     plain = roofline.roofline(kern, c, peak=PEAK, mem_bandwidth=BW, launch_overhead=5e-6)
     assert roofline.roofline(kern, c, peak=PEAK, mem_bandwidth=BW, launch_overhead=5e-6,
-                            grid=Grid(sms=108, microarch=None)) == plain
+                             grid=Grid(sms=108, microarch=None)) == plain
 
 
 def attention(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, bwd: bool = False,
@@ -147,7 +147,7 @@ def test_attention_time_never_falls_as_its_grid_grows(batch, heads, seq, head_di
     for s in (shape, grown):
         k = attention(s["batch"], s["heads"], s["seq"], head_dim, causal=causal, bwd=bwd, variant=variant)
         t.append(float(roofline.roofline(k, kernels.cost(k), peak=5e14, mem_bandwidth=3e12, launch_overhead=0.0,
-                                        grid=Grid(sms=132, microarch=arch))))
+                                         grid=Grid(sms=132, microarch=arch))))
         assert attention_ratio(k, arch, 132) >= 1 - 1e-12
     assert t[1] >= t[0] * (1 - 1e-12)
 

@@ -38,9 +38,9 @@ def test_numeric_roofline_equals_the_sympy_roofline(family):
                                "dtype": case.dtype, **{n: str(v) for n, v in case.dims}})
         c, t = features.roofline_seconds(k, gpu)
         exact = roofline.roofline(k, kernels.cost(k), peak=sp.Float(features.peak_for(k, c, gpu), 30),
-                                 mem_bandwidth=sp.Float(gpu.mem_bandwidth, 30),
-                                 launch_overhead=sp.Rational(5, 10**6), grid=roofline.Grid(
-                                     sms=sp.Integer(gpu.sms), microarch=gpu.microarch))
+                                  mem_bandwidth=sp.Float(gpu.mem_bandwidth, 30),
+                                  launch_overhead=sp.Rational(5, 10**6), grid=roofline.Grid(
+                                      sms=sp.Integer(gpu.sms), microarch=gpu.microarch))
         assert t == pytest.approx(float(exact), rel=1e-12)
         row, _ = features.kernel_row(k, gpu)
         assert len(row) == len(features.FEATURES[family]) and all(math.isfinite(v) for v in row)
