@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from recording import commit, data_folder, machine, record
 
-from llmp.analytic import kernels
+from llmp.analytic import kernels, roofline
 from llmp.analytic.kernels import Kernel
 from llmp.residuals import dataset, features, importers, saving, store
 from llmp.residuals.model import Observation, ResidualModel, row_key
@@ -165,9 +165,9 @@ def plain_seconds(item: Kernel, device) -> float:
     """The roofline without tile and wave quantization (as before issue 21): what the quantized
     roofline is compared with."""
     c = kernels.cost(item)
-    return float(kernels.roofline(item, c, peak=features.peak_for(item, c, device),
-                                  mem_bandwidth=float(device.mem_bandwidth),
-                                  launch_overhead=float(device.launch_overhead)))
+    return float(roofline.roofline(item, c, peak=features.peak_for(item, c, device),
+                                   mem_bandwidth=float(device.mem_bandwidth),
+                                   launch_overhead=float(device.launch_overhead)))
 
 
 def _errors(model, obs: list[Observation], *, by_pass: bool = False, only_small: bool = False

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import fit_public
 from recording import commit, data_folder, machine, record
 
-from llmp.analytic import kernels, tiles
+from llmp.analytic import kernels, roofline, tiles
 from llmp.analytic.kernels import Family, Kernel
 from llmp.residuals import dataset, features
 
@@ -54,7 +54,7 @@ def seconds(k: Kernel, device, table: dict | None) -> float:
     peak = features.peak_for(k, c, device)
     bw, launch = float(device.mem_bandwidth), float(device.launch_overhead)
     if table is None or device.microarch is None:
-        return float(kernels.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=launch))
+        return float(roofline.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=launch))
     m, n, kk, b = (k.dim(d) for d in ("m", "n", "k", "batch"))
     return tiles.gemm_seconds(m, n, kk, b, c.bytes, peak=peak, mem_bandwidth=bw, sms=device.sms,
                               tiles=table[device.microarch]) + c.launches * launch

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmp.analytic.block import Context
 from llmp.analytic.kinds import LayerKind
-from llmp.analytic.layer import Context, op_sac_matmuls
+from llmp.analytic.layer import op_sac_matmuls
 from llmp.spec.model import Activation, Router
 from llmp.spec.spec import Recompute
 from llmp.stacks import SelectiveRecompute
@@ -164,7 +165,7 @@ def op_sac_bytes(ctx: Context, kind: LayerKind | None = None) -> Any:
     its log-sum-exp, and with tp the reduce-scatter outputs (pytorch/torchtitan@v0.1.0:torchtitan/
     parallelisms/parallelize_llama.py, ``_save_list``). With tp the row-parallel outputs (wo, w2)
     are full-width partial sums. A MoE layer under op-level SAC keeps what the attention-core
-    selective mode keeps (:func:`~llmp.analytic.layer.recomputed_forward`)."""
+    selective mode keeps (:func:`~llmp.analytic.recompute.recomputed_forward`)."""
     spec = ctx.spec
     m, p = spec.model, spec.parallel
     e, h = ctx.e, m.hidden

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from llmp.analytic import collectives, kernels
+from llmp.analytic import collectives, kernels, roofline
 from llmp.analytic.kernels import DIMS, Collective, CollectiveKind, Kernel, Tier
 from llmp.errors import SpecError
 from llmp.hardware.spec import Microarch
@@ -102,8 +102,8 @@ def kernel_evaluator(key: tuple[Any, ...], microarch: Microarch | None = None) -
     dims = {n: flag[n] if n in flag else sp.Symbol(f"dim_{n}", positive=True) for n in DIMS[family]}
     k = Kernel.make(family, dtype, pass_, variant, **dims)
     c = kernels.cost(k)
-    t = kernels.roofline(k, c, peak=PEAK, mem_bandwidth=MEM_BW, launch_overhead=LAUNCH,
-                         grid=kernels.Grid(sms=SMS, microarch=microarch))
+    t = roofline.roofline(k, c, peak=PEAK, mem_bandwidth=MEM_BW, launch_overhead=LAUNCH,
+                          grid=roofline.Grid(sms=SMS, microarch=microarch))
     args = (*(v for v in dims.values() if isinstance(v, sp.Symbol)), PEAK, MEM_BW, LAUNCH, SMS)
     return compile((c.flops, c.bytes, t), args), c.tensor_core
 

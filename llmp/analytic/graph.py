@@ -26,6 +26,7 @@ symbols (closed forms); the shape of the graph is fixed by the spec's :class:`St
 from __future__ import annotations
 
 from llmp.analytic import layer, offload, stage
+from llmp.analytic.block import Context
 from llmp.analytic.op import OpGraph
 from llmp.analytic.shape import Structure
 from llmp.analytic.structure import chunk_kind_layers, chunk_layers, structure_of
@@ -39,7 +40,7 @@ def decompose(spec: Spec, structure: Structure | None = None) -> OpGraph:
     when the spec holds symbols or arrays.
     """
     st = structure if structure is not None else structure_of(spec)
-    ctx = layer.Context.of(spec, st)
+    ctx = Context.of(spec, st)
     per_chunk = chunk_layers(spec, st)
     per_kind = chunk_kind_layers(spec, st)
     layers = [op for k in range(len(st.kinds)) for op in (*layer.layer_ops(ctx, k), *offload.layer_ops(ctx, k))]

@@ -36,8 +36,9 @@ from typing import Any
 from llmp.analytic import kinds as layer_kinds
 from llmp.analytic import shard
 from llmp.analytic.activations import kept_bytes
+from llmp.analytic.block import Context
+from llmp.analytic.grads import grad_bytes
 from llmp.analytic.kernels import Collective, CollectiveKind, Tier
-from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, RankKind, Scope
 from llmp.spec.spec import Optimizer, Precision, ZeroStage

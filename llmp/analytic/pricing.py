@@ -8,9 +8,9 @@ Two evaluations of the same formulas (:mod:`llmp.analytic.kernels`, :mod:`~.coll
 * :func:`price_arrays` evaluates a sweep: the spec holds numpy arrays, ops are grouped by kind
   and each kind is one call of its compiled cost function (:mod:`~.compiled`).
 
-Roofline (Williams et al. 2009) as in ``kernels.roofline``: ``max(flops / peak, bytes / bw) +
+Roofline (Williams et al. 2009) as in ``roofline.roofline``: ``max(flops / peak, bytes / bw) +
 launch``, GEMM and fused-attention grids quantized onto the SMs (``llmp.analytic.tiles``),
-tensor-core kernels at their compute ceiling (``kernels.ceiling``: the best rate a
+tensor-core kernels at their compute ceiling (``roofline.ceiling``: the best rate a
 published micro-benchmark measured for the kind, where the catalog has it, else the dtype's
 datasheet peak), the rest at the FP32 vector peak.
 A collective's ``bytes`` is what one rank moves (buffer x NCCL bus factor); its FLOPs are 0; its
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import collectives, kernels, measured
+from llmp.analytic import collectives, kernels, measured, roofline
 from llmp.analytic.kernels import Collective, Kernel
 from llmp.analytic.op import OpGraph
 from llmp.errors import SpecError
@@ -47,24 +47,24 @@ class Hardware:
     mem_bandwidth: Any
     launch_overhead: Any
     links: collectives.Links
-    grid: kernels.Grid | None = None
+    grid: roofline.Grid | None = None
     """The SMs and tile tables kernels are quantized onto (None: the plain roofline)."""
 
     @classmethod
     def of(cls, spec: Spec) -> Hardware:
         g = spec.cluster.gpu
         return cls(device=g, peak=dict(g.peak_flops), mem_bandwidth=g.mem_bandwidth,
-                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec), grid=kernels.Grid.of(g))
+                   launch_overhead=g.launch_overhead, links=collectives.Links.of(spec), grid=roofline.Grid.of(g))
 
     def peak_for(self, k: Kernel, tensor_core: bool) -> Any:
-        """The compute ceiling a kernel runs at (:func:`kernels.ceiling`): the best measured rate
+        """The compute ceiling a kernel runs at (:func:`roofline.ceiling`): the best measured rate
         for its kind where the catalog has one, else its dtype's peak; FP32 vector for the rest."""
         return self.ceiling_for(k, tensor_core)[0]
 
-    def ceiling_for(self, k: Kernel, tensor_core: bool) -> tuple[Any, kernels.Ceiling]:
+    def ceiling_for(self, k: Kernel, tensor_core: bool) -> tuple[Any, roofline.Ceiling]:
         """(rate, which ceiling) for ``k``; a dtype the device lacks is a :class:`SpecError`."""
         try:
-            return kernels.ceiling(k, tensor_core, self.device)
+            return roofline.ceiling(k, tensor_core, self.device)
         except KeyError:
             self.peak_of(k.dtype if tensor_core else Dtype.FP32, f"{k.family.value} kernels")
             raise
@@ -93,8 +93,8 @@ class Prices:
 def kernel_price(k: Kernel, hw: Hardware) -> tuple[Any, Any, Any]:
     """(flops, bytes, seconds) of one kernel call."""
     c = kernels.cost(k)
-    seconds = kernels.roofline(k, c, peak=hw.peak_for(k, c.tensor_core), mem_bandwidth=hw.mem_bandwidth,
-                               launch_overhead=hw.launch_overhead, grid=hw.grid)
+    seconds = roofline.roofline(k, c, peak=hw.peak_for(k, c.tensor_core), mem_bandwidth=hw.mem_bandwidth,
+                                launch_overhead=hw.launch_overhead, grid=hw.grid)
     return to_float(c.flops), to_float(c.bytes), to_float(seconds)
 
 

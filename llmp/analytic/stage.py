@@ -28,6 +28,8 @@ import dataclasses
 from typing import Any
 
 from llmp.analytic import offload, shard
+from llmp.analytic.block import Block, Context, norm, tp_in
+from llmp.analytic.grads import grad_accumulate, grad_bytes, zero3
 from llmp.analytic.kernels import (
     Collective,
     CollectiveKind,
@@ -38,19 +40,7 @@ from llmp.analytic.kernels import (
     Pass,
     Tier,
 )
-from llmp.analytic.layer import (
-    Block,
-    Context,
-    adapter_tensors,
-    grad_accumulate,
-    grad_bytes,
-    lowp_weights,
-    norm,
-    tp_in,
-    trainable,
-    transformer_layer,
-    zero3,
-)
+from llmp.analytic.layer import adapter_tensors, lowp_weights, trainable, transformer_layer
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, Overlap, Part, Phase, RankKind, Scope, rank_classes
 from llmp.analytic.params import tensors
@@ -288,7 +278,7 @@ def _gathered_bytes(ctx: Context, params: shard.LocalParams, layers: tuple[Any, 
     ``layers`` of each kind: each parameter in the model dtype, except that FP8 parameters
     (``fp8_param_gather``) travel as their FP8 data (:meth:`~llmp.analytic.lowp.Recipe.gather_bytes`;
     the MTP layers' weights counted in the model dtype). Gradients are reduced in their own dtype
-    elsewhere (:func:`~llmp.analytic.layer.grad_bytes`)."""
+    elsewhere (:func:`~llmp.analytic.grads.grad_bytes`)."""
     e, recipe = ctx.e, ctx.recipe
     if recipe is None or not recipe.fp8_params or ctx.tuning.frozen:  # LoRA's adapters are never FP8
         return params.dense * e, params.expert * e

@@ -25,7 +25,7 @@ heuristics try to (cuBLAS, CUTLASS, hipBLASLt all pick a tile and a split per sh
   "Tile Quantization"); the main tile is taken to be the one that just keeps its tensor cores fed.
 
 Each configuration costs ``waves * SMs * (FLOPs of one tile)`` over the compute ceiling, against
-its bytes over the memory bandwidth (the roofline of :func:`llmp.analytic.kernels.roofline`). Every
+its bytes over the memory bandwidth (the roofline of :func:`llmp.analytic.roofline.roofline`). Every
 configuration costs at least the unquantized roofline and is non-decreasing in every dim; where the
 grid fills whole waves of whole tiles the main tile's equals it exactly.
 

@@ -10,9 +10,10 @@ used, and where a measured number came from; :func:`notes` says it, one line per
 
 from __future__ import annotations
 
-from llmp.analytic.kernels import Ceiling, Collective, Kernel, Tier, cost
+from llmp.analytic.kernels import Collective, Kernel, Tier, cost
 from llmp.analytic.op import OpGraph
 from llmp.analytic.pricing import Hardware
+from llmp.analytic.roofline import Ceiling
 from llmp.dsl import catalog
 from llmp.hardware.catalog import catalog_ids
 from llmp.hardware.spec import Attainable, Dtype, Link

@@ -39,7 +39,8 @@ from typing import Any
 import sympy as sp
 
 from llmp.analytic.op import OpGraph, rank_classes
-from llmp.analytic.schedules import Shape, Times, entry
+from llmp.analytic.schedule_steps import Times
+from llmp.analytic.schedules import Shape, entry
 from llmp.analytic.symbolic import cost
 from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired, rank_tail
 from llmp.compose.prediction import OpRow

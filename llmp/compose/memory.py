@@ -91,7 +91,9 @@ import numpy as np
 
 from llmp.analytic import offload, shard
 from llmp.analytic.activations import kept_bytes, weight_grad_bytes
-from llmp.analytic.layer import Context, grad_bytes, lowp_weights, trainable
+from llmp.analytic.block import Context
+from llmp.analytic.grads import grad_bytes
+from llmp.analytic.layer import lowp_weights, trainable
 from llmp.analytic.op import RankKind, rank_kind_of
 from llmp.analytic.shape import Structure
 from llmp.analytic.structure import chunk_kind_layers

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from llmp.analytic import kernels, params
+from llmp.analytic import kernels, params, roofline
 from llmp.analytic.correction import Correction, Residuals
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel
@@ -128,8 +128,8 @@ def _bound(op_work: Any, t: float, hw: Hardware) -> str:
     body = t - launch
     if launch > body:
         return "latency"
-    memory = kernels.memory_bound(op_work, c, peak=float(hw.peak_for(op_work, c.tensor_core)),
-                                  mem_bandwidth=float(hw.mem_bandwidth), grid=hw.grid)
+    memory = roofline.memory_bound(op_work, c, peak=float(hw.peak_for(op_work, c.tensor_core)),
+                                   mem_bandwidth=float(hw.mem_bandwidth), grid=hw.grid)
     return "memory" if memory else "compute"
 
 

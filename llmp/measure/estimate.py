@@ -7,7 +7,7 @@ way the sampler spends time on it:
 * a kernel case: building its input sets (``bench.build``: as many sets as cover twice the last-level
   cache, at most 8, each written once at memory bandwidth), :data:`CASE_OVERHEAD_S` of set-up, then
   ``warm-up + 1 + repeats`` calls (``timing.time_calls``: repeats fill ``target_s``, between 5 and
-  30), each call at the catalog device's roofline (``kernels.roofline`` against ``kernels.ceiling``
+  30), each call at the catalog device's roofline (``roofline.roofline`` against ``roofline.ceiling``
   with the tiles quantized on the device's SMs, as ``residuals.features.roofline_seconds`` and so
   ``llmp predict`` price it; a dtype the device has no peak for, at its FP32 vector peak).
   One round: on a GPU the sampler never retries; on a shared CPU it may retry up to twice, so a CPU
@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 
 from llmp.analytic import collectives as analytic_collectives
-from llmp.analytic import kernels
+from llmp.analytic import kernels, roofline
 from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel, Pass, Tier
 from llmp.dsl import catalog
 from llmp.errors import InputError
@@ -115,11 +115,11 @@ def call_s(case: design.Case, device: Device) -> tuple[float, float]:
     k = kernel(case)
     cost = kernels.cost(k)
     try:
-        peak = kernels.ceiling(k, cost.tensor_core, device)[0]
+        peak = roofline.ceiling(k, cost.tensor_core, device)[0]
     except KeyError:  # no peak for the dtype (tf32 on a CPU): the vector FP32 peak
         peak = device.peak_flops[Dtype.FP32]
-    seconds = kernels.roofline(k, cost, peak=float(peak), mem_bandwidth=float(device.mem_bandwidth),
-                               launch_overhead=float(device.launch_overhead), grid=kernels.Grid.of(device))
+    seconds = roofline.roofline(k, cost, peak=float(peak), mem_bandwidth=float(device.mem_bandwidth),
+                                launch_overhead=float(device.launch_overhead), grid=roofline.Grid.of(device))
     return float(seconds), float(cost.bytes)
 
 

@@ -8,7 +8,7 @@ last wave), dim alignment, dtype, and the device's own spec numbers (peak, bandw
 cache, clock), so one model can serve many devices. Column order is the schema's, never
 positional guesswork (STYLE.md rule 20): ``FEATURES[family]`` names every column.
 
-The roofline here is ``kernels.roofline`` evaluated on the device's numbers (tiles quantized onto
+The roofline here is ``roofline.roofline`` evaluated on the device's numbers (tiles quantized onto
 its SMs), so the residual factor multiplies exactly the roofline the analytic graph uses.
 
 Monotone constraints (``MONOTONE``), where physics or every GPU generation so far agrees:
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmp.analytic import collectives, kernels
+from llmp.analytic import collectives, kernels, roofline
 from llmp.analytic.collectives import Links
 from llmp.analytic.kernels import Collective, Family, Kernel, Pass, Tier
 from llmp.hardware.spec import Device, Dtype
@@ -107,10 +107,10 @@ def _align(x: int) -> float:
 def _waves(k: Kernel, d: dict[str, int], device: Device, c: kernels.KernelCost, peak: float) -> list[float]:
     """How the kernel's grid fills the device: log waves of CTAs over the SMs, the fill of the
     last wave (1 = full), and ``log_quant``, the log of how much the tile and wave quantization
-    lengthens its busy time (``kernels.roofline`` with and without the grid; 0 without a tile
+    lengthens its busy time (``roofline.roofline`` with and without the grid; 0 without a tile
     table). Without one, the waves of 128 x 128 tiles (a query's row of ``TILE``) are described."""
-    grid = kernels.Grid.of(device)
-    launched = kernels.launch_grid(k, grid)
+    grid = roofline.Grid.of(device)
+    launched = roofline.launch_grid(k, grid)
     if launched is None:
         if k.family is Family.GEMM:
             ctas = math.ceil(d["m"] / TILE) * math.ceil(d["n"] / TILE) * d["batch"]
@@ -120,24 +120,24 @@ def _waves(k: Kernel, d: dict[str, int], device: Device, c: kernels.KernelCost, 
     else:
         waves = float(launched[1])
     bw = float(device.mem_bandwidth)
-    plain = kernels.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=0.0)
-    quantized = kernels.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=0.0, grid=grid)
+    plain = roofline.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=0.0)
+    quantized = roofline.roofline(k, c, peak=peak, mem_bandwidth=bw, launch_overhead=0.0, grid=grid)
     return [_log(waves), waves / math.ceil(waves) if waves > 0 else 0.0, _log(float(quantized) / float(plain))]
 
 
 def peak_for(kernel: Kernel, cost: kernels.KernelCost, device: Device) -> float:
-    """The compute rate the analytic roofline divides by (``kernels.ceiling``: a measured
+    """The compute rate the analytic roofline divides by (``roofline.ceiling``: a measured
     GEMM/attention ceiling where the catalog has one, else the datasheet peak), so a residual
     factor multiplies exactly the roofline that ``llmp predict`` composes."""
-    return float(kernels.ceiling(kernel, cost.tensor_core, device)[0])
+    return float(roofline.ceiling(kernel, cost.tensor_core, device)[0])
 
 
 def roofline_seconds(kernel: Kernel, device: Device) -> tuple[kernels.KernelCost, float]:
-    """``kernels.roofline`` on ``device`` in seconds: ``max(F/peak, B/bw) + launches * launch`` with
+    """``roofline.roofline`` on ``device`` in seconds: ``max(F/peak, B/bw) + launches * launch`` with
     the kernel's tiles quantized onto the device's SMs, the very time ``llmp predict`` composes."""
     c = kernels.cost(kernel)
-    t = kernels.roofline(kernel, c, peak=peak_for(kernel, c, device), mem_bandwidth=float(device.mem_bandwidth),
-                         launch_overhead=float(device.launch_overhead), grid=kernels.Grid.of(device))
+    t = roofline.roofline(kernel, c, peak=peak_for(kernel, c, device), mem_bandwidth=float(device.mem_bandwidth),
+                          launch_overhead=float(device.launch_overhead), grid=roofline.Grid.of(device))
     return c, float(t)
 
 

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from llmp.analytic.grads import GRAD_ACCUMULATE
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Collective
-from llmp.analytic.layer import GRAD_ACCUMULATE
 from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, OpGraph, Overlap, Part, Scope
 from llmp.analytic.pricing import price

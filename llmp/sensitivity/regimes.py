@@ -128,7 +128,7 @@ def _active(expr: sp.Basic, at: Branches) -> list[sp.Basic]:
 
 def _roofline_names(sc: SymbolicCost, at: Branches) -> dict[sp.Basic, tuple[str, sp.Expr, sp.Expr]]:
     """Each kernel's active roofline nodes (as they appear in the step time) → (op name, compute
-    seconds, memory seconds): its ``Max`` of compute and memory (``kernels.roofline`` puts compute
+    seconds, memory seconds): its ``Max`` of compute and memory (``roofline.roofline`` puts compute
     first), or the ``Min`` choosing its tile configuration (``llmp.analytic.tiles``; empty sides)."""
     names: dict[sp.Basic, tuple[str, sp.Expr, sp.Expr]] = {}
     for c in sc.ops:

@@ -12,11 +12,10 @@ from analytic.strategies_analytic import h100, llama, make_spec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmp.analytic import collectives, cost, kernels, nccl
+from llmp.analytic import collectives, cost, kernels, nccl, roofline
 from llmp.analytic.collectives import Links, time
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import (
-    Ceiling,
     Collective,
     CollectiveKind,
     Family,
@@ -25,6 +24,7 @@ from llmp.analytic.kernels import (
     Tier,
 )
 from llmp.analytic.pricing import Hardware, kernel_price, price, price_arrays
+from llmp.analytic.roofline import Ceiling
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.hardware.spec import Attainable, Dtype, Link, Node
@@ -119,14 +119,14 @@ def calibrated(gemm: float = 794.5 * TERA, attention: float | None = 338 * TERA)
 def test_each_kernel_kind_takes_its_measured_ceiling():
     gemm, attn, norm = _kernels()
     device = calibrated()
-    assert kernels.ceiling(gemm, True, device) == (pytest.approx(794.5 * TERA), Ceiling.ACHIEVABLE)
-    assert kernels.ceiling(attn, True, device) == (pytest.approx(338 * TERA), Ceiling.FLASH_ATTENTION)
-    assert kernels.ceiling(norm, False, device) == (pytest.approx(67 * TERA), Ceiling.VECTOR)
+    assert roofline.ceiling(gemm, True, device) == (pytest.approx(794.5 * TERA), Ceiling.ACHIEVABLE)
+    assert roofline.ceiling(attn, True, device) == (pytest.approx(338 * TERA), Ceiling.FLASH_ATTENTION)
+    assert roofline.ceiling(norm, False, device) == (pytest.approx(67 * TERA), Ceiling.VECTOR)
     # attention without its own rate is bounded by the GEMM ceiling; nothing measured: datasheet
-    assert kernels.ceiling(attn, True, calibrated(attention=None))[1] is Ceiling.ACHIEVABLE
-    assert kernels.ceiling(gemm, True, h100()) == (pytest.approx(989 * TERA), Ceiling.PEAK)
+    assert roofline.ceiling(attn, True, calibrated(attention=None))[1] is Ceiling.ACHIEVABLE
+    assert roofline.ceiling(gemm, True, h100()) == (pytest.approx(989 * TERA), Ceiling.PEAK)
     fp8 = Kernel.make(Family.GEMM, Dtype.FP8, m=8192, n=8192, k=8192, batch=1)
-    assert kernels.ceiling(fp8, True, device) == (pytest.approx(1979 * TERA), Ceiling.PEAK)
+    assert roofline.ceiling(fp8, True, device) == (pytest.approx(1979 * TERA), Ceiling.PEAK)
 
 
 def test_compute_bound_gemm_time_is_flops_over_the_measured_rate():

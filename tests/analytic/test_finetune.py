@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 
 from llmp import dsl
 from llmp.analytic import params
+from llmp.analytic.block import Context
 from llmp.analytic.derived import derived
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Kernel, Pass, cost
-from llmp.analytic.layer import Context, adapter_weights
+from llmp.analytic.layer import adapter_weights
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.errors import SpecError

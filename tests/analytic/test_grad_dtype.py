@@ -8,8 +8,9 @@ from analytic.strategies_analytic import llama, make_spec, with_train
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llmp.analytic.block import Context
+from llmp.analytic.grads import grad_bytes
 from llmp.analytic.graph import decompose
-from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.spec.spec import Precision, Stack

@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmp
-from llmp.analytic import kernels
+from llmp.analytic import kernels, roofline
+from llmp.analytic.block import Context
 from llmp.analytic.kernels import Family, Kernel, Pass, Quantize
-from llmp.analytic.layer import Context, lowp_weights
+from llmp.analytic.layer import lowp_weights
 from llmp.analytic.lowp import AMAX_HISTORY, AMAX_TENSORS
 from llmp.analytic.structure import structure_of
 from llmp.errors import SpecError
@@ -34,7 +35,7 @@ def _gpu(path: str):
 
 def _time(k: Kernel, device) -> float:
     c = kernels.cost(k)
-    rate = kernels.ceiling(k, c.tensor_core, device)[0]
+    rate = roofline.ceiling(k, c.tensor_core, device)[0]
     return float(max(c.flops / rate, c.bytes / device.mem_bandwidth))
 
 
@@ -62,9 +63,9 @@ def test_an_fp4_gemm_moves_half_the_operand_bytes_of_fp8_and_writes_bf16():
 def test_a_microscaling_gemm_without_a_measurement_borrows_the_fp8_efficiency():
     device = _gpu(B200)
     k = Kernel.make(Family.GEMM, Dtype.MXFP8, m=8192, n=8192, k=8192, batch=1)
-    rate, which = kernels.ceiling(k, True, device)
+    rate, which = roofline.ceiling(k, True, device)
     fp8 = device.achievable.rates[Dtype.FP8] / device.peak_flops[Dtype.FP8]
-    assert which is kernels.Ceiling.ACHIEVABLE
+    assert which is roofline.Ceiling.ACHIEVABLE
     assert rate == pytest.approx(fp8 * device.peak_flops[Dtype.MXFP8])
 
 

@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.analytic.activations import layer_activation_bytes, op_sac_bytes
+from llmp.analytic.block import Context
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, cost
-from llmp.analytic.layer import Context, layer_ops, op_sac_matmuls
+from llmp.analytic.layer import layer_ops, op_sac_matmuls
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.compose.memory import memory

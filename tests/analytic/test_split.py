@@ -11,15 +11,8 @@ from analytic.strategies_analytic import gpt, llama, make_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmp.analytic.split import (
-    SplitError,
-    _bisection,
-    _linear_partition,
-    _uniform,
-    megatron_layout,
-    recipe_split,
-    split,
-)
+from llmp.analytic.deepspeed_partition import _bisection, _linear_partition, uniform
+from llmp.analytic.split import SplitError, megatron_layout, recipe_split, split
 from llmp.spec.spec import PipeModule, Schedule, Stack
 
 
@@ -127,7 +120,7 @@ def test_parameters_balance_counts_the_embedding_and_head_as_layers_with_paramet
     (PipeModule.MEGATRON_DEEPSPEED, [0, 4, 7, 10]),  # DeepSpeed: the first parts one extra each
 ])
 def test_uniform_partition_of_each_deepspeed(module, expected):
-    assert _uniform(10, 3, module) == expected
+    assert uniform(10, 3, module) == expected
 
 
 @settings(max_examples=100)

@@ -11,8 +11,9 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmp.analytic import kernels, tiles
-from llmp.analytic.kernels import Family, Grid, Kernel, Pass
+from llmp.analytic import kernels, roofline, tiles
+from llmp.analytic.kernels import Family, Kernel, Pass
+from llmp.analytic.roofline import Grid
 from llmp.dsl import catalog
 from llmp.hardware.spec import Dtype, Microarch
 from llmp.spec.algebra import vceil, vselect
@@ -29,13 +30,13 @@ sms = st.integers(8, 320)
 def gemm_time(m: int, n: int, k: int, batch: int = 1, *, arch: Microarch = Microarch.SM80, sm: int = 108,
               peak: float = PEAK) -> float:
     kern = Kernel.make(Family.GEMM, Dtype.FP16, m=m, n=n, k=k, batch=batch)
-    return float(kernels.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0,
-                                  grid=Grid(sms=sm, microarch=arch)))
+    return float(roofline.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0,
+                                   grid=Grid(sms=sm, microarch=arch)))
 
 
 def plain_time(m: int, n: int, k: int, batch: int = 1, peak: float = PEAK) -> float:
     kern = Kernel.make(Family.GEMM, Dtype.FP16, m=m, n=n, k=k, batch=batch)
-    return float(kernels.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0))
+    return float(roofline.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0))
 
 
 def test_a_hand_worked_a100_gemm():
@@ -103,9 +104,9 @@ def test_a_narrow_shard_on_a_big_gpu_is_priced_by_its_waves():
 def test_a_device_without_a_tile_table_keeps_the_plain_roofline():
     kern = Kernel.make(Family.GEMM, Dtype.FP16, m=100, n=100, k=100, batch=1)
     c = kernels.cost(kern)
-    plain = kernels.roofline(kern, c, peak=PEAK, mem_bandwidth=BW, launch_overhead=5e-6)
-    assert kernels.roofline(kern, c, peak=PEAK, mem_bandwidth=BW, launch_overhead=5e-6,
-                            grid=Grid(sms=108, microarch=None)) == plain
+    plain = roofline.roofline(kern, c, peak=PEAK, mem_bandwidth=BW, launch_overhead=5e-6)
+    assert roofline.roofline(kern, c, peak=PEAK, mem_bandwidth=BW, launch_overhead=5e-6,
+                             grid=Grid(sms=108, microarch=None)) == plain
 
 
 def attention(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, bwd: bool = False,
@@ -117,8 +118,8 @@ def attention(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, 
 
 def attention_ratio(k: Kernel, arch: Microarch = Microarch.SM80, sm: int = 108) -> float:
     c = kernels.cost(k)
-    q = kernels.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0, grid=Grid(sms=sm, microarch=arch))
-    return float(q) / float(kernels.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0))
+    q = roofline.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0, grid=Grid(sms=sm, microarch=arch))
+    return float(q) / float(roofline.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0))
 
 
 def test_attention_grids_that_fill_whole_waves_cost_the_roofline():
@@ -145,8 +146,8 @@ def test_attention_time_never_falls_as_its_grid_grows(batch, heads, seq, head_di
     t = []
     for s in (shape, grown):
         k = attention(s["batch"], s["heads"], s["seq"], head_dim, causal=causal, bwd=bwd, variant=variant)
-        t.append(float(kernels.roofline(k, kernels.cost(k), peak=5e14, mem_bandwidth=3e12, launch_overhead=0.0,
-                                        grid=Grid(sms=132, microarch=arch))))
+        t.append(float(roofline.roofline(k, kernels.cost(k), peak=5e14, mem_bandwidth=3e12, launch_overhead=0.0,
+                                         grid=Grid(sms=132, microarch=arch))))
         assert attention_ratio(k, arch, 132) >= 1 - 1e-12
     assert t[1] >= t[0] * (1 - 1e-12)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import llmp
 from llmp.analytic.activations import layer_activation_bytes, weight_grad_bytes
-from llmp.analytic.layer import Context
+from llmp.analytic.block import Context
 from llmp.analytic.structure import structure_of
 
 H100 = "examples/llama3_8b_dgx_h100.llmp"          # tp 1, cp 2, no stack line (generic: TE)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from llmp.analytic import shard
 from llmp.analytic.activations import layer_activation_bytes, op_sac_bytes
-from llmp.analytic.layer import Context
+from llmp.analytic.block import Context
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.spec.spec import Precision, Recompute, Schedule, Stack, ZeroStage

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp import dsl, predict
-from llmp.analytic.schedules import _interleaved_table
+from llmp.analytic.gpipe_1f1b import _interleaved_table
 from llmp.analytic.structure import structure_of
 from llmp.compose.schedule import Kind, plan, simulate, uniform_durations
 from llmp.errors import InfeasibleError

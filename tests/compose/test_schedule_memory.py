@@ -9,8 +9,9 @@ from hypothesis import given, settings
 
 from llmp.analytic import shard
 from llmp.analytic.activations import layer_activation_bytes, weight_grad_bytes
+from llmp.analytic.block import Context
+from llmp.analytic.grads import grad_bytes
 from llmp.analytic.graph import decompose
-from llmp.analytic.layer import Context, grad_bytes
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict as _predict
 from llmp.compose.schedule import in_flight, plan

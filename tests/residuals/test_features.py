@@ -1,4 +1,4 @@
-"""Features: named schema per family, and the roofline the factor multiplies is kernels.roofline."""
+"""Features: named schema per family, and the roofline the factor multiplies is roofline.roofline."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmp.analytic import collectives, kernels
+from llmp.analytic import collectives, kernels, roofline
 from llmp.analytic.kernels import Collective, CollectiveKind, Family, Kernel, Tier
 from llmp.measure import design
 from llmp.residuals import features
@@ -26,7 +26,7 @@ def test_schema_names_every_family_and_is_unique():
 
 @pytest.mark.parametrize("family", design.FAMILIES)
 def test_numeric_roofline_equals_the_sympy_roofline(family):
-    """The factor's baseline (floats) is ``kernels.roofline`` evaluated exactly in SymPy (tile and
+    """The factor's baseline (floats) is ``roofline.roofline`` evaluated exactly in SymPy (tile and
     wave quantization on an A100 included)."""
     import sympy as sp
 
@@ -37,10 +37,10 @@ def test_numeric_roofline_equals_the_sympy_roofline(family):
         k = dataset.kernel_of({"family": case.family, "pass": case.pass_, "variant": case.variant,
                                "dtype": case.dtype, **{n: str(v) for n, v in case.dims}})
         c, t = features.roofline_seconds(k, gpu)
-        exact = kernels.roofline(k, kernels.cost(k), peak=sp.Float(features.peak_for(k, c, gpu), 30),
-                                 mem_bandwidth=sp.Float(gpu.mem_bandwidth, 30),
-                                 launch_overhead=sp.Rational(5, 10**6), grid=kernels.Grid(
-                                     sms=sp.Integer(gpu.sms), microarch=gpu.microarch))
+        exact = roofline.roofline(k, kernels.cost(k), peak=sp.Float(features.peak_for(k, c, gpu), 30),
+                                  mem_bandwidth=sp.Float(gpu.mem_bandwidth, 30),
+                                  launch_overhead=sp.Rational(5, 10**6), grid=roofline.Grid(
+                                      sms=sp.Integer(gpu.sms), microarch=gpu.microarch))
         assert t == pytest.approx(float(exact), rel=1e-12)
         row, _ = features.kernel_row(k, gpu)
         assert len(row) == len(features.FEATURES[family]) and all(math.isfinite(v) for v in row)

@@ -132,7 +132,7 @@ class _Span:
 
 def _gemm_spans(m: int, n: int, k: int, batch: int, dt: Dtype, bias_grad: bool = False) -> list[_Span]:
     """Forward GEMM Y[m,n] = X[m,k] W[k,n] and its backward span: dgrad (m, k, n) and wgrad (k, n, m),
-    as ``analytic.layer.Block.gemm`` builds them."""
+    as ``analytic.block.Block.gemm`` builds them."""
     fwd = Kernel.make(Family.GEMM, dt, Pass.FWD, m=m, n=n, k=k, batch=batch)
     dgrad = Kernel.make(Family.GEMM, dt, Pass.BWD, m=m, n=k, k=n, batch=batch)
     wgrad = Kernel.make(Family.GEMM, dt, Pass.BWD, m=k, n=n, k=m, batch=batch)
