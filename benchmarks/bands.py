@@ -7,7 +7,7 @@ composition term.
    residual stores, as ``llmp predict``), keeping the draws of its operator errors
    (``compose.band``).
 2. The composition term (what the operators cannot see) is estimated by
-   ``compose.band.estimate_term``, **leave one source out**: for each source, on every other
+   ``compose.composition_estimate.estimate_term``, **leave one source out**: for each source, on every other
    source, then the band's coverage (share of the source's measurements inside the nominal 80%
    band) is measured on the source it never saw. Printed beside: the same term fitted on all
    sources (in sample), the operators' errors alone (no term), and the band of before (every op
@@ -49,7 +49,8 @@ from recording import commit, machine, record
 from llmp.calibrate import fit as fitting
 from llmp.calibrate.inputs import contradictions
 from llmp.compose import band
-from llmp.compose.band import CompositionTerm, Observed
+from llmp.compose.band import CompositionTerm
+from llmp.compose.composition_estimate import Observed, estimate_term
 from llmp.compose.predictor import priced, zero_shot
 from llmp.compose.priced import Priced
 from llmp.errors import LlmpError
@@ -136,8 +137,8 @@ def coverage_section(cases: list[Case]) -> tuple[list[str], dict[str, Compositio
     """The coverage table, the term estimated without each source, and the term on every source."""
     sources = sorted({c.source for c in cases})
     observed = [c.observed for c in cases]
-    loso = {s: band.estimate_term([o for o in observed if o.source != s], source=f"without {s}") for s in sources}
-    full = band.estimate_term(observed, source="all sources")
+    loso = {s: estimate_term([o for o in observed if o.source != s], source=f"without {s}") for s in sources}
+    full = estimate_term(observed, source="all sources")
     splits = {  # split -> per case: inside the band?
         "leave one source out": [inside(c, loso[c.source]) for c in cases],
         "in sample": [inside(c, full) for c in cases],

@@ -22,7 +22,7 @@ import math
 from llmp import files
 from llmp.calibrate import calibrate
 from llmp.calibrate.suggest import suggest
-from llmp.commands.flags import add_quiet
+from llmp.commands.flags import add_quiet, add_residuals, residuals_of
 from llmp.dsl import add_set_argument
 from llmp.errors import InputError
 from llmp.progress import bar
@@ -40,11 +40,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--gpus", type=int, nargs="+", default=[], metavar="G",
                       help="with --suggest: layouts on G GPUs (default: the spec's own count)")
     add_set_argument(parser)
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--residuals", metavar="DIR", default="default",
-                       help="residual store the predictions it corrects are made with (default: as llmp predict)")
-    which.add_argument("--no-residuals", action="store_true",
-                       help="calibrate the bare roofline composition only")
+    add_residuals(parser, store_help="residual store the predictions it corrects are made with (default: as llmp "
+                                     "predict)",
+                  bare_help="calibrate the bare roofline composition only")
     parser.add_argument("--source", nargs="+", action="extend", default=[], metavar="NAME",
                         help="only rows whose source column is NAME (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the calibration as JSON")
@@ -97,7 +95,7 @@ def _suggest(args: argparse.Namespace) -> int:
                          hint="drop the CSV files and -o, or drop --suggest to calibrate")
     with bar("pricing candidate runs", quiet=args.quiet) as advance:
         result = suggest(args.spec, args.suggest, gpus=args.gpus, sets=args.set,
-                         residuals="none" if args.no_residuals else args.residuals, progress=advance)
+                         residuals=residuals_of(args), progress=advance)
     print(json.dumps(result.to_dict(), indent=1) if args.json else _suggestion(result))
     return 0
 
@@ -110,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                          hint="llmp calibrate MEASURED.csv -o STACK.json (or --suggest N --spec SPEC to plan the runs)")
     files.output_file(args.output, "the calibration")
     with bar("calibrating", quiet=args.quiet) as advance:
-        cal = calibrate(args.csv, residuals="none" if args.no_residuals else args.residuals, sources=args.source,
+        cal = calibrate(args.csv, residuals=residuals_of(args), sources=args.source,
                         progress=advance)
     path = cal.save(args.output)
     if args.json:

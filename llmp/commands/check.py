@@ -21,7 +21,7 @@ from llmp import stacks
 from llmp.analytic.derived import derived
 from llmp.dsl import add_set_argument, load_args
 from llmp.dsl.overrides import SET_FILE
-from llmp.hardware.spec import Derivation, Device
+from llmp.hardware.spec import Cluster, Derivation, Device
 from llmp.spec import schema
 from llmp.spec.schema import Kind, Section
 from llmp.spec.serialize import plain, spec_to_dict
@@ -106,8 +106,7 @@ def _with_origin(shown: str, derivation: Derivation | None, device: str, *names:
 
 def render(spec: Spec) -> str:
     """The resolved spec as a plain-text table grouped by section."""
-    m, cl = spec.model, spec.cluster
-    gpu = cl.gpu
+    m = spec.model
     out = [f"spec {spec.source}", ""]
     out += _rows(f"model {m.name}", m, schema.MODEL, "model")
     if m.moe is not None:
@@ -118,8 +117,28 @@ def render(spec: Spec) -> str:
     if spec.train.finetune is not None:
         out += _rows("  finetune", spec.train.finetune, schema.FINETUNE, "train.finetune")
     out += ["", *_rows("parallel", spec.parallel, schema.PARALLEL, "parallel")]
+    out += ["", *_cluster_lines(spec.cluster)]
+    out += ["", *_gpu_lines(spec.cluster.gpu)]
+    out += ["", *_stack_lines(spec)]
+    out += ["", "derived"]
+    for name, value in derived(spec).items():
+        out.append(f"  {name:<{_WIDTH}}{_derived_text(name, value)}")
+    if spec.sweeps:
+        out += ["", "sweeps"]
+        for sweep in spec.sweeps:
+            values = ", ".join(_show(v, sweep.path) for v in sweep.values)
+            out.append(f"  {sweep.path:<{_WIDTH}}[{values}]")
+    if spec.symbols:
+        out += ["", "free symbols"]
+        for path in spec.symbols:
+            out.append(f"  {path:<{_WIDTH}}{symbol_name(path)}")
+    return "\n".join(out)
+
+
+def _cluster_lines(cl: Cluster) -> list[str]:
+    """The cluster's shape, then each of its links with what was measured of it."""
     domain = "" if cl.node.domain == cl.node.gpus_per_node else f", NVLink domains of {cl.node.domain}"
-    out += ["", f"cluster {cl.id}: {cl.nodes} x node {cl.node.id} = {cl.world_size} devices{domain}"]
+    out = [f"cluster {cl.id}: {cl.nodes} x node {cl.node.id} = {cl.world_size} devices{domain}"]
     for label, link in (("node.intra", cl.node.intra), ("node.inter", cl.node.inter),
                         ("cluster.inter", cl.inter)):
         bandwidth = format_quantity(link.bandwidth, BANDWIDTH)
@@ -135,9 +154,14 @@ def render(spec: Spec) -> str:
         if link.transport is not None:
             measured += f", {link.transport.value}"
         out.append(f"  {label:<{_WIDTH}}{link.id}: {bandwidth}, latency {latency}{measured}")
+    return out
+
+
+def _gpu_lines(gpu: Device) -> list[str]:
+    """The device's fields, its peak rates and its measured ones, each with the device it came from."""
     derivation = gpu.derivation
     title = f"gpu {gpu.id}" + "".join(f" from {base}" for base in (derivation.chain if derivation else ()))
-    out += ["", *_rows(title, gpu, schema.GPU, "gpu")]
+    out = _rows(title, gpu, schema.GPU, "gpu")
     for dtype, rate in gpu.peak_flops.items():
         path = f"flops.{dtype.value}"
         out.append(f"  {path:<{_WIDTH}}{_with_origin(format_flops(rate), derivation, gpu.id, path, 'flops')}")
@@ -147,8 +171,13 @@ def render(spec: Spec) -> str:
             path = f"{block}.{dtype.value}"
             shown = _with_origin(f"{format_flops(rate)} (measured)", derivation, gpu.id, path, block)
             out.append(f"  {path:<{_WIDTH}}{shown}")
+    return out
+
+
+def _stack_lines(spec: Spec) -> list[str]:
+    """The training stack and what it decides for this spec, each with where it comes from."""
     prof = stacks.profile(spec.train.stack)
-    out += ["", f"stack {prof.stack.value}: {prof.title} ({prof.versions})"]
+    out = [f"stack {prof.stack.value}: {prof.title} ({prof.versions})"]
     for row in stacks.in_effect(spec):
         value = row["value"]
         if isinstance(value, list):
@@ -159,19 +188,7 @@ def render(spec: Spec) -> str:
             shown = _show(value, row["field"] or "")
         origin = "set in the spec" if row["source"] == "spec" else row["source"]
         out.append(f"  {row['item']:<{_WIDTH}}{shown}  [{origin}]")
-    out += ["", "derived"]
-    for name, value in derived(spec).items():
-        out.append(f"  {name:<{_WIDTH}}{_derived_text(name, value)}")
-    if spec.sweeps:
-        out += ["", "sweeps"]
-        for sweep in spec.sweeps:
-            values = ", ".join(_show(v, sweep.path) for v in sweep.values)
-            out.append(f"  {sweep.path:<{_WIDTH}}[{values}]")
-    if spec.symbols:
-        out += ["", "free symbols"]
-        for path in spec.symbols:
-            out.append(f"  {path:<{_WIDTH}}{symbol_name(path)}")
-    return "\n".join(out)
+    return out
 
 
 def _derived_text(name: str, value: Any) -> str:

@@ -1,6 +1,7 @@
-"""argparse ``type=`` functions for numeric flags: a bad value is a usage error (exit 2) that
-names the flag, never a value silently accepted (``--minutes -1`` sampling nothing) or a
-traceback deep inside a command."""
+"""Flags several commands share. argparse ``type=`` functions for numeric flags: a bad value is a
+usage error (exit 2) that names the flag, never a value silently accepted (``--minutes -1``
+sampling nothing) or a traceback deep inside a command. Flag groups written once for every
+command that takes them (``--quiet``; ``--residuals DIR | --no-residuals``), so they read alike."""
 
 from __future__ import annotations
 
@@ -62,3 +63,19 @@ def open_unit_interval(text: str) -> float:
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """``--quiet``: no progress bar (it is drawn on stderr only when that is a terminal anyway)."""
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def add_residuals(parser: argparse.ArgumentParser, *, store_help: str, bare_help: str) -> None:
+    """``--residuals DIR`` (a store written by ``llmp fit``) or ``--no-residuals`` (the roofline
+    composition alone), one excluding the other; each command says what they change for it.
+    :func:`residuals_of` reads them."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--residuals", metavar="DIR", help=store_help)
+    which.add_argument("--no-residuals", action="store_true", help=bare_help)
+
+
+def residuals_of(args: argparse.Namespace, *, bare: str | None = "none") -> str | None:
+    """The residual choice the flags of :func:`add_residuals` make: the store directory given,
+    ``"default"`` (the shipped stores, as ``llmp predict`` picks them) without one, or ``bare``
+    with ``--no-residuals`` (``"none"``, or what the command's function takes for the roofline alone)."""
+    return bare if args.no_residuals else (args.residuals or "default")

@@ -25,6 +25,7 @@ import json
 import sys
 
 from llmp import files
+from llmp.commands.flags import add_residuals, residuals_of
 from llmp.compose import predict
 from llmp.compose.trace import write_trace
 from llmp.dsl import add_set_argument, load_args
@@ -34,12 +35,9 @@ from llmp.errors import InputError
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="a .llmp file")
     add_set_argument(parser)
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--residuals", metavar="DIR",
-                       help="residual model store written by `llmp fit` (default: the store shipped for the "
-                            "spec's device, else the shipped cross-GPU store)")
-    which.add_argument("--no-residuals", action="store_true",
-                       help="roofline composition only, even where shipped residual models exist")
+    add_residuals(parser, store_help="residual model store written by `llmp fit` (default: the store shipped for "
+                                     "the spec's device, else the shipped cross-GPU store)",
+                  bare_help="roofline composition only, even where shipped residual models exist")
     parser.add_argument("--level", type=float, default=0.8, metavar="P",
                         help="how often the band should hold the real step (default 0.8)")
     parser.add_argument("--calibration", metavar="STACK.json",
@@ -52,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         files.output_file(args.trace, "--trace")
     spec = load_args(args)
-    pred = predict(spec, "none" if args.no_residuals else (args.residuals or "default"), level=args.level,
+    pred = predict(spec, residuals_of(args), level=args.level,
                    calibration=args.calibration)
     if args.trace:
         try:

@@ -217,14 +217,7 @@ def _distributed(args: argparse.Namespace, world: World, kernels: tuple[str, ...
     from llmp.measure import sampling
 
     # Every rank sees the same flags and environment: rank 0 says what is wrong, the others exit.
-    problem = None
-    if args.nproc is not None and args.nproc != world.local_size:
-        problem = InputError(f"--nproc {args.nproc} but torchrun started {world.local_size} ranks per node "
-                             f"(WORLD_SIZE {world.size})",
-                             hint="drop --nproc under torchrun (its --nproc-per-node counts)")
-    elif collectives and world.size < 2:
-        problem = InputError("collectives need at least 2 ranks; torchrun started 1",
-                             hint="torchrun --nproc-per-node 2 or more, or leave collectives out of --families")
+    problem = _world_problem(args, world, collectives)
     if problem is not None:
         if world.rank == 0:
             raise problem
@@ -253,18 +246,7 @@ def _distributed(args: argparse.Namespace, world: World, kernels: tuple[str, ...
         if kernels:
             report = sampling.run(kernel_config(args, kernels, world=world, deadline=deadline,
                                                 progress=not args.quiet and world.rank == 0))
-        mine = (report.measured, report.existing, report.remaining, len(report.failed)) if report else (0, 0, 0, 0)
-        totals: list[object] = [None] * world.size
-        dist.all_gather_object(totals, mine)
-        if world.rank == 0:
-            measured, remaining, failed = (sum(t[i] for t in totals) for i in (0, 2, 3))  # type: ignore[index]
-            if coll_report is not None:
-                print(f"sampled {coll_report.measured} collective cases on {world.size} ranks "
-                      f"({world.nodes} node{'s' if world.nodes > 1 else ''} x {world.local_size}) into {args.out} "
-                      f"({coll_report.existing} already there, {coll_report.remaining} left)")
-            if report is not None:
-                print(f"sampled {measured} kernels on {world.size} ranks in {time.monotonic() - start:.1f} s into "
-                      f"{args.out} ({report.existing} already there, {remaining} left, {failed} failed)")
+        _summary(args, world, start, report, coll_report)
     except ranks.Reported:  # rank 0 prints the error
         return 1
     except RuntimeError as err:  # torch.distributed's error when a peer is gone (gloo: "Connection reset")
@@ -275,6 +257,36 @@ def _distributed(args: argparse.Namespace, world: World, kernels: tuple[str, ...
     dist.barrier()
     dist.destroy_process_group()
     return 0
+
+
+def _world_problem(args: argparse.Namespace, world: World, collectives: bool) -> InputError | None:
+    """What is wrong with the torchrun world for these flags (None: nothing)."""
+    if args.nproc is not None and args.nproc != world.local_size:
+        return InputError(f"--nproc {args.nproc} but torchrun started {world.local_size} ranks per node "
+                          f"(WORLD_SIZE {world.size})",
+                          hint="drop --nproc under torchrun (its --nproc-per-node counts)")
+    if collectives and world.size < 2:
+        return InputError("collectives need at least 2 ranks; torchrun started 1",
+                          hint="torchrun --nproc-per-node 2 or more, or leave collectives out of --families")
+    return None
+
+
+def _summary(args: argparse.Namespace, world: World, start: float, report: Any, coll_report: Any) -> None:
+    """Every rank's counts gathered, and rank 0's summary of the collectives' and the kernels' runs."""
+    import torch.distributed as dist
+
+    mine = (report.measured, report.existing, report.remaining, len(report.failed)) if report else (0, 0, 0, 0)
+    totals: list[object] = [None] * world.size
+    dist.all_gather_object(totals, mine)
+    if world.rank == 0:
+        measured, remaining, failed = (sum(t[i] for t in totals) for i in (0, 2, 3))  # type: ignore[index]
+        if coll_report is not None:
+            print(f"sampled {coll_report.measured} collective cases on {world.size} ranks "
+                  f"({world.nodes} node{'s' if world.nodes > 1 else ''} x {world.local_size}) into {args.out} "
+                  f"({coll_report.existing} already there, {coll_report.remaining} left)")
+        if report is not None:
+            print(f"sampled {measured} kernels on {world.size} ranks in {time.monotonic() - start:.1f} s into "
+                  f"{args.out} ({report.existing} already there, {remaining} left, {failed} failed)")
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from llmp.commands.flags import add_quiet
+from llmp.commands.flags import add_quiet, add_residuals, residuals_of
 from llmp.dsl import add_set_argument
 from llmp.errors import InputError
 from llmp.progress import bar
@@ -46,12 +46,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--calibration", metavar="STACK.json",
                         help="apply a calibration written by llmp calibrate (same GPU and stack)")
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--residuals", metavar="DIR",
-                       help="residual store the shown configurations are predicted and ordered with, as llmp "
-                            "predict does (default: the store shipped for the spec's device)")
-    which.add_argument("--no-residuals", action="store_true",
-                       help="order by the roofline composition alone (what every configuration is priced by)")
+    add_residuals(parser, store_help="residual store the shown configurations are predicted and ordered with, as "
+                                     "llmp predict does (default: the store shipped for the spec's device)",
+                  bare_help="order by the roofline composition alone (what every configuration is priced by)")
     add_quiet(parser)
     add_set_argument(parser)
 
@@ -85,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         result = search(spec, gpus=_gpus(args.gpus), layouts=args.layouts, objective=args.objective,
                         max_memory=_memory(args.max_memory), gpu_hour_price=args.gpu_hour_price, top=args.top,
                         exhaustive=args.exhaustive, progress=advance, calibration=args.calibration,
-                        resolve=resolve, residuals=None if args.no_residuals else (args.residuals or "default"))
+                        resolve=resolve, residuals=residuals_of(args, bare=None))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

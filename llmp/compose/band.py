@@ -17,9 +17,9 @@ Where the width comes from:
    its kind (kernel or collective). The band names these families (``uncovered``).
 3. **What the ops cannot see** (overlap, the stack's and the host's per-step work): the
    *composition term*, a two-piece normal in log space with its own width below and above,
-   estimated by ``benchmarks/bands.py`` on the published runs in ``validation/`` with
-   leave-one-source-out cross-validation, and shipped in ``composition_term.json`` with that
-   provenance. It widens the band; the point prediction never reads it.
+   estimated by ``benchmarks/bands.py`` (:mod:`~llmp.compose.composition_estimate`) on the
+   published runs in ``validation/`` with leave-one-source-out cross-validation, and shipped in
+   ``composition_term.json`` with that provenance. It widens the band; the point prediction never reads it.
 
 Correlation: the same kernel runs in every layer and microbatch, so its error is shared across the
 step, not independent: each family (kernel family or collective kind) draws one log error for all
@@ -438,84 +438,3 @@ def with_term(log_t: np.ndarray, z: np.ndarray, errors: OpErrors, term: Composit
     return Band(low=low, high=high, level=level, draws=len(log_t), method="zero-shot", terms=tuple(terms),
                 uncovered=uncovered, log_draws=log_t, term_draws=z[:, -1])
 
-
-# -- estimating the composition term (benchmarks/bands.py) -------------------------------------
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Observed:
-    """One measured step with its zero-shot prediction's draws, for :func:`estimate_term`."""
-
-    point_s: float
-    measured_s: float
-    log_draws: np.ndarray
-    """``Band.log_draws`` of its prediction (the ops' errors only)."""
-    term_draws: np.ndarray
-    """``Band.term_draws``: where the composition term will be drawn from."""
-    source: str
-    group: str
-    """One stack on one cluster (e.g. source, GPU and stack): the unit of ``within``."""
-
-    def bounds(self, below: float, above: float, level: float) -> tuple[float, float]:
-        """The log band for a composition term of these widths."""
-        log_y = self.log_draws + two_piece(self.term_draws, below, above)
-        lo, hi = np.quantile(log_y, [(1 - level) / 2, (1 + level) / 2])
-        return float(lo), float(hi)
-
-    def inside(self, term: CompositionTerm, level: float) -> bool:
-        lo, hi = self.bounds(term.below, term.above, level)
-        return lo <= math.log(self.measured_s) <= hi
-
-
-def _needed(row: Observed, side: str, other: float, level: float, top: float = 8.0) -> float:
-    """The least width on ``side`` that brings the row's measurement inside (``inf``: none up to ``top``)."""
-    y = math.log(row.measured_s)
-
-    def ok(w: float) -> bool:
-        lo, hi = row.bounds(other, w, level) if side == "above" else row.bounds(w, other, level)
-        return y <= hi if side == "above" else y >= lo
-
-    if ok(0.0):
-        return 0.0
-    if not ok(top):
-        return math.inf
-    a, b = 0.0, top
-    while b - a > 1e-4:
-        mid = (a + b) / 2
-        a, b = (a, mid) if ok(mid) else (mid, b)
-    return b
-
-
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    order = np.argsort(values)
-    cum = np.cumsum(weights[order]) / weights.sum()
-    return float(values[order][min(int(np.searchsorted(cum, q - 1e-12)), len(values) - 1)])
-
-
-def estimate_term(rows: Sequence[Observed], *, level: float = LEVEL, source: str) -> CompositionTerm:
-    """The composition term that makes the band hold ``rows`` at ``level``, each tail missing at
-    most ``(1 - level) / 2`` of them, with every source weighing the same (a source with two
-    hundred runs of one stack must not set the band of every other stack). Widths are found per
-    tail (the upper given the lower, twice over), each the weighted quantile of the least width
-    every row needs. ``within``: the median over stacks-on-a-cluster (``Observed.group``, three
-    runs or more) of the spread of log(measured / point) around the group's own mean.
-    """
-    if not rows:
-        raise InputError("no measured steps to estimate the composition term on")
-    count: dict[str, int] = {}
-    for r in rows:
-        count[r.source] = count.get(r.source, 0) + 1
-    weights = np.asarray([1.0 / count[r.source] for r in rows])
-    tail = (1 - level) / 2
-    below = above = 0.0
-    for _ in range(2):
-        above = _weighted_quantile(np.asarray([_needed(r, "above", below, level) for r in rows]), weights, 1 - tail)
-        below = _weighted_quantile(np.asarray([_needed(r, "below", above, level) for r in rows]), weights, 1 - tail)
-    groups: dict[str, list[float]] = {}
-    for r in rows:
-        groups.setdefault(r.group, []).append(math.log(r.measured_s / r.point_s))
-    spreads = [float(np.std(v, ddof=1)) for v in groups.values() if len(v) >= 3]
-    within = float(np.median(spreads)) if spreads else 0.0
-    if not (math.isfinite(below) and math.isfinite(above)):
-        raise InputError("the composition term would need to be unbounded to hold these measurements",
-                         hint="some measurement lies more than a factor e^8 from its prediction: check its row")
-    return CompositionTerm(below=below, above=above, within=within, source=source,
-                           sources=tuple(sorted(count)))

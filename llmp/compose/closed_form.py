@@ -1,6 +1,6 @@
 """The step time as one SymPy expression of the spec's symbols (for sensitivity analysis).
 
-The simulated timeline (:mod:`~llmp.compose.schedule`) is exact for any stage times; this closed
+The simulated timeline (:mod:`~llmp.compose.timeline`) is exact for any stage times; this closed
 form replaces it by each schedule's makespan formula (its table entry's ``makespan``,
 :mod:`~llmp.analytic.schedules`), in terms of the per-chunk task times (``F``, ``B``, ``W``, the
 whole backward, DualPipe's pair), ``m`` microbatches, ``pp`` ranks and ``vp`` chunks per rank.

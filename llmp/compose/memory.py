@@ -202,13 +202,29 @@ def _classes(st: Structure) -> tuple[int, ...]:
     return tuple(seen.setdefault((c, g == last and st.mtp_layers > 0), len(seen)) for g, c in enumerate(st.chunk_kinds))
 
 
-def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
-    """Memory of the fullest GPU, over the pipeline ranks."""
-    ctx = Context.of(spec, st)
-    m, par, zero = spec.model, spec.parallel, spec.parallel.zero
-    dp, edp = ctx.groups["dp"].size, ctx.groups["expert_dp"].size
-    e = ctx.e
-    per_kind = chunk_kind_layers(spec, st)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Activations:
+    """What the activations of a rank are made of, the same for every rank: the bytes a chunk's
+    pass keeps until its backward, the working memory of the largest layer, the share offloaded,
+    and (where the passes differ or free in two steps) each rank's held bytes."""
+
+    per_kind: tuple[tuple[Any, ...], ...]
+    """Per chunk, its layers of each kind."""
+    chunk_bytes: list[Any]
+    """Per chunk, the bytes one pass keeps on the GPU until its backward."""
+    working: Any
+    """The working memory of the layer running (or of its reloaded activations)."""
+    share: Any
+    """The share of the kept activations offloaded to host memory."""
+    held: tuple[Any, ...] | None
+    """Per rank, the most bytes its passes hold at once (None: ``peak_in_flight`` passes of chunk 0)."""
+    mtp_kept: Any = 0
+    """What one prediction module's pass keeps."""
+
+
+def _activations(ctx: Context, st: Structure, p: Plan) -> _Activations:
+    """The activations of the plan's passes (see the module docstring)."""
+    per_kind = chunk_kind_layers(ctx.spec, st)
     kept_working = [kept_bytes(ctx, kind) for kind in st.kinds]
     working = vmax(*(w for _, w in kept_working)) if len(kept_working) > 1 else kept_working[0][1]
     share = offload.activation_fraction(ctx)
@@ -219,7 +235,7 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         working = vmax(working, reload)
         kept_working = [(k * (1 - share), w) for k, w in kept_working]
     chunk_bytes = [sum(n * k for n, (k, _) in zip(counts, kept_working)) for counts in per_kind]
-    mtp = st.mtp_layers
+    mtp_kept: Any = 0
     if st.mtp_kind is not None:
         mtp_kept, mtp_working = kept_bytes(ctx, st.mtp_kind)
         working = vmax(working, mtp_working)
@@ -230,32 +246,57 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         apart = [weight_grad_bytes(ctx, kind) for kind in st.kinds]
         waiting = [sum(n * a for n, a in zip(counts, apart)) for counts in per_kind]
         if st.mtp_kind is not None:
-            chunk_bytes[-1] += mtp * mtp_kept
-            waiting[-1] += mtp * weight_grad_bytes(ctx, st.mtp_kind)
+            chunk_bytes[-1] += st.mtp_layers * mtp_kept
+            waiting[-1] += st.mtp_layers * weight_grad_bytes(ctx, st.mtp_kind)
         held = in_flight(p, chunk_bytes, waiting, _classes(st))
     else:
         held = None if st.even else in_flight(p, chunk_bytes, classes=_classes(st))
-    sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
-    layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
-    layer = vmax(*layers) if len(layers) > 1 else layers[0]
+    return _Activations(per_kind=per_kind, chunk_bytes=chunk_bytes, working=working, share=share, held=held,
+                        mtp_kept=mtp_kept)
 
-    def split(params: shard.LocalParams, level: int, bytes_per: Any) -> Any:
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Holding:
+    """What every rank's parameters cost per parameter, and how ZeRO shards them: the numbers
+    :meth:`states` reads for each rank's layers."""
+
+    ctx: Context
+    sharded: int
+    """The ZeRO level: 1 shards optimizer states, 2 gradients too, 3 parameters too."""
+    dp: Any
+    edp: Any
+    """The expert data-parallel degree, which shards the experts' parameters."""
+    layer: Any
+    """The largest layer's parameters (gathered two at a time under ZeRO-3 and FSDP)."""
+    weight_bytes: int
+    grad_per: Any
+    state_per: int
+
+    @classmethod
+    def of(cls, ctx: Context, st: Structure) -> _Holding:
+        spec = ctx.spec
+        m, par, zero = spec.model, spec.parallel, spec.parallel.zero
+        sharded = {ZeroStage.NONE: 0, ZeroStage.Z1: 1, ZeroStage.Z2: 2, ZeroStage.Z3: 3, ZeroStage.FSDP: 3}[zero]
+        layers = [shard.layer(m, par, kind, st.q_compressed).total for kind in st.kinds]
+        layer = vmax(*layers) if len(layers) > 1 else layers[0]
+        return cls(ctx=ctx, sharded=sharded, dp=ctx.groups["dp"].size, edp=ctx.groups["expert_dp"].size,
+                   layer=layer, weight_bytes=_weight_bytes(spec, ctx.e), grad_per=grad_bytes(ctx),
+                   state_per=_state_bytes(spec))
+
+    def split(self, params: shard.LocalParams, level: int, bytes_per: Any) -> Any:
         """``bytes_per`` of each parameter a rank holds, less what ZeRO stage ``level`` or above shards."""
-        return bytes_per * (params.dense / (dp if sharded >= level else 1)
-                            + params.expert / (edp if sharded >= level else 1))
+        return bytes_per * (params.dense / (self.dp if self.sharded >= level else 1)
+                            + params.expert / (self.edp if self.sharded >= level else 1))
 
-    weight_bytes, grad_per, state_per = _weight_bytes(spec, e), grad_bytes(ctx), _state_bytes(spec)
-    overhead = _overhead(st)
-
-    t = spec.train
-
-    def states(first: bool, last: bool, counts: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:
+    def states(self, first: bool, last: bool, counts: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:
         """(weights, gradients, optimizer states, what is offloaded of them) of a rank holding
         ``counts`` layers of each kind on the GPU, and in host memory (:mod:`llmp.analytic.offload`):
         the optimizer's fraction, the sharded gradients but a bucket, the sharded parameters."""
+        ctx, spec, st, e, split = self.ctx, self.ctx.spec, self.ctx.st, self.ctx.e, self.split
+        m, par, t, sharded = spec.model, spec.parallel, spec.train, self.sharded
         params = shard.rank(m, par, pp=st.pp, layers=counts, first=first, last=last, vocab=ctx.vocab,
                             kinds_present=st.kinds, mtp_kind=st.mtp_kind, q_compressed=st.q_compressed)
-        gathered = 2 * layer * e if sharded == 3 else 0
+        gathered = 2 * self.layer * e if sharded == 3 else 0
         if _fsdp(spec):
             # The root module's own parameters (embedding, final norm, head) are gathered from the
             # start of the forward to the end of the backward: FSDP1 keeps the root unsharded after
@@ -270,10 +311,10 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
         if ctx.tuning.frozen:
             # LoRA: the frozen base in its load dtype beside the adapters (llmp.analytic.finetune),
             # which alone have gradients and optimizer states
-            weights = split(params, 3, e) + split(trained, 3, weight_bytes)
+            weights = split(params, 3, e) + split(trained, 3, self.weight_bytes)
         else:
-            weights = split(params, 3, weight_bytes)
-        grads, optimizer = split(trained, 2, grad_per), split(trained, 1, state_per)
+            weights = split(params, 3, self.weight_bytes)
+        grads, optimizer = split(trained, 2, self.grad_per), split(trained, 1, self.state_per)
         host = t.offload_optimizer * optimizer
         optimizer = optimizer - host
         if t.offload_grads:
@@ -283,30 +324,43 @@ def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
             host, weights = host + weights, 0
         return weights + gathered + _lowp_copies(ctx, counts, sharded == 3), grads, optimizer, host
 
+
+def memory(spec: Spec, st: Structure, p: Plan) -> Memory:
+    """Memory of the fullest GPU, over the pipeline ranks."""
+    ctx = Context.of(spec, st)
+    par, mtp = spec.parallel, st.mtp_layers
+    a = _activations(ctx, st, p)
+    holding = _Holding.of(ctx, st)
+    overhead = _overhead(st)
     # Ranks holding the same layers at the same end of the pipeline hold the same parameters, worked
     # out once: the middle ranks of a deep pipeline differ only in their activations.
     held_states: dict[tuple[bool, bool, tuple[Any, ...]], tuple[Any, Any, Any, Any]] = {}
     capacity = spec.cluster.gpu.memory
     ranks: list[tuple[Any, ...]] = []  # per rank: the fields of its Memory, in order, and its total
     for r, (first, last, chunks) in enumerate(_ranks(st)):
-        mine = [per_kind[g] for g in chunks]
+        mine = [a.per_kind[g] for g in chunks]
         counts = tuple(sum(c[k] for c in mine) for k in range(len(st.kinds)))
         if (first, last, counts) not in held_states:
-            held_states[first, last, counts] = states(first, last, counts)
+            held_states[first, last, counts] = holding.states(first, last, counts)
         weights, grads, optimizer, host = held_states[first, last, counts]
-        acts = p.peak_in_flight[r] * chunk_bytes[0] if held is None else held[r]
+        acts = p.peak_in_flight[r] * a.chunk_bytes[0] if a.held is None else a.held[r]
         logits = logits_bytes(ctx) * ctx.tokens * ctx.vocab / par.tp if last else 0
         if last and mtp:
             # Each prediction module keeps its layer and its own logits for its loss's backward.
             if not p.splits_w:  # else counted with the last chunk's passes
-                acts = acts + p.peak_in_flight[r] * mtp * mtp_kept
+                acts = acts + p.peak_in_flight[r] * mtp * a.mtp_kept
             logits = logits * (1 + mtp)
-        activations = acts + working
-        if share:  # what the rank's in-flight passes keep on the host instead (share < 1: rules.py)
-            host = host + acts * share / (1 - share)
+        activations = acts + a.working
+        if a.share:  # what the rank's in-flight passes keep on the host instead (share < 1: rules.py)
+            host = host + acts * a.share / (1 - a.share)
         # Memory.total, in its order
         ranks.append((weights, grads, optimizer, activations, logits, r, host,
                       weights + grads + optimizer + activations + logits + overhead))
+    return _fullest(ranks, overhead, capacity)
+
+
+def _fullest(ranks: list[tuple[Any, ...]], overhead: Any, capacity: Any) -> Memory:
+    """The fullest of the ranks' rows (per configuration over a sweep)."""
     fullest = ranks[0]
     if not any(isinstance(x[-1], np.ndarray) for x in ranks):
         for row in ranks[1:]:

@@ -3,7 +3,7 @@
 Past its warm-up, a schedule's order repeats: ``q`` more microbatches (:attr:`Entry.period
 <llmp.analytic.schedules.Entry.period>`) add one *round* to each rank's order, the previous round's
 tasks with their microbatches shifted by ``q``, placed before the cool-down, whose tasks shift by
-``q`` too. The timeline is max-plus (:func:`~llmp.compose.schedule.simulate`: a node ends at the
+``q`` too. The timeline is max-plus (:func:`~llmp.compose.timeline.simulate`: a node ends at the
 later of its rank's previous node and its dependency, plus its duration), so:
 
   if, in a plan of ``m'`` microbatches, the last ``c`` rounds (``R``) end exactly ``delta`` later
@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic.schedules import entry
-from llmp.compose.schedule import Plan, end_times, ends, nodes, plan
+from llmp.compose.schedule import Plan, nodes, plan
+from llmp.compose.timeline import end_times, ends
 from llmp.spec.spec import Schedule
 
 TOL = 1e-12

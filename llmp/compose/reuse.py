@@ -5,7 +5,7 @@ warm ``predict`` of an unchanged spec should cost only what changed. Each stage 
 function of its key, so a hit returns what a fresh computation would, bit for bit:
 
 * the pipeline plan and its compiled timeline (:func:`~llmp.compose.schedule.plan`,
-  :func:`~llmp.compose.schedule.waves`): on the schedule, ``pp``, ``vp``, microbatches and group,
+  :func:`~llmp.compose.timeline.waves`): on the schedule, ``pp``, ``vp``, microbatches and group,
   the structure alone; any other number may change;
 * the structure and the operator graph (:func:`graph`): on the model, train and parallel
   sections and the cluster's shape (nodes, GPUs per node, NVLink domain). The graph reads no

@@ -36,7 +36,8 @@ from llmp.compose.overlap import (
     rank_tail,
 )
 from llmp.compose.periodic import rank_end
-from llmp.compose.schedule import Key, Kind, Plan, Timeline, plan, simulate
+from llmp.compose.schedule import Key, Kind, Plan, plan
+from llmp.compose.timeline import Timeline, simulate
 from llmp.spec.spec import Schedule
 
 

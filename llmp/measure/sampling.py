@@ -226,20 +226,7 @@ def run(config: SampleConfig) -> SampleReport:
     if world is not None:
         meta.update(rank=world.rank, world=world.size, ranks_per_node=world.local_size)
     plan = design.design(config.families, ranges, tuple(dtypes), config.seed, config.per_family, config.per_stratum)
-    done, error = set(), None
-    try:
-        check_device(config.out, meta)
-        for f in config.families:
-            done |= done_keys(config.out, f, meta)
-    except LlmpError as err:
-        error = err
-    if world is not None:  # every rank's view of DIR (a node-local DIR holds that node's rows only)
-        ranks.agree(error)
-        views: list[object] = [None] * world.size
-        torch.distributed.all_gather_object(views, sorted(done))
-        done = set().union(*(set(v) for v in views))  # type: ignore[call-overload]
-    elif error is not None:
-        raise error
+    done = _done(config, meta, world)
     todo = [c for c in plan if c.key not in done]
     existing = len(plan) - len(todo)
     if world is not None:
@@ -266,6 +253,26 @@ def run(config: SampleConfig) -> SampleReport:
             a.close()
     return SampleReport(measured=measured, existing=existing, failed=tuple(failed), remaining=len(todo) - measured,
                         files=tuple(a.path for a in appenders.values()), elapsed_s=time.monotonic() - start, meta=meta)
+
+
+def _done(config: SampleConfig, meta: dict[str, object], world: ranks.World | None) -> set[str]:
+    """The keys of the cases ``config.out`` already holds for this device, as every rank sees them
+    (a node-local directory holds that node's rows only); an error on any rank stops them all."""
+    done, error = set(), None
+    try:
+        check_device(config.out, meta)
+        for f in config.families:
+            done |= done_keys(config.out, f, meta)
+    except LlmpError as err:
+        error = err
+    if world is not None:  # every rank's view of DIR (a node-local DIR holds that node's rows only)
+        ranks.agree(error)
+        views: list[object] = [None] * world.size
+        torch.distributed.all_gather_object(views, sorted(done))
+        done = set().union(*(set(v) for v in views))  # type: ignore[call-overload]
+    elif error is not None:
+        raise error
+    return done
 
 
 def _measure(case: design.Case, dev: torch.device, cache: int, config: SampleConfig,

@@ -159,58 +159,97 @@ def plan(spec: str | os.PathLike[str], *, tokens: str | float, gpus: int | None 
     facility = Facility(**{k: v for k, v in (("node_overhead", node_overhead), ("pue", pue),
                                              ("grid_g_per_kwh", grid_intensity)) if v is not None})
     base = dsl.load(source, list(sets))
-    if n_tokens < float(base.tokens_per_step):
-        raise InputError(f"{format_count(n_tokens)} tokens is less than one step ({format_count(base.tokens_per_step)} "
-                         f"tokens: global batch {base.train.global_batch} x seq_len {base.model.seq_len})",
-                         hint="plan at least one step's tokens, or predict the step itself: llmp predict SPEC")
-    measured_on = None if deadline is not None else int(base.world_size) if gpus is None else gpus
-    run = RunModel(failures=FailureModel.published() if mttf is None else FailureModel.from_mttf(
-                       *parse_mttf(mttf, measured_on)),
-                   checkpoint_mode=_mode(checkpoint), storage_bandwidth=parse_bandwidth(storage_bandwidth),
-                   interval_s=None if checkpoint_interval is None else parse_duration(checkpoint_interval),
-                   relaunch_s=parse_duration(restart, allow_zero=True, most=30 * DAY), facility=facility)
+    _check_tokens(n_tokens, base)
+    run = _run_model(base, gpus=gpus, deadline=deadline, mttf=mttf, checkpoint=checkpoint,
+                     storage_bandwidth=storage_bandwidth, checkpoint_interval=checkpoint_interval, restart=restart,
+                     facility=facility)
     tdp = float(base.cluster.gpu.tdp)
     power(power_model, tdp, 1.0, idle_fraction)  # reject a bad power model before searching
-    seen: dict[int, Estimate | None] = {}
-    residual_id = ["roofline only (no residual models)"]
-
-    def at(n: int) -> Estimate | None:
-        if n not in seen:
-            found = _estimate(source, sets, n, residuals, run)
-            seen[n] = None if found is None else found[0]
-            if found is not None:
-                residual_id[0] = found[1]
-        return seen[n]
-
+    at = _Estimates(source, sets, residuals, run)
     deadline_s = None if deadline is None else parse_duration(deadline)
     considered: list[int] = []
     notes: list[str] = []
     if deadline_s is None:
-        count = int(base.world_size) if gpus is None else _gpu_count(gpus, "--gpus")
-        chosen = at(count)
-        if chosen is None:
-            raise InfeasibleError(f"no layout of the searched space runs on {count} GPUs",
-                                  hint="try another --gpus "
-                                       "(llmp search SPEC --gpus N lists why each layout is dropped)")
-        mode = "gpus"
+        chosen, mode = _on(base, gpus, at), "gpus"
     else:
         chosen, considered = _deadline(base, n_tokens, deadline_s, max_gpus, at, run, notes, progress)
         mode = "deadline"
     for n in curve:
         at(_gpu_count(n, "a curve point"))
-    scanned = tuple(e for n in sorted(seen) if (e := seen[n]) is not None)
-    unlayable = tuple(sorted(n for n, e in seen.items() if e is None))
-    notes.append("layouts: tp within the NVLink domain, sequence parallelism with tp, the spec's ZeRO stage, "
-                 f"pp <= {layouts.PP_LIMIT}; cp stays the spec's ({base.parallel.cp}); ranked by search's "
-                 "roofline composition, then predicted with residual models")
+    notes.append(_layouts_note(base))
     return Plan(source=source, tokens=n_tokens, mode=mode, deadline_s=deadline_s,
                 runner_up=_runner_up(source, sets, chosen, residuals),
                 price_per_gpu_hour=price_per_gpu_hour, chosen=chosen,
                 power=power(power_model, tdp, chosen.busy, idle_fraction), considered=tuple(considered),
-                scanned=scanned, unlayable=unlayable,
+                scanned=at.scanned(), unlayable=at.unlayable(),
                 global_batch=(f"kept at the spec's {int(base.train.global_batch)} sequences at every GPU count "
                               "(a hyper-parameter of the run, not of the cluster)"),
-                residuals=residual_id[0], seconds=time.perf_counter() - start, notes=tuple(notes), run=run)
+                residuals=at.residual_id, seconds=time.perf_counter() - start, notes=tuple(notes), run=run)
+
+
+def _layouts_note(base: Spec) -> str:
+    """What the layouts the plan chose from are."""
+    return ("layouts: tp within the NVLink domain, sequence parallelism with tp, the spec's ZeRO stage, "
+            f"pp <= {layouts.PP_LIMIT}; cp stays the spec's ({base.parallel.cp}); ranked by search's "
+            "roofline composition, then predicted with residual models")
+
+
+def _check_tokens(n_tokens: float, base: Spec) -> None:
+    """``InputError`` unless the run trains at least one step's tokens."""
+    if n_tokens < float(base.tokens_per_step):
+        raise InputError(f"{format_count(n_tokens)} tokens is less than one step ({format_count(base.tokens_per_step)} "
+                         f"tokens: global batch {base.train.global_batch} x seq_len {base.model.seq_len})",
+                         hint="plan at least one step's tokens, or predict the step itself: llmp predict SPEC")
+
+
+def _run_model(base: Spec, *, gpus: int | None, deadline: str | float | None, mttf: str | None,
+               checkpoint: Mode | str, storage_bandwidth: str | float, checkpoint_interval: str | float | None,
+               restart: str | float, facility: Facility) -> RunModel:
+    """The run as it goes: failures (an MTTF given on the GPU count planned on, unless a deadline
+    chooses it), checkpoints, relaunches and the facility."""
+    measured_on = None if deadline is not None else int(base.world_size) if gpus is None else gpus
+    return RunModel(failures=FailureModel.published() if mttf is None else FailureModel.from_mttf(
+                        *parse_mttf(mttf, measured_on)),
+                    checkpoint_mode=_mode(checkpoint), storage_bandwidth=parse_bandwidth(storage_bandwidth),
+                    interval_s=None if checkpoint_interval is None else parse_duration(checkpoint_interval),
+                    relaunch_s=parse_duration(restart, allow_zero=True, most=30 * DAY), facility=facility)
+
+
+class _Estimates:
+    """The plan at each GPU count asked for, each estimated once (None: no layout runs there), and
+    the residual store the estimates used."""
+
+    def __init__(self, source: str, sets: Sequence[str], residuals: object, run: RunModel) -> None:
+        self.source, self.sets, self.residuals, self.run = source, sets, residuals, run
+        self.seen: dict[int, Estimate | None] = {}
+        self.residual_id = "roofline only (no residual models)"
+
+    def __call__(self, n: int) -> Estimate | None:
+        if n not in self.seen:
+            found = _estimate(self.source, self.sets, n, self.residuals, self.run)
+            self.seen[n] = None if found is None else found[0]
+            if found is not None:
+                self.residual_id = found[1]
+        return self.seen[n]
+
+    def scanned(self) -> tuple[Estimate, ...]:
+        """The estimates made, by GPU count."""
+        return tuple(e for n in sorted(self.seen) if (e := self.seen[n]) is not None)
+
+    def unlayable(self) -> tuple[int, ...]:
+        """The GPU counts no layout runs on."""
+        return tuple(sorted(n for n, e in self.seen.items() if e is None))
+
+
+def _on(base: Spec, gpus: int | None, at: _Estimates) -> Estimate:
+    """The plan on ``gpus`` GPUs (None: the spec's own count), else ``InfeasibleError``."""
+    count = int(base.world_size) if gpus is None else _gpu_count(gpus, "--gpus")
+    chosen = at(count)
+    if chosen is None:
+        raise InfeasibleError(f"no layout of the searched space runs on {count} GPUs",
+                              hint="try another --gpus "
+                                   "(llmp search SPEC --gpus N lists why each layout is dropped)")
+    return chosen
 
 
 def _mode(value: object) -> Mode:
@@ -221,7 +260,7 @@ def _mode(value: object) -> Mode:
                          hint=f"use one of: {', '.join(m.value for m in Mode)}") from None
 
 
-def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: object, run: RunModel,
+def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: _Estimates, run: RunModel,
               notes: list[str], progress: Progress | None = None) -> tuple[Estimate, list[int]]:
     """The first considered count, from the compute lower bound up, whose best layout finishes in
     time, failures and checkpoints included."""
@@ -249,7 +288,7 @@ def _deadline(base: Spec, tokens: float, deadline_s: float, max_gpus: int, at: o
     best_seen: tuple[float, int] | None = None
     for i, n in enumerate(counts):
         tick(progress, i, len(counts))
-        est = at(n)  # type: ignore[operator]
+        est = at(n)
         if est is None:
             continue
         wall = run.goodput(est, tokens).wall_s[0]

@@ -293,38 +293,46 @@ class Plan:
         }
 
     def to_table(self) -> str:
-        c = self.chosen
+        return "\n".join([*self._totals_lines(), *self._run_lines(), *self._note_lines(), *self._layout_lines(),
+                          *self._scan_lines(), *self._footer_lines()])
+
+    def _totals_lines(self) -> list[str]:
+        """The headline and the run's totals as if nothing failed."""
         hours, kwh, cost = self.gpu_hours, self.energy_kwh, self.cost
-
-        def rng(v: tuple[float, ...], fmt: str | Callable[[float], str]) -> str:
-            show = fmt if callable(fmt) else (lambda x: f"{x:{fmt}}")
-            return f"{show(v[0])}   band [{show(v[1])}, {show(v[2])}]"
-
         head = f"plan for {format_count(self.tokens)} tokens of {self.source} on {plural(self.gpus, 'GPU')}"
         if self.deadline_s is not None:
             head += f" (fewest of those considered that finish within {self.deadline_s / DAY:.4g} days)"
         lines = [head, ""]
-        lines.append(f"wall clock     {rng(self.wall_s, format_time)}")
-        lines.append(f"GPU-hours      {rng(hours, format_count)}")
-        lines.append(f"energy         {rng(kwh, format_count)} kWh   ({self.power.watts:.0f} W per GPU)")
+        lines.append(f"wall clock     {_rng(self.wall_s, format_time)}")
+        lines.append(f"GPU-hours      {_rng(hours, format_count)}")
+        lines.append(f"energy         {_rng(kwh, format_count)} kWh   ({self.power.watts:.0f} W per GPU)")
         if cost is not None:
-            lines.append(f"cost           {rng(cost, ',.0f')}   at {self.price_per_gpu_hour:g} per GPU-hour")
-        g, ck = self.goodput, c.checkpoint
-        ettr = g.ettr
-        lines += ["", "as runs really go (failures, checkpoints, restarts)",
-                  f"wall clock     {rng(g.wall_s, format_time)} with failures "
-                  f"(effective training time {ettr[0]:.1%}, band [{ettr[1]:.1%}, {ettr[2]:.1%}])",
-                  f"GPU-hours      {rng(self.gpu_hours_with_failures, format_count)}",
-                  f"failures       MTTF {format_time(g.mttf_s[0])} on {plural(self.gpus, 'GPU')}, "
-                  f"{format_count(g.failures[0])} expected over the run",
-                  f"checkpoints    {format_bytes(ck.bytes)} every {format_time(g.interval_s[0])} of work "
-                  f"({'async' if ck.asynchronous else 'sync'}: {format_time(ck.blocking_s)} blocked each); restart "
-                  f"{format_time(ck.restart_s)}",
-                  f"facility       {rng(self.facility_energy_kwh, format_count)} kWh   CO2 "
-                  f"{rng(self.co2_tonnes, format_count)} t"]
-        lines.append(f"step           {format_time(c.step_time_s)}   band [{format_time(c.step_band_s[0])}, "
-                     f"{format_time(c.step_band_s[1])}]   {format_count(c.tokens_per_step)} tokens/step, "
-                     f"{format_count(self.steps)} steps, MFU {c.mfu:.1%}")
+            lines.append(f"cost           {_rng(cost, ',.0f')}   at {self.price_per_gpu_hour:g} per GPU-hour")
+        return lines
+
+    def _run_lines(self) -> list[str]:
+        """The run as it really goes (failures, checkpoints, restarts, the facility), and its step."""
+        c, g = self.chosen, self.goodput
+        ck, ettr = c.checkpoint, g.ettr
+        return ["", "as runs really go (failures, checkpoints, restarts)",
+                f"wall clock     {_rng(g.wall_s, format_time)} with failures "
+                f"(effective training time {ettr[0]:.1%}, band [{ettr[1]:.1%}, {ettr[2]:.1%}])",
+                f"GPU-hours      {_rng(self.gpu_hours_with_failures, format_count)}",
+                f"failures       MTTF {format_time(g.mttf_s[0])} on {plural(self.gpus, 'GPU')}, "
+                f"{format_count(g.failures[0])} expected over the run",
+                f"checkpoints    {format_bytes(ck.bytes)} every {format_time(g.interval_s[0])} of work "
+                f"({'async' if ck.asynchronous else 'sync'}: {format_time(ck.blocking_s)} blocked each); restart "
+                f"{format_time(ck.restart_s)}",
+                f"facility       {_rng(self.facility_energy_kwh, format_count)} kWh   CO2 "
+                f"{_rng(self.co2_tonnes, format_count)} t",
+                f"step           {format_time(c.step_time_s)}   band [{format_time(c.step_band_s[0])}, "
+                f"{format_time(c.step_band_s[1])}]   {format_count(c.tokens_per_step)} tokens/step, "
+                f"{format_count(self.steps)} steps, MFU {c.mfu:.1%}"]
+
+    def _note_lines(self) -> list[str]:
+        """What the reader should know of the choice: a band that misses the deadline, a cheaper
+        count, more GPUs that are slower."""
+        c, lines = self.chosen, []
         if self.deadline_s is not None and self.goodput.wall_s[2] > self.deadline_s:
             lines.append(f"note: the slow end of the band ({format_time(self.goodput.wall_s[2])} with failures) "
                          "misses the deadline")
@@ -339,12 +347,17 @@ class Plan:
         for small, large in self.slower_with_more:
             lines.append(f"note: {plural(large.gpus, 'GPU')} are slower than {small.gpus}: with the global batch kept, "
                          "each replica gets fewer microbatches (a larger pipeline bubble) and communicates more")
+        return lines
+
+    def _layout_lines(self) -> list[str]:
+        """The chosen layout, its memory, the search that found it, and the runner-up."""
+        c = self.chosen
         shown = ("parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vp", "train.micro_batch",
                  "train.recompute", "parallel.sequence_parallel", "parallel.zero")
         layout = "  ".join(f"{p.split('.')[-1]}={_word(c.config[p])}" for p in shown if p in c.config)
-        lines += ["", f"layout         {layout}",
-                  f"memory/GPU     {format_bytes(c.memory_per_gpu_bytes, binary=True)}",
-                  (f"searched       {c.space} layouts, {c.checked} checked, {c.evaluated} evaluated "
+        lines = ["", f"layout         {layout}",
+                 f"memory/GPU     {format_bytes(c.memory_per_gpu_bytes, binary=True)}",
+                 (f"searched       {c.space} layouts, {c.checked} checked, {c.evaluated} evaluated "
                   "(branch-and-bound on a step-time lower bound)")]
         r = self.runner_up
         if r is not None:
@@ -356,22 +369,39 @@ class Plan:
                 verdict += "; predicted faster than the layout above, which search's roofline ranked first"
             lines.append(f"runner-up      {format_time(r.step_time_s)} [{format_time(r.step_band_s[0])}, "
                          f"{format_time(r.step_band_s[1])}], {verdict} (--set {' --set '.join(r.overrides)})")
-        if len(self.scanned) > 1:
-            lines += ["", "GPU count scan (best layout at each)"]
-            rows = [(e.gpus, e) for e in self.scanned] + [(n, None) for n in self.unlayable]
-            for n, e in sorted(rows, key=lambda r: r[0]):
-                if e is None:
-                    lines.append(f"  {n:>7} GPUs  no layout of the searched space runs")
-                    continue
-                wall = self.run.goodput(e, self.tokens).wall_s
-                mark = "" if self.deadline_s is None else ("  meets deadline" if wall[0] <= self.deadline_s else "")
-                lines.append(f"  {n:>7} GPUs  {format_time(wall[0]):>9}  {format_count(n * wall[0] / 3600):>9} "
-                             f"GPU-hours (with failures){mark}")
-        lines += ["", f"reproduce the step: llmp predict {self.source} " + " ".join(
+        return lines
+
+    def _scan_lines(self) -> list[str]:
+        """The best layout at each GPU count scanned, when more than one was."""
+        if len(self.scanned) <= 1:
+            return []
+        lines = ["", "GPU count scan (best layout at each)"]
+        rows = [(e.gpus, e) for e in self.scanned] + [(n, None) for n in self.unlayable]
+        for n, e in sorted(rows, key=lambda r: r[0]):
+            if e is None:
+                lines.append(f"  {n:>7} GPUs  no layout of the searched space runs")
+                continue
+            wall = self.run.goodput(e, self.tokens).wall_s
+            mark = "" if self.deadline_s is None else ("  meets deadline" if wall[0] <= self.deadline_s else "")
+            lines.append(f"  {n:>7} GPUs  {format_time(wall[0]):>9}  {format_count(n * wall[0] / 3600):>9} "
+                         f"GPU-hours (with failures){mark}")
+        return lines
+
+    def _footer_lines(self) -> list[str]:
+        """How to reproduce the step, and where each assumption comes from."""
+        c, g = self.chosen, self.goodput
+        lines = ["", f"reproduce the step: llmp predict {self.source} " + " ".join(
             f"--set {s!r}" if " " in s else f"--set {s}" for s in c.overrides)]
         lines += [f"global batch: {self.global_batch}", f"power: {self.power.describe()}",
-                  f"failures: {g.failure_model}", f"checkpoints: {ck.describe()}; interval: {g.interval_rule}",
+                  f"failures: {g.failure_model}",
+                  f"checkpoints: {c.checkpoint.describe()}; interval: {g.interval_rule}",
                   f"energy: {self.run.facility.describe()}",
                   f"residuals: {self.residuals}"]
         lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return lines
+
+
+def _rng(v: tuple[float, ...], fmt: str | Callable[[float], str]) -> str:
+    """A value and its band: ``v`` is (point, low, high)."""
+    show = fmt if callable(fmt) else (lambda x: f"{x:{fmt}}")
+    return f"{show(v[0])}   band [{show(v[1])}, {show(v[2])}]"

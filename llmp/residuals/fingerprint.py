@@ -24,7 +24,7 @@ SCALAR_NUMBERS = ("mem_bandwidth", "sms", "clock", "l2_cache", "launch_overhead"
 
 def numbers(device: Device) -> dict[str, Any]:
     """The spec numbers a device's features and rooflines are computed from (``features.py``,
-    ``kernels.ceiling``, ``kernels.roofline``): peaks, measured ceilings, bandwidth, SMs, clock,
+    ``roofline.ceiling``, ``roofline.roofline``): peaks, measured ceilings, bandwidth, SMs, clock,
     cache, launch cost, and the architecture whose tiles quantize its kernels."""
     def rates(table: Any) -> dict[str, float]:
         return {str(k): float(v) for k, v in sorted(table.items())}

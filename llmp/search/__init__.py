@@ -22,6 +22,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -97,66 +98,120 @@ def search(spec: Spec, *, gpus: Sequence[int] = (), layouts: bool = False,
         resolve = resolution_of(spec)
     built = engine.build(spec, gpus, layouts, resolve)
     grid, spec = built.grid, built.spec
-    notes = built.notes
+    calibration, notes = _calibrated(spec, calibration, built.notes)
+    gpus_col = _world(spec, grid)
+    varies_gpus = len(np.unique(gpus_col[grid.reasons() == ""])) > 1
+    x_name = "gpus" if varies_gpus else "cost"
+    c = _compose(spec, grid, bounded=not (exhaustive or top is None or not (gpus or layouts)), objective=objective,
+                 top=top, max_memory=max_memory, gpus=gpus_col, gpu_hour_price=gpu_hour_price, pareto_x=x_name,
+                 calibration=calibration, progress=progress)
+    r = _rank(spec, grid, c, gpus_col, varies_gpus, objective=objective, top=top, max_memory=max_memory,
+              gpu_hour_price=gpu_hour_price)
+    ranked = [r.table.candidate(int(i)) for i in r.shown]
+    store = ""
+    if residuals is not None and ranked:
+        numeric = frozenset(specpath.paths(spec))
+        ranked, store = _by_prediction(spec, grid, r.shown, numeric, ranked, objective, residuals, calibration)
+    dropped = Counter(str(x) for x in c.reasons[(c.reasons != "") & ~c.pruned])
+    return SearchResult(
+        source=spec.source, objective=objective, axes=tuple((a.path, a.values) for a in built.axes),
+        columns=_shown(grid), size=grid.size,
+        feasible=len(r.good), groups=c.groups, pruned=int(np.count_nonzero(c.pruned)), infeasible=dict(dropped),
+        ranked=tuple(ranked), ranked_by=store,
+        pareto=tuple(r.table.candidate(int(i)) for i in r.front), pareto_axes=(x_name, "step_time_s"),
+        seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
+        gpu_hour_price=gpu_hour_price, notes=notes)
+
+
+def _calibrated(spec: Spec, calibration: Any, notes: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+    """The calibration read and checked against ``spec`` (None: none), and the notes that say so."""
     if calibration is not None:
         calibration = as_calibration(calibration)
         calibration.check(spec)
         notes += (f"calibrated by {calibration.id} ({calibration.rows} measured steps of {calibration.stack} on "
                   f"{calibration.gpu}, roofline basis)",)
-    gpus_col = _world(spec, grid)
-    candidates = grid.reasons() == ""
-    varies_gpus = len(np.unique(gpus_col[candidates])) > 1
-    x_name = "gpus" if varies_gpus else "cost"
-    pruned = np.zeros(grid.size, dtype=bool)
-    if exhaustive or top is None or not (gpus or layouts):
+    return calibration, notes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Composed:
+    """The grid as composed: its columns (NaN where not composed), why each configuration cannot
+    run, which the branch and bound left out, and how many were composed."""
+
+    values: dict[str, np.ndarray]
+    reasons: np.ndarray
+    pruned: np.ndarray
+    groups: int
+
+
+def _compose(spec: Spec, grid: Grid, *, bounded: bool, objective: Objective, top: int | None,
+             max_memory: float | None, gpus: np.ndarray, gpu_hour_price: float, pareto_x: str,
+             calibration: Any, progress: Progress | None) -> _Composed:
+    """Every runnable configuration composed, or with ``bounded`` only those that can reach the
+    ranking or the Pareto front (:mod:`llmp.search.prune`)."""
+    if not bounded:
         reasons = engine.feasibility(spec, grid, max_memory)
         runnable = np.flatnonzero(reasons == "")
         values, groups = engine.evaluate_grid(spec, grid, runnable, progress, calibration)
         failed = runnable[~values["feasible"][runnable]]
         reasons[failed] = "infeasible layout"
-    else:
-        found = prune.search(spec, grid, objective=objective, top=top, max_memory=max_memory, gpus=gpus_col,
-                             tokens=_column(spec, grid, "train.global_batch") * _column(spec, grid, "model.seq_len"),
-                             gpu_hour_price=gpu_hour_price, pareto_x=x_name, calibration=calibration,
-                             progress=progress)
-        values, reasons, pruned = found.values, found.reasons, found.pruned
-        groups = int(np.count_nonzero(~np.isnan(values["step_time_s"])))
+        return _Composed(values=values, reasons=reasons, pruned=np.zeros(grid.size, dtype=bool), groups=groups)
+    assert top is not None
+    found = prune.search(spec, grid, objective=objective, top=top, max_memory=max_memory, gpus=gpus,
+                         tokens=_column(spec, grid, "train.global_batch") * _column(spec, grid, "model.seq_len"),
+                         gpu_hour_price=gpu_hour_price, pareto_x=pareto_x, calibration=calibration,
+                         progress=progress)
+    return _Composed(values=found.values, reasons=found.reasons, pruned=found.pruned,
+                     groups=int(np.count_nonzero(~np.isnan(found.values["step_time_s"]))))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Table:
+    """The composed columns a candidate is read from."""
+
+    grid: Grid
+    values: dict[str, np.ndarray]
+    gpus: np.ndarray
+    cost: np.ndarray
+
+    def candidate(self, i: int, predicted: float | None = None) -> Candidate:
+        values = self.values
+        config = {p: _plain(self.grid.columns[p][i]) for p in self.grid.columns}
+        return Candidate(config=config, step_time_s=float(values["step_time_s"][i]),
+                         tokens_per_s=float(values["tokens_per_s"][i]), mfu=float(values["mfu"][i]),
+                         memory_per_gpu_bytes=float(values["memory_per_gpu_bytes"][i]), gpus=int(self.gpus[i]),
+                         cost=float(self.cost[i]), predicted_step_time_s=predicted)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Ranking:
+    """The configurations that fit, the ``top`` of them in order, and the Pareto front."""
+
+    table: _Table
+    good: np.ndarray
+    shown: np.ndarray
+    front: np.ndarray
+
+
+def _rank(spec: Spec, grid: Grid, c: _Composed, gpus: np.ndarray, varies_gpus: bool, *, objective: Objective,
+          top: int | None, max_memory: float | None, gpu_hour_price: float) -> _Ranking:
+    """The composed configurations that fit in memory (the rest marked out of memory in
+    ``c.reasons``), ranked by ``objective``, and their front of step time against the GPUs (when
+    they vary) or the cost."""
+    values = c.values
     mem = values["memory_per_gpu_bytes"]
     limit = engine.memory_limit(spec, grid, max_memory)
     ok = values["feasible"] & (mem <= limit)
-    engine.mark_oom(reasons, values["feasible"] & ~ok, limit)
-    cost = rank.cost(gpus_col, values["tokens_per_s"], gpu_hour_price)
+    engine.mark_oom(c.reasons, values["feasible"] & ~ok, limit)
+    cost = rank.cost(gpus, values["tokens_per_s"], gpu_hour_price)
     objective_values = {Objective.STEP_TIME: values["step_time_s"], Objective.TOKENS_PER_S: values["tokens_per_s"],
                         Objective.COST: cost}[objective]
     good = np.flatnonzero(ok)
     order = good[rank.order(objective_values[good], values["step_time_s"][good], objective)]
     shown = order if top is None else order[:top]
-    x = gpus_col if varies_gpus else cost
+    x = gpus if varies_gpus else cost
     front = good[rank.pareto(x[good], values["step_time_s"][good])] if len(good) else good
-
-    numeric = frozenset(specpath.paths(spec))
-
-    def candidate(i: int, predicted: float | None = None) -> Candidate:
-        config = {p: _plain(grid.columns[p][i]) for p in grid.columns}
-        return Candidate(config=config, step_time_s=float(values["step_time_s"][i]),
-                         tokens_per_s=float(values["tokens_per_s"][i]), mfu=float(values["mfu"][i]),
-                         memory_per_gpu_bytes=float(mem[i]), gpus=int(gpus_col[i]), cost=float(cost[i]),
-                         predicted_step_time_s=predicted)
-
-    ranked = [candidate(int(i)) for i in shown]
-    store = ""
-    if residuals is not None and ranked:
-        ranked, store = _by_prediction(spec, grid, shown, numeric, ranked, objective, residuals, calibration)
-
-    dropped = Counter(str(r) for r in reasons[(reasons != "") & ~pruned])
-    return SearchResult(
-        source=spec.source, objective=objective, axes=tuple((a.path, a.values) for a in built.axes),
-        columns=_shown(grid), size=grid.size,
-        feasible=len(good), groups=groups, pruned=int(np.count_nonzero(pruned)), infeasible=dict(dropped),
-        ranked=tuple(ranked), ranked_by=store,
-        pareto=tuple(candidate(int(i)) for i in front), pareto_axes=(x_name, "step_time_s"),
-        seconds=time.perf_counter() - start, memory_limit_bytes=max_memory,
-        gpu_hour_price=gpu_hour_price, notes=notes)
+    return _Ranking(table=_Table(grid=grid, values=values, gpus=gpus, cost=cost), good=good, shown=shown, front=front)
 
 
 def _by_prediction(spec: Spec, grid: Grid, rows: np.ndarray, numeric: frozenset[str], ranked: list[Candidate],

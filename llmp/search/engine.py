@@ -26,12 +26,14 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic.graph import decompose
+from llmp.analytic.op import OpGraph
 from llmp.analytic.pricing import Hardware, price
 from llmp.analytic.schedules import entry
+from llmp.analytic.shape import Structure
 from llmp.analytic.split import split
 from llmp.analytic.structure import structure_of
 from llmp.compose import evaluate, reuse
-from llmp.compose.memory import memory
+from llmp.compose.memory import Memory, memory
 from llmp.compose.overlap import OverlapRules
 from llmp.compose.posterior import scaled
 from llmp.compose.predictor import ROOFLINE_ONLY, model_flops_per_token
@@ -285,28 +287,13 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
     numeric = frozenset(specpath.paths(spec))
     for i in (int(r) for r in rows):
         s = space.row_spec(spec, grid.columns, i, None, numeric)
-        try:
-            checks.check(s, lambda _path: None)
-            st = structure_of(s)
-        except LlmpError as err:
-            reasons[i] = reason(err)
+        fits = _fits(s, limit[i])
+        if isinstance(fits, str):
+            reasons[i] = fits
             continue
+        st, mem = fits
         try:
-            # memory needs the structure and the schedule's plan (which the step reuses), not the
-            # graph, and costs a fraction of pricing one: a layout that does not fit goes no further
-            mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
-        except LlmpError as err:
-            reasons[i] = reason(err)
-            continue
-        if float(mem.total) > limit[i]:
-            reasons[i] = f"out of memory: more than {format_bytes(limit[i], binary=True)} per GPU"
-            continue
-        try:
-            graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
-            # predict's times with no residual models (each factor is 1)
-            times = [float(t) for t in price(graph, s).time]
-            if post is not None:
-                times = scaled(graph, times, np.asarray(post.mean[:-1]))
+            graph, times = _priced(s, st, post)
             if skip is not None and skip(i, with_overhead(layout_bound(graph, times, s))):
                 skipped[i] = True
                 continue
@@ -322,10 +309,44 @@ def evaluate_rows(spec: Spec, grid: Grid, rows: np.ndarray, limit: np.ndarray, c
         if skip is not None and skip(i, t):
             skipped[i] = True
             continue
-        tokens = float(s.tokens_per_step)
-        peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))
-        out["tokens_per_s"][i] = tokens / t
-        out["mfu"][i] = tokens * float(model_flops_per_token(s)) / (t * graph.structure.world_size * peak)
-        out["memory_per_gpu_bytes"][i] = float(mem.total)
-        out["feasible"][i] = True
+        _record(out, i, s, graph, mem, t)
     return out, reasons, skipped
+
+
+def _fits(s: Spec, limit: Any) -> tuple[Structure, Memory] | str:
+    """The row's structure and memory, or why it cannot run: its rules, then its memory against
+    ``limit`` (bytes per GPU)."""
+    try:
+        checks.check(s, lambda _path: None)
+        st = structure_of(s)
+    except LlmpError as err:
+        return reason(err)
+    try:
+        # memory needs the structure and the schedule's plan (which the step reuses), not the
+        # graph, and costs a fraction of pricing one: a layout that does not fit goes no further
+        mem = memory(s, st, plan(s.parallel.schedule, st.pp, st.vp, st.microbatches, st.microbatch_group))
+    except LlmpError as err:
+        return reason(err)
+    if float(mem.total) > limit:
+        return f"out of memory: more than {format_bytes(limit, binary=True)} per GPU"
+    return st, mem
+
+
+def _priced(s: Spec, st: Structure, post: Any) -> tuple[OpGraph, list[float]]:
+    """The row's graph (kept in :mod:`llmp.compose.reuse`) and predict's times with no residual
+    models (each factor is 1), scaled by the calibration's posterior ``post`` (None: none)."""
+    graph = reuse.GRAPHS.get(reuse.graph_key(s), functools.partial(decompose, s, st))
+    times = [float(t) for t in price(graph, s).time]
+    if post is not None:
+        times = scaled(graph, times, np.asarray(post.mean[:-1]))
+    return graph, times
+
+
+def _record(out: dict[str, np.ndarray], i: int, s: Spec, graph: OpGraph, mem: Memory, t: float) -> None:
+    """Row ``i`` composed to a step of ``t`` seconds: its throughput, MFU and memory, and that it runs."""
+    tokens = float(s.tokens_per_step)
+    peak = float(Hardware.of(s).peak_of(s.train.precision.compute_dtype, f"precision {s.train.precision.value}"))
+    out["tokens_per_s"][i] = tokens / t
+    out["mfu"][i] = tokens * float(model_flops_per_token(s)) / (t * graph.structure.world_size * peak)
+    out["memory_per_gpu_bytes"][i] = float(mem.total)
+    out["feasible"][i] = True

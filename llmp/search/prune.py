@@ -52,119 +52,150 @@ class Pruned:
     """Per configuration: the lower bound on its step time (0 where none is known)."""
 
 
-def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory: float | None,
-           gpus: np.ndarray, tokens: np.ndarray, gpu_hour_price: float, pareto_x: str | None,
-           calibration: Any = None, progress: engine.Progress | None = None) -> Pruned:
-    """Check and compose the configurations of ``grid`` that can reach the ``top`` best by
-    ``objective`` or the Pareto front of step time against ``pareto_x`` (``gpus`` or ``cost``;
-    None: the ranking only)."""
-    reasons = grid.reasons()
-    values = engine.empty_values(grid.size)
-    rows = np.flatnonzero(reasons == "")
-    found_bounds = bounds(spec, grid, rows, calibration)
-    bound = found_bounds.step.copy()
-    tails = Tails(spec, grid, rows, found_bounds, calibration)
-    limit = engine.memory_limit(spec, grid, max_memory)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Goal:
+    """What the search ranks by and plots the front against, as functions of step time per row."""
 
-    def badness(t: np.ndarray, i: np.ndarray) -> np.ndarray:
+    objective: Objective
+    gpus: np.ndarray
+    tokens: np.ndarray
+    gpu_hour_price: float
+    pareto_x: str | None
+
+    def badness(self, t: np.ndarray, i: np.ndarray) -> np.ndarray:
         """The objective at step time ``t`` for rows ``i``, oriented so that lower is better."""
         with np.errstate(divide="ignore"):
-            per_s = tokens[i] / t
-        if objective is Objective.TOKENS_PER_S:
+            per_s = self.tokens[i] / t
+        if self.objective is Objective.TOKENS_PER_S:
             return -per_s
-        if objective is Objective.COST:
-            return rank.cost(gpus[i], per_s, gpu_hour_price)
+        if self.objective is Objective.COST:
+            return rank.cost(self.gpus[i], per_s, self.gpu_hour_price)
         return t
 
-    def x_of(t: np.ndarray, i: np.ndarray) -> np.ndarray:
-        if pareto_x == "gpus":
-            return gpus[i].astype(float)
+    def x_of(self, t: np.ndarray, i: np.ndarray) -> np.ndarray:
+        if self.pareto_x == "gpus":
+            return self.gpus[i].astype(float)
         with np.errstate(divide="ignore"):
-            return rank.cost(gpus[i], tokens[i] / t, gpu_hour_price)
+            return rank.cost(self.gpus[i], self.tokens[i] / t, self.gpu_hour_price)
 
-    todo = np.ones(grid.size, dtype=bool)
-    checked = np.zeros(grid.size, dtype=bool)
-    done = 0
 
-    def run(batch: np.ndarray, threshold: float | None) -> None:
-        nonlocal done
+class _Search:
+    """The branch and bound's working state: the columns composed so far, each row's bound (raised
+    as its tail is priced), and which rows are still to do. :meth:`ranking` and :meth:`front` are
+    its two phases."""
+
+    def __init__(self, spec: Spec, grid: Grid, goal: _Goal, top: int, max_memory: float | None,
+                 calibration: Any, progress: engine.Progress | None) -> None:
+        self.spec, self.grid, self.goal, self.top = spec, grid, goal, top
+        self.calibration, self.progress = calibration, progress
+        self.reasons = grid.reasons()
+        self.values = engine.empty_values(grid.size)
+        self.rows = np.flatnonzero(self.reasons == "")
+        found_bounds = bounds(spec, grid, self.rows, calibration)
+        self.bound = found_bounds.step.copy()
+        self.tails = Tails(spec, grid, self.rows, found_bounds, calibration)
+        self.limit = engine.memory_limit(spec, grid, max_memory)
+        self.todo = np.ones(grid.size, dtype=bool)
+        self.checked = np.zeros(grid.size, dtype=bool)
+        self.done = 0
+
+    def run(self, batch: np.ndarray, threshold: float | None) -> None:
+        """Check and compose ``batch``, skipping a row whose raised bound is past ``threshold``."""
+        bound, badness = self.bound, self.goal.badness
 
         def skip(j: int, t: float) -> bool:
             i = batch[j : j + 1]
             bound[i] = max(bound[i[0]], t)
             return threshold is not None and bool(badness(bound[i], i)[0] > threshold)
 
-        sub = grid.take(batch)
-        out, why, skipped = engine.evaluate_rows(spec, sub, np.arange(sub.size), limit[batch], calibration, skip)
-        reasons[batch] = why
-        for k, column in values.items():
+        sub = self.grid.take(batch)
+        out, why, skipped = engine.evaluate_rows(self.spec, sub, np.arange(sub.size), self.limit[batch],
+                                                 self.calibration, skip)
+        self.reasons[batch] = why
+        for k, column in self.values.items():
             column[batch] = out[k]
-        todo[batch[~skipped]] = False
-        checked[batch] = True
-        done += len(batch)
-        if progress is not None:
-            progress(done, len(rows))
+        self.todo[batch[~skipped]] = False
+        self.checked[batch] = True
+        self.done += len(batch)
+        if self.progress is not None:
+            self.progress(self.done, len(self.rows))
 
-    def good() -> np.ndarray:
-        return np.flatnonzero(values["feasible"])
+    def good(self) -> np.ndarray:
+        return np.flatnonzero(self.values["feasible"])
 
-    def threshold() -> float:
+    def threshold(self) -> float:
         """The ``top``-th best objective composed so far (a configuration must beat or tie it)."""
-        found = good()
-        if len(found) < top:
+        found = self.good()
+        if len(found) < self.top:
             return np.inf
-        return float(np.partition(badness(values["step_time_s"][found], found), top - 1)[top - 1])
+        return float(np.partition(self.goal.badness(self.values["step_time_s"][found], found),
+                                  self.top - 1)[self.top - 1])
 
-    # Phase 1: the ranking, best bound first. A configuration taken from the queue has its bound
-    # raised by its tail (Tails); one that rose goes back, the rest are checked and composed in
-    # batches. Once the best bound left is past the threshold every other one is too.
-    key = np.full(grid.size, np.inf)
-    key[rows] = badness(bound[rows], rows)
-    queue = list(zip(key[rows].tolist(), rows.tolist()))
-    heapq.heapify(queue)
-    cutoff = threshold()
-    taken: list[int] = []
-    while queue:
-        least, i = queue[0]
-        if least > cutoff:
-            if not taken:
-                break
-        else:
-            heapq.heappop(queue)
-            raised = tails.refine(bound, (i,))
-            if len(raised):
-                key[raised] = badness(bound[raised], raised)
-            if key[i] > least:
-                heapq.heappush(queue, (float(key[i]), i))
-                continue
-            taken.append(i)
-            if len(taken) < BATCH and queue:
-                continue
-        run(np.array(taken), cutoff)
-        taken = []
-        cutoff = threshold()
+    def ranking(self) -> None:
+        """Phase 1: the ranking, best bound first. A configuration taken from the queue has its
+        bound raised by its tail (Tails); one that rose goes back, the rest are checked and
+        composed in batches. Once the best bound left is past the threshold every other one is too."""
+        rows, bound, badness = self.rows, self.bound, self.goal.badness
+        key = np.full(self.grid.size, np.inf)
+        key[rows] = badness(bound[rows], rows)
+        queue = list(zip(key[rows].tolist(), rows.tolist()))
+        heapq.heapify(queue)
+        cutoff = self.threshold()
+        taken: list[int] = []
+        while queue:
+            least, i = queue[0]
+            if least > cutoff:
+                if not taken:
+                    break
+            else:
+                heapq.heappop(queue)
+                raised = self.tails.refine(bound, (i,))
+                if len(raised):
+                    key[raised] = badness(bound[raised], raised)
+                if key[i] > least:
+                    heapq.heappush(queue, (float(key[i]), i))
+                    continue
+                taken.append(i)
+                if len(taken) < BATCH and queue:
+                    continue
+            self.run(np.array(taken), cutoff)
+            taken = []
+            cutoff = self.threshold()
 
-    # Phase 2: whatever might still be on the Pareto front.
-    def still_open(i: np.ndarray) -> np.ndarray:
+    def still_open(self, i: np.ndarray) -> np.ndarray:
         """Rows ``i`` whose best case no configuration composed so far strictly dominates."""
-        found = good()
-        t_found = values["step_time_s"][found]
-        x_found = x_of(t_found, found)
+        found = self.good()
+        t_found = self.values["step_time_s"][found]
+        x_found = self.goal.x_of(t_found, found)
         by_x = np.argsort(x_found, kind="stable")
         stair = np.minimum.accumulate(t_found[by_x]) if len(found) else np.zeros(0)
-        reach = np.searchsorted(x_found[by_x], x_of(bound[i], i), side="right")
+        reach = np.searchsorted(x_found[by_x], self.goal.x_of(self.bound[i], i), side="right")
         best_t = np.where(reach > 0, stair[np.maximum(reach - 1, 0)] if len(stair) else np.inf, np.inf)
-        return ~(best_t < bound[i])
+        return ~(best_t < self.bound[i])
 
-    while pareto_x is not None:
-        left = np.flatnonzero(todo & (reasons == ""))
-        open_rows = left[still_open(left)]
-        if len(open_rows) == 0:
-            break
-        batch = open_rows[np.argsort(bound[open_rows], kind="stable")][:BATCH]
-        tails.refine(bound, batch)
-        batch = batch[still_open(batch)]
-        if len(batch):
-            run(batch, None)
-    pruned = todo & (reasons == "")
-    return Pruned(values=values, reasons=reasons, pruned=pruned, checked=checked, bound_s=bound)
+    def front(self) -> None:
+        """Phase 2: whatever might still be on the Pareto front."""
+        while self.goal.pareto_x is not None:
+            left = np.flatnonzero(self.todo & (self.reasons == ""))
+            open_rows = left[self.still_open(left)]
+            if len(open_rows) == 0:
+                break
+            batch = open_rows[np.argsort(self.bound[open_rows], kind="stable")][:BATCH]
+            self.tails.refine(self.bound, batch)
+            batch = batch[self.still_open(batch)]
+            if len(batch):
+                self.run(batch, None)
+
+
+def search(spec: Spec, grid: Grid, *, objective: Objective, top: int, max_memory: float | None,
+           gpus: np.ndarray, tokens: np.ndarray, gpu_hour_price: float, pareto_x: str | None,
+           calibration: Any = None, progress: engine.Progress | None = None) -> Pruned:
+    """Check and compose the configurations of ``grid`` that can reach the ``top`` best by
+    ``objective`` or the Pareto front of step time against ``pareto_x`` (``gpus`` or ``cost``;
+    None: the ranking only)."""
+    goal = _Goal(objective=objective, gpus=gpus, tokens=tokens, gpu_hour_price=gpu_hour_price, pareto_x=pareto_x)
+    s = _Search(spec, grid, goal, top, max_memory, calibration, progress)
+    s.ranking()
+    s.front()
+    pruned = s.todo & (s.reasons == "")
+    return Pruned(values=s.values, reasons=s.reasons, pruned=pruned, checked=s.checked, bound_s=s.bound)

@@ -90,95 +90,36 @@ def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Starlette:
     read is an error now, before the server starts. ``ahead``: after each What-if answer, predict
     the changes one control step away in the background (:func:`llmp.serve.compute.warm`)."""
     page = Page(specs)
+    app = Starlette(routes=_Endpoints(page, ahead).routes())
+    app.state.page = page
+    return app
 
-    async def index(request: Request) -> Response:
-        view, fields = await page.view(request)
-        layout = fields.get("layout", "")
-        note = ""
-        if fields.get("pick_node"):
-            node = fields["pick_node"]
-            if node not in catalog_ids()["node"]:
-                raise InputError(f"unknown catalog node {node!r}", hint="pick one from the list")
-            edited = write_sets(with_use(view.text, node, view.filename), [f"cluster.node={node}"], view.filename)
-            view = View(text=edited.text, filename=view.filename, sets=view.sets, tab=Tab.EDITOR, plan=view.plan,
-                        search=view.search)
-            note = f"node {node} written into the cluster block"
-        if layout:
-            try:
-                chosen = json.loads(layout)
-            except ValueError:
-                raise InputError("the chosen layout is not a list of overrides", hint="click a point again") from None
-            if not isinstance(chosen, list) or not all(isinstance(s, str) for s in chosen):
-                raise InputError("the chosen layout is not a list of overrides", hint="click a point again")
-            base = compute.check(View(text=view.text, filename=view.filename))
-            edited = write_sets(view.text, pages.changed(chosen, base), view.filename)
-            view = View(text=edited.text, filename=view.filename, sets=edited.left, tab=Tab.EDITOR, plan=view.plan,
-                        search=view.search)
-            note = "layout loaded from the search" + (f"; kept as overrides: {', '.join(edited.left)}"
-                                                      if edited.left else "")
-        return page.render(request, "page.html", **pages.page(view, page.specs, note))
 
-    async def check(request: Request) -> Response:
-        view, _ = await page.view(request)
-        return page.render(request, "diagnostics.html", d=pages.diagnostics(view))
+class _Endpoints:
+    """The app's endpoints, each answering from the view its request describes on ``page``; a
+    library error comes back as the page's diagnostic (:meth:`guarded`)."""
 
-    async def predict(request: Request) -> Response:
-        view, _ = await page.view(request)
-        return page.render(request, "prediction.html", **pages.prediction(view))
+    def __init__(self, page: Page, ahead: bool) -> None:
+        self.page = page
+        self.ahead = ahead
 
-    async def whatif(request: Request) -> Response:
-        view, _ = await page.view(request)
-        response = page.render(request, "whatif.html", **pages.whatif(view))
-        nearby = pages.ahead(view) if ahead else []
-        if nearby:  # predicted after the response is sent, giving way to any request
-            response.background = BackgroundTask(compute.warm, view, nearby)
-        return response
+    def routes(self) -> list[Route | Mount]:
+        guarded = self.guarded
+        return [Route("/", guarded(self.index), methods=["GET", "POST"]),
+                Route("/check", guarded(self.check), methods=["POST"]),
+                Route("/predict", guarded(self.predict), methods=["POST"]),
+                Route("/whatif", guarded(self.whatif), methods=["POST"]),
+                Route("/search", guarded(self.search), methods=["POST"]),
+                Route("/plan", guarded(self.plan), methods=["POST"]),
+                Route("/trace", guarded(self.trace), methods=["GET", "POST"]),
+                Route("/export/spec", guarded(self.export_spec), methods=["GET", "POST"]),
+                Route("/export/plan.csv", guarded(self.export_plan_csv), methods=["GET", "POST"]),
+                Route("/export/plan.png", guarded(self.export_plan_png), methods=["GET", "POST"]),
+                Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")]
 
-    async def search(request: Request) -> Response:
-        view, _ = await page.view(request)
-        return page.render(request, "search.html", **pages.search(view))
+    def guarded(self, endpoint: Any) -> Any:
+        page = self.page
 
-    async def plan(request: Request) -> Response:
-        view, _ = await page.view(request)
-        errors = pages.plan_field_errors(view)
-        if errors:
-            return page.render(request, "plan_errors.html", errors=errors)
-        return page.render(request, "plan.html", **pages.plan(view))
-
-    async def trace(request: Request) -> Response:
-        view, _ = await page.view(request)
-        name = download_name(view.filename).removesuffix(".llmp") + ".trace.json"
-        return JSONResponse(compute.trace(view), headers={"Content-Disposition": f'attachment; filename="{name}"'})
-
-    async def export_spec(request: Request) -> Response:
-        view, _ = await page.view(request)
-        return Response(pages.exported_text(view), media_type="text/plain; charset=utf-8",
-                        headers={"Content-Disposition": f'attachment; filename="{download_name(view.filename)}"'})
-
-    async def export_plan_csv(request: Request) -> Response:
-        view, _ = await page.view(request)
-        result = pages.run_plan(view)
-        out = io.StringIO()
-        writer = csv.writer(out)
-        rows = pages.plan_rows(result)
-        writer.writerow(rows[0].keys())
-        writer.writerows(r.values() for r in rows)
-        name = download_name(view.filename).removesuffix(".llmp") + ".plan.csv"
-        return Response(out.getvalue(), media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
-
-    async def export_plan_png(request: Request) -> Response:
-        view, _ = await page.view(request)
-        result = pages.run_plan(view)
-        with compute.LOCK:
-            with tempfile.TemporaryDirectory(prefix="llmp-serve-") as tmp:
-                out = Path(tmp) / "plan.png"
-                plot(result, str(out))
-                data = out.read_bytes()
-        name = download_name(view.filename).removesuffix(".llmp") + ".plan.png"
-        return Response(data, media_type="image/png", headers={"Content-Disposition": f'attachment; filename="{name}"'})
-
-    def guarded(endpoint: Any) -> Any:
         async def run(request: Request) -> Response:
             try:
                 return await endpoint(request)
@@ -190,17 +131,99 @@ def create_app(specs: Sequence[str] = (), *, ahead: bool = True) -> Starlette:
                 return page.error(request, err, view)
         return run
 
-    routes = [Route("/", guarded(index), methods=["GET", "POST"]),
-              Route("/check", guarded(check), methods=["POST"]),
-              Route("/predict", guarded(predict), methods=["POST"]),
-              Route("/whatif", guarded(whatif), methods=["POST"]),
-              Route("/search", guarded(search), methods=["POST"]),
-              Route("/plan", guarded(plan), methods=["POST"]),
-              Route("/trace", guarded(trace), methods=["GET", "POST"]),
-              Route("/export/spec", guarded(export_spec), methods=["GET", "POST"]),
-              Route("/export/plan.csv", guarded(export_plan_csv), methods=["GET", "POST"]),
-              Route("/export/plan.png", guarded(export_plan_png), methods=["GET", "POST"]),
-              Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")]
-    app = Starlette(routes=routes)
-    app.state.page = page
-    return app
+    async def index(self, request: Request) -> Response:
+        view, fields = await self.page.view(request)
+        layout = fields.get("layout", "")
+        note = ""
+        if fields.get("pick_node"):
+            view, note = _with_node(view, fields["pick_node"])
+        if layout:
+            view, note = _with_layout(view, layout)
+        return self.page.render(request, "page.html", **pages.page(view, self.page.specs, note))
+
+    async def check(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        return self.page.render(request, "diagnostics.html", d=pages.diagnostics(view))
+
+    async def predict(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        return self.page.render(request, "prediction.html", **pages.prediction(view))
+
+    async def whatif(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        response = self.page.render(request, "whatif.html", **pages.whatif(view))
+        nearby = pages.ahead(view) if self.ahead else []
+        if nearby:  # predicted after the response is sent, giving way to any request
+            response.background = BackgroundTask(compute.warm, view, nearby)
+        return response
+
+    async def search(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        return self.page.render(request, "search.html", **pages.search(view))
+
+    async def plan(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        errors = pages.plan_field_errors(view)
+        if errors:
+            return self.page.render(request, "plan_errors.html", errors=errors)
+        return self.page.render(request, "plan.html", **pages.plan(view))
+
+    async def trace(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        name = download_name(view.filename).removesuffix(".llmp") + ".trace.json"
+        return JSONResponse(compute.trace(view), headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    async def export_spec(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        return Response(pages.exported_text(view), media_type="text/plain; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{download_name(view.filename)}"'})
+
+    async def export_plan_csv(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        result = pages.run_plan(view)
+        out = io.StringIO()
+        writer = csv.writer(out)
+        rows = pages.plan_rows(result)
+        writer.writerow(rows[0].keys())
+        writer.writerows(r.values() for r in rows)
+        name = download_name(view.filename).removesuffix(".llmp") + ".plan.csv"
+        return Response(out.getvalue(), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    async def export_plan_png(self, request: Request) -> Response:
+        view, _ = await self.page.view(request)
+        result = pages.run_plan(view)
+        with compute.LOCK:
+            with tempfile.TemporaryDirectory(prefix="llmp-serve-") as tmp:
+                out = Path(tmp) / "plan.png"
+                plot(result, str(out))
+                data = out.read_bytes()
+        name = download_name(view.filename).removesuffix(".llmp") + ".plan.png"
+        return Response(data, media_type="image/png", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def _with_node(view: View, node: str) -> tuple[View, str]:
+    """The view with catalog node ``node`` written into its spec's cluster block, and the note saying so."""
+    if node not in catalog_ids()["node"]:
+        raise InputError(f"unknown catalog node {node!r}", hint="pick one from the list")
+    edited = write_sets(with_use(view.text, node, view.filename), [f"cluster.node={node}"], view.filename)
+    view = View(text=edited.text, filename=view.filename, sets=view.sets, tab=Tab.EDITOR, plan=view.plan,
+                search=view.search)
+    return view, f"node {node} written into the cluster block"
+
+
+def _with_layout(view: View, layout: str) -> tuple[View, str]:
+    """The view with the layout a search point chose (``layout``: its overrides as JSON) written
+    into its spec, what could not be written kept as overrides, and the note saying so."""
+    try:
+        chosen = json.loads(layout)
+    except ValueError:
+        raise InputError("the chosen layout is not a list of overrides", hint="click a point again") from None
+    if not isinstance(chosen, list) or not all(isinstance(s, str) for s in chosen):
+        raise InputError("the chosen layout is not a list of overrides", hint="click a point again")
+    base = compute.check(View(text=view.text, filename=view.filename))
+    edited = write_sets(view.text, pages.changed(chosen, base), view.filename)
+    view = View(text=edited.text, filename=view.filename, sets=edited.left, tab=Tab.EDITOR, plan=view.plan,
+                search=view.search)
+    return view, "layout loaded from the search" + (f"; kept as overrides: {', '.join(edited.left)}"
+                                                    if edited.left else "")

@@ -15,7 +15,8 @@ from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Family, Kernel
 from llmp.compose import band
 from llmp.compose import predict as _predict
-from llmp.compose.band import CompositionTerm, Observed
+from llmp.compose.band import CompositionTerm
+from llmp.compose.composition_estimate import Observed, estimate_term
 from llmp.compose.predictor import priced
 from llmp.errors import InputError, ResidualSchemaError
 
@@ -185,7 +186,7 @@ def _synthetic(source: str, n: int, below: float, above: float, rng: np.random.G
 def test_estimate_term_recovers_the_widths_and_covers_fresh_measurements():
     rng = np.random.default_rng(0)
     rows = [r for s in range(8) for r in _synthetic(f"s{s}", 60, 0.1, 0.4, rng)]
-    term = band.estimate_term(rows, source="synthetic")
+    term = estimate_term(rows, source="synthetic")
     assert term.below == pytest.approx(0.1, rel=0.3) and term.above == pytest.approx(0.4, rel=0.3)
     fresh = _synthetic("new", 2000, 0.1, 0.4, rng)
     assert np.mean([r.inside(term, 0.8) for r in fresh]) == pytest.approx(0.8, abs=0.05)
@@ -197,12 +198,12 @@ def test_estimate_term_weighs_sources_equally():
     rng = np.random.default_rng(1)
     others = [r for s in range(3) for r in _synthetic(f"s{s}", 100, 0.0, 0.5, rng)]
     big = _synthetic("big", 400, 0.0, 0.01, rng)
-    with_big = band.estimate_term(others + big, source="x")
+    with_big = estimate_term(others + big, source="x")
     assert with_big.above > 0.3
     z = band.normal_draws(band.DRAWS, 1)[:, 0]
     rows = [Observed(point_s=1.0, measured_s=m, log_draws=np.zeros(band.DRAWS), term_draws=z, source="a", group="g")
             for m in (1.0, 1.1, 1.2, 1.3)]
-    assert band.estimate_term(rows, source="x").within == pytest.approx(float(np.std(np.log([1, 1.1, 1.2, 1.3]),
+    assert estimate_term(rows, source="x").within == pytest.approx(float(np.std(np.log([1, 1.1, 1.2, 1.3]),
                                                                                        ddof=1)))
 
 

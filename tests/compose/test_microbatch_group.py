@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from llmp import dsl, predict
 from llmp.analytic.gpipe_1f1b import _interleaved_table
 from llmp.analytic.structure import structure_of
-from llmp.compose.schedule import Kind, plan, simulate, uniform_durations
+from llmp.compose.schedule import Kind, plan
+from llmp.compose.timeline import simulate, uniform_durations
 from llmp.errors import InfeasibleError
 from llmp.spec.spec import Schedule
 

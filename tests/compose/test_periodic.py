@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from llmp.analytic.schedules import TABLE, entry
 from llmp.compose import periodic
-from llmp.compose.schedule import end_times, plan, simulate, uniform_durations
+from llmp.compose.schedule import plan
+from llmp.compose.timeline import end_times, simulate, uniform_durations
 from llmp.spec.spec import Schedule
 
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmp.compose.closed_form import pipeline_time
-from llmp.compose.schedule import plan, simulate, uniform_durations
+from llmp.compose.schedule import plan
+from llmp.compose.timeline import simulate, uniform_durations
 from llmp.spec.spec import Schedule
 
 PP = st.sampled_from([1, 2, 3, 4, 8])
@@ -94,7 +95,7 @@ def test_array_durations_time_each_column_like_floats(pp, m, f, b):
 @given(st.sampled_from(list(Schedule)), st.sampled_from([1, 2, 3, 4, 6]), st.sampled_from([1, 2, 3]),
        st.integers(1, 24), st.integers(0, 2**32 - 1))
 def test_timing_a_wave_at_a_time_gives_the_node_loop_bit_for_bit(schedule, pp, vp, m, seed):
-    """Arrays are timed a wave of independent nodes at a time (``schedule.waves``); every node
+    """Arrays are timed a wave of independent nodes at a time (``timeline.waves``); every node
     sees the same max and sum as in the float loop, so each column is the float timeline exactly."""
     from llmp.analytic.schedules import entry
 

@@ -21,8 +21,9 @@ from llmp.analytic.structure import structure_of
 from llmp.compose import predict as _predict
 from llmp.compose.closed_form import pipeline_time, step_time_expr
 from llmp.compose.overlap import CONTENTION, OverlapRules
-from llmp.compose.schedule import Kind, in_flight, plan, simulate, uniform_durations
+from llmp.compose.schedule import Kind, in_flight, plan
 from llmp.compose.step import compose
+from llmp.compose.timeline import simulate, uniform_durations
 from llmp.compose.trace import trace
 from llmp.errors import InfeasibleError
 from llmp.spec.spec import Schedule

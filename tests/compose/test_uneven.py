@@ -15,7 +15,8 @@ from llmp.analytic import cost
 from llmp.compose import evaluate
 from llmp.compose import predict as _predict
 from llmp.compose.closed_form import pipeline_time, step_time_expr
-from llmp.compose.schedule import in_flight, plan, simulate, uniform_durations
+from llmp.compose.schedule import in_flight, plan
+from llmp.compose.timeline import simulate, uniform_durations
 from llmp.compose.trace import trace
 from llmp.spec import specpath
 from llmp.spec.spec import Schedule
