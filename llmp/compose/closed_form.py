@@ -42,8 +42,9 @@ from llmp.analytic.op import OpGraph, rank_classes
 from llmp.analytic.schedule_steps import Times
 from llmp.analytic.schedules import Shape, entry
 from llmp.analytic.symbolic import cost
-from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired, rank_tail
+from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, paired
 from llmp.compose.prediction import OpRow
+from llmp.compose.tail import rank_tail
 from llmp.spec.algebra import vmax
 from llmp.spec.spec import Schedule, Spec
 

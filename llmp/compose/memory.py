@@ -4,7 +4,7 @@ States (Rajbhandari et al. 2020, ZeRO §3.1; Megatron-LM ``docs/distrib_optimize
 in the model dtype, plus a low-precision recipe's quantised copies of its GEMM weights, which with
 ``fp8_param_gather`` replace those weights' BF16 parameters (:mod:`llmp.analytic.lowp`); gradients
 in FP32 where the stack keeps FP32 main grads for the precision
-(:func:`~llmp.analytic.layer.grad_bytes`: Megatron's for BF16 and FP8 runs) else in the model
+(:func:`~llmp.analytic.grads.grad_bytes`: Megatron's for BF16 and FP8 runs) else in the model
 dtype; Adam keeps two FP32 moments (SGD one) plus an FP32 master copy unless the model itself is
 FP32 or ``master_weights = false`` (with ``master_remainders`` only its low 16 bits, which the BF16
 parameter completes: Apex ``DistributedFusedAdam``'s ``store_param_remainders``). ZeRO-1 shards
@@ -24,7 +24,7 @@ parallelism (else ``T``), per-GPU widths ``q = heads d / tp``, ``kv = max(kv_hea
 * ``e T q``: the attention output (proj's input);
 * MLP: ``e T 2 f / tp`` (GELU: fc1 output and activation output) or ``e T 3 f / tp`` (SwiGLU:
   gate, up and the product); a MoE layer's experts the same on the rows its experts compute
-  (``Tsp top_k load etp``, :mod:`~llmp.analytic.layer` ``_moe``) at ``f / etp``, plus those
+  (``Tsp top_k load etp``, :func:`~llmp.analytic.moe.moe`) at ``f / etp``, plus those
   permuted expert inputs ``e rows h``, and its shared experts as a dense MLP; multi-head latent
   attention also keeps its compressed q and kv before and after their norms;
 * dropout masks, 1 byte per element: ``2 Tsp h`` (after attention and after the MLP);
@@ -75,7 +75,7 @@ op-level selective activation checkpointing (SAC, the stack profile's ``selectiv
 layer it keeps the layer's input, the output of every *other* matmul (the 1st, 3rd, 5th, ... in
 execution order, the same list the recompute is built from), the attention kernel's output and
 log-sum-exp, and recomputes everything else (llmp models it for dense-MLP layers; a MoE layer
-keeps what the attention-core selective mode keeps: :func:`~llmp.analytic.layer.recomputed_forward`).
+keeps what the attention-core selective mode keeps: :func:`~llmp.analytic.recompute.recomputed_forward`).
 Its loss upcasts the logits to FP32 and calls ``F.cross_entropy``: log_softmax keeps an FP32 copy,
 and at the start of the backward the gradient of nll_loss and that of log_softmax (FP32 each) are
 alive with it, 12 bytes per logit.

@@ -53,7 +53,7 @@ from llmp.analytic.op import (
     Stream,
     Task,
 )
-from llmp.spec.algebra import positive_part, vmax, vmin
+from llmp.spec.algebra import positive_part, vmax
 from llmp.spec.spec import Spec
 from llmp.stacks.host import HostRules
 
@@ -128,16 +128,6 @@ class ChunkWork:
         return self.w if self.w is not None else self.bwd
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RankTail:
-    """A pipeline rank's once-per-step work after its last backward, by category."""
-
-    sync: Mapping[str, Any]
-    """Exposed gradient synchronisation (before the optimizer)."""
-    update: Mapping[str, Any]
-    """Optimizer and post-update parameter gathers."""
-
-
 # What a pass does with each op: run on the compute stream, prefetch, or a collective that its
 # partner may hide (``Overlap.PARTNER``, or ``TP`` with ``tp_comm_overlap``) or not.
 _COMPUTE, _PREFETCH, _HIDES, _EXPOSED = range(4)
@@ -207,7 +197,8 @@ def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tu
     return run.categories, run.free
 
 
-def _max(a: Any, b: Any) -> Any:
+def larger(a: Any, b: Any) -> Any:
+    """``max(a, b)``: Python's on two floats (the numeric path's hot loop), else :func:`vmax`."""
     return (a if a > b else b) if type(a) is float and type(b) is float else vmax(a, b)
 
 
@@ -263,41 +254,54 @@ def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.
             busy[at] += shown
             acc[category] = acc.get(category, 0) + shown
             covering += hidden
+    host, device, lead = _host_lead(rows, counts, busy, host_scale)
+    out = {k: v * repeat for k, v in acc.items()} if repeat != 1 else acc
+    free, gather, shown = _prefetched(prefetch, compute - covering, repeat, contention, out)
+    steady = device + shown  # device seconds of each further copy
+    total = sum(out.values())
+    if lead is None:  # no host work: the device alone
+        return Run(categories=out, free=free, host=0.0, device=total, latency=total)
+    latency = device + larger(lead, gather)
+    if repeat != 1:
+        latency = latency + (repeat - 1) * larger(host, steady)
+    return Run(categories=out, free=free, host=host * repeat, device=total, latency=latency)
+
+
+def _host_lead(rows: Sequence[tuple[int, int, str, int, Any, int]], counts: Sequence[Any], busy: Sequence[Any],
+               host_scale: Any) -> tuple[Any, Any, Any]:
+    """(host seconds, device seconds, lead) of one copy of a group: the lead is the max over k of
+    the host's seconds up to and with op k less the device's before op k (None: no host work)."""
     host: Any = 0.0
     device: Any = 0
-    lead: Any = None  # max over k of (host up to and with op k) - (device before op k)
+    lead: Any = None
     for (_, _, _, _, h, _), n, b in zip(rows, counts, busy):
         if h:
             host = host + n * h * host_scale
             ahead = host - device
-            lead = ahead if lead is None else _max(lead, ahead)
+            lead = ahead if lead is None else larger(lead, ahead)
         device = device + b
-    free = compute - covering
-    out = {k: v * repeat for k, v in acc.items()} if repeat != 1 else acc
-    gather: Any = 0  # the first layer's parameter gather, before its compute
-    steady = device  # device seconds of each further copy
-    if prefetch:
-        # Each kind of prefetched work (the ZeRO-3/FSDP gathers; offloaded activations' copies, which
-        # TransformerEngine overlaps with the next layer the same way) hides behind the compute the
-        # kinds before it left; the first layer's (or the last one's) is exposed.
-        left, used, exposed_all = free, 0, 0
-        for category, gathers in prefetch.items():
-            exposed = positive_part(gathers - left)
-            shown = exposed + contention * (gathers - exposed)  # each further copy's
-            out[category] = out.get(category, 0) + gathers + (repeat - 1) * shown
-            left, used, exposed_all = left - (gathers - exposed), used + (gathers - exposed), exposed_all + shown
-            gather = gather + gathers
-        free = free * repeat - (repeat - 1) * used
-        steady = device + exposed_all
-    else:
-        free = free * repeat
-    total = sum(out.values())
-    if lead is None:  # no host work: the device alone
-        return Run(categories=out, free=free, host=0.0, device=total, latency=total)
-    latency = device + _max(lead, gather)
-    if repeat != 1:
-        latency = latency + (repeat - 1) * _max(host, steady)
-    return Run(categories=out, free=free, host=host * repeat, device=total, latency=latency)
+    return host, device, lead
+
+
+def _prefetched(prefetch: Mapping[str, Any], free: Any, repeat: Any, contention: float,
+                out: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """Add ``repeat`` copies' prefetched work to ``out``; return the compute still free over the
+    copies, the first copy's gathers (exposed, before its compute) and each further copy's
+    device seconds of prefetch (exposed, and the contention of what hides).
+
+    Each kind of prefetched work (the ZeRO-3/FSDP gathers; offloaded activations' copies, which
+    TransformerEngine overlaps with the next layer the same way) hides behind the compute the
+    kinds before it left; the first layer's (or the last one's) is exposed."""
+    if not prefetch:
+        return free * repeat, 0, 0
+    left, used, shown_all, gather = free, 0, 0, 0
+    for category, gathers in prefetch.items():
+        exposed = positive_part(gathers - left)
+        shown = exposed + contention * (gathers - exposed)  # each further copy's
+        out[category] = out.get(category, 0) + gathers + (repeat - 1) * shown
+        left, used, shown_all = left - (gathers - exposed), used + (gathers - exposed), shown_all + shown
+        gather = gather + gathers
+    return free * repeat - (repeat - 1) * used, gather, shown_all
 
 
 def layer_floor(ops: Sequence[tuple[Op, Any]], rules: OverlapRules) -> tuple[Any, Any]:
@@ -347,13 +351,13 @@ def chunk_works(graph: OpGraph, times: Sequence[Any], rules: OverlapRules,
                 compute += done.free
                 # max-plus in sequence: this group's device end is the later of the previous
                 # groups' end plus its device time and the host reaching it plus its latency
-                latency = _max(latency + done.device, host + done.latency) if timed else latency + done.latency
+                latency = larger(latency + done.device, host + done.latency) if timed else latency + done.latency
                 timed = True
                 host = host + done.host
                 device = device + done.device
             if rules.host is not None:
                 empty = rules.host.pipeline_sync or (rules.host.batch_sync and part is Part.FORWARD and (first or last))
-                paced = latency if empty else _max(host, device)
+                paced = latency if empty else larger(host, device)
                 by_cat["host"] = paced - device
                 # The device idles while it waits for the host: time collectives outside the pass
                 # (gradient buckets, the next step's gather) can use as well as its compute.
@@ -426,109 +430,6 @@ def paired(f: PassWork, bw: PassWork, contention: float) -> PassWork:
         exposed = positive_part(pp - positive_part(compute - ep))
         cats["pp"] = exposed + contention * (pp - exposed)
     return PassWork(by_category=cats, compute=compute)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TailTerms:
-    """A pipeline rank's once-per-step ops, by how their time reaches the step (:func:`rank_tail`)."""
-
-    sync: Mapping[str, Any]
-    """Gradient synchronisation exposed whole, by category."""
-    bucketed: tuple[tuple[Any, Any], ...]
-    """Bucketed gradient reductions (with ``dp_overlap``): (buckets, seconds per bucket) of each."""
-    update: Mapping[str, Any]
-    """Optimizer and parameter gathers after the sync, by category."""
-    next_forward: tuple[tuple[str, Any], ...]
-    """Parameter gathers hidden behind the next step's first forward: (category, seconds)."""
-    update_host: Any = 0
-    """Seconds the device waits for the host to issue the update: it starts after the step's
-    synchronisation (the gradient-norm or found-inf ``.item()``), on an empty queue."""
-
-
-def tail_terms(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int) -> TailTerms:
-    """The once-per-step ops of pipeline rank ``rank`` sorted by the rule that exposes them."""
-    sync: dict[str, Any] = defaultdict(int)
-    update: dict[str, Any] = defaultdict(int)
-    bucketed: list[tuple[Any, Any]] = []  # (count, seconds per bucket)
-    gathers: list[tuple[str, Any]] = []
-    host: Any = 0.0
-    device: Any = 0
-    lead: Any = None  # the update's max-plus lead of the host over the device (see _run)
-    for i, rule, category, count, h, partner in _tail_rules(graph, rules, rank):
-        t = times[i]
-        if rule == _GATHER:
-            gathers.append((category, count * t))
-        elif rule == _UPDATE and partner >= 0:  # runs beside its partner: only its excess shows
-            update[category] += positive_part(count * t - graph.ops[partner].count * times[partner])
-        elif rule == _UPDATE:
-            update[category] += count * t
-            if h:
-                host = host + count * h * rules.host_scale
-                lead = host - device if lead is None else _max(lead, host - device)
-            device = device + count * t
-        elif rule == _BUCKETED:
-            bucketed.append((count, t))
-        else:
-            sync[category] += count * t
-    waits = 0 if lead is None else positive_part(lead)
-    return TailTerms(sync=dict(sync), bucketed=tuple(bucketed), update=dict(update), next_forward=tuple(gathers),
-                     update_host=waits)
-
-
-# How a once-per-step op reaches the step (:func:`tail_terms`).
-_GATHER, _UPDATE, _BUCKETED, _SYNC = range(4)
-
-
-def _tail_rules(graph: OpGraph, rules: OverlapRules,
-                rank: int) -> tuple[tuple[int, int, str, Any, Any, int], ...]:
-    """Per once-per-step op of ``rank``: (position, rule, category, count, host seconds per call,
-    the position of the update op it runs beside with ``Overlap.PARTNER``, else -1); from the ops
-    alone, so kept in the graph's memo."""
-    key = ("tail", rank, rules.dp_overlap, rules.host)
-    cached = graph.memo.get(key)
-    if cached is None:
-        rows = []
-        mine = graph.indices(Scope.RANK, rank)
-        by_name = {graph.ops[i].name: i for i in mine}
-        for i in mine:
-            op = graph.ops[i]
-            if op.part is Part.UPDATE and op.overlap is Overlap.NEXT_FORWARD:
-                rule = _GATHER
-            elif op.part is Part.UPDATE:
-                rule = _UPDATE
-            elif op.overlap is Overlap.BUCKETED and rules.dp_overlap:
-                rule = _BUCKETED
-            else:
-                rule = _SYNC
-            partner = by_name.get(op.partner, -1) if op.overlap is Overlap.PARTNER and rule == _UPDATE else -1
-            rows.append((i, rule, op.category, op.count, host_seconds(op, rules.host), partner))
-        cached = graph.memo[key] = tuple(rows)
-    return cached  # type: ignore[no-any-return]
-
-
-def bucket_spans(bucketed: Sequence[tuple[Any, Any]]) -> tuple[Any, Any, Any]:
-    """(last bucket's seconds, all buckets' seconds, buckets) of bucketed reductions."""
-    last = vmax(*(t for _, t in bucketed)) if len(bucketed) > 1 else bucketed[0][1]
-    return last, sum(n * t for n, t in bucketed), sum(n for n, _ in bucketed)
-
-
-def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: int, window: Any,
-              forward: Any = 0) -> RankTail:
-    """Gradient sync and update of pipeline rank ``rank``; ``window`` is the compute time of its
-    last microbatch's backward, behind which bucketed reductions hide; ``forward`` that of one
-    microbatch's forward, behind which ``next_forward`` gathers hide."""
-    terms = tail_terms(graph, times, rules, rank)
-    sync: dict[str, Any] = defaultdict(int, terms.sync)
-    update: dict[str, Any] = defaultdict(int, terms.update)
-    for category, t in terms.next_forward:
-        update[category] += positive_part(t - forward) + rules.contention * vmin(t, forward)
-    if rules.host is not None:
-        update["host"] += terms.update_host
-    if terms.bucketed:
-        last, total, buckets = bucket_spans(terms.bucketed)
-        exposed = vmax(last, total - window * (1 - 1 / buckets))
-        sync["dp"] += exposed + rules.contention * (total - exposed)
-    return RankTail(sync=dict(sync), update=dict(update))
 
 
 def categories() -> tuple[str, ...]:

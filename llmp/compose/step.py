@@ -29,14 +29,13 @@ from llmp.compose.overlap import (
     ChunkWork,
     OverlapRules,
     PassWork,
-    RankTail,
     chunk_works,
     merge,
     paired,
-    rank_tail,
 )
 from llmp.compose.periodic import rank_end
 from llmp.compose.schedule import Key, Kind, Plan, plan
+from llmp.compose.tail import RankTail, rank_tail
 from llmp.compose.timeline import Timeline, simulate
 from llmp.spec.spec import Schedule
 

@@ -48,17 +48,10 @@ from llmp.analytic.layout import Axis
 from llmp.analytic.op import Op, OpGraph, Overlap, Part, Scope
 from llmp.analytic.pricing import price
 from llmp.analytic.structure import structure_of
-from llmp.compose.overlap import (
-    ChunkWork,
-    OverlapRules,
-    bucket_spans,
-    chunk_work,
-    layer_floor,
-    rank_tail,
-    tail_terms,
-)
+from llmp.compose.overlap import ChunkWork, OverlapRules, chunk_work, layer_floor
 from llmp.compose.posterior import scaled
 from llmp.compose.predictor import ROOFLINE_ONLY
+from llmp.compose.tail import bucket_spans, rank_tail, tail_terms
 from llmp.dsl import checks
 from llmp.errors import LlmpError
 from llmp.search import space

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from llmp.analytic.op import OpGraph
-from llmp.compose.overlap import OverlapRules, chunk_work, merge, rank_tail
+from llmp.compose.overlap import OverlapRules, chunk_work, merge
 from llmp.compose.step import _argmax, _pick, _pick_dicts
+from llmp.compose.tail import rank_tail
 from llmp.spec.spec import Schedule
 
 
