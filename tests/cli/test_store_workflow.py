@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from residual_helpers import TINY_STORE, write_samples  # the residual tests' synthetic samples and store
 
 import llmp
 from llmp.cli import main
 from llmp.residuals import store
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "residuals"))
-from residual_helpers import write_samples  # the residual tests' synthetic sample files
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TINY_CPU = str(EXAMPLES / "tiny_cpu.llmp")
@@ -36,13 +33,14 @@ def _run(capsys, *argv):
 
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
-    """Samples on the CPU (a base store) and on an A100 whose norm backward runs 3x slower than the
-    CPU-fitted trees predict (the device to adapt to)."""
+    """Samples on the CPU (to fit a cross-GPU store on, and to score) and on an A100 whose norm
+    backward runs 3x slower than the CPU-fitted trees predict (the device to adapt to). The base
+    store is the committed tiny CPU store (``llmp fit`` of CPU samples is the cross-GPU test's
+    and test_sample_fit_measure.py's subject, not this fixture's)."""
     root = tmp_path_factory.mktemp("workflow")
     write_samples(root / "cpu", "cpu", ("norm", "copy"), 40)
     write_samples(root / "a100", "a100_sxm4_80gb", ("norm", "copy"), 30, seed=5,
                   shift=lambda k: 1.1 if str(k.pass_) == "bwd" else 0.0)
-    assert main(["fit", str(root / "cpu"), "-o", str(root / "base"), "--members", "2"]) == 0
     spec = root / "a100.llmp"
     spec.write_text(A100_SPEC)
     return root
@@ -50,7 +48,7 @@ def workflow(tmp_path_factory):
 
 def test_fit_adapt_score_predict(workflow, capsys):
     root = workflow
-    code, out, _ = _run(capsys, "fit", str(root / "a100"), "--base", str(root / "base"), "--budget", "4",
+    code, out, _ = _run(capsys, "fit", str(root / "a100"), "--base", str(TINY_STORE), "--budget", "4",
                         "-o", str(root / "adapted"), "--json")
     assert code == 0
     summary = json.loads(out)
@@ -61,7 +59,7 @@ def test_fit_adapt_score_predict(workflow, capsys):
     assert after["n"] == summary["adaptation"]["unused"] > 0
     assert after["mape"] < 0.75 * before["mape"]  # the unused samples say the adaptation helped
 
-    code, out, _ = _run(capsys, "fit", str(root / "a100"), "--base", str(root / "base"), "--budget", "4",
+    code, out, _ = _run(capsys, "fit", str(root / "a100"), "--base", str(TINY_STORE), "--budget", "4",
                         "-o", str(root / "adapted2"))
     assert code == 0 and "left unused" in out and "on the" in out and "norm bwd" in out
 
@@ -79,9 +77,9 @@ def test_fit_adapt_score_predict(workflow, capsys):
     prov = json.loads(out)["provenance"]
     assert prov["residual_store"]["scope"] == "per-device" and "norm" in prov["residual_store"]["covered"]
     assert prov["residuals_note"].startswith("given")
-    code, _, err = _run(capsys, "predict", spec, "--residuals", str(root / "base"))
+    code, _, err = _run(capsys, "predict", spec, "--residuals", str(TINY_STORE))
     assert code == 1 and "does not serve" in err and "Traceback" not in err
-    code, _, err = _run(capsys, "score", str(root / "a100"), "--residuals", str(root / "base"))
+    code, _, err = _run(capsys, "score", str(root / "a100"), "--residuals", str(TINY_STORE))
     assert code == 1 and "not for 'a100_sxm4_80gb'" in err
 
 
@@ -139,7 +137,7 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize(("argv", "code", "needle"), BAD_INPUT, ids=[" ".join(c[0][:3]) for c in BAD_INPUT])
 def test_bad_flags_and_paths_exit_with_a_message(workflow, tmp_path, capsys, argv, code, needle):
-    names = {"a100": workflow / "a100", "cpu": workflow / "cpu", "base": workflow / "base", "tmp": tmp_path}
+    names = {"a100": workflow / "a100", "cpu": workflow / "cpu", "base": TINY_STORE, "tmp": tmp_path}
     argv = [a.format(**names) for a in argv]
     if (argv[0] == "score" and len(argv) == 1) or code == 2:
         with pytest.raises(SystemExit) as exit_:
@@ -154,7 +152,7 @@ def test_bad_flags_and_paths_exit_with_a_message(workflow, tmp_path, capsys, arg
 @pytest.mark.parametrize("damage", ["manifest", "group", "fingerprint"])
 def test_a_damaged_store_exits_1(workflow, tmp_path, capsys, damage):
     path = tmp_path / "store"
-    shutil.copytree(workflow / "base", path)
+    shutil.copytree(TINY_STORE, path)
     manifest = json.loads((path / "manifest.json").read_text())
     if damage == "manifest":
         (path / "manifest.json").write_text(json.dumps(manifest)[:200])

@@ -1,5 +1,6 @@
 """Fixtures for the residual tests: the catalog CPU device and two tiny specs (helpers live in
-``residual_helpers.py``, a uniquely named module, so they never clash with other conftest files)."""
+``tests/residual_helpers.py``, a uniquely named module, so they never clash with other conftest
+files, and where the CLI tests and the tiny store's script import them too)."""
 
 from __future__ import annotations
 

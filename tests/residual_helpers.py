@@ -20,6 +20,11 @@ from llmp.residuals import dataset, features, samplefile
 from llmp.residuals.model import Observation
 
 FAST_XGB = {"n_estimators": 40, "max_depth": 3, "learning_rate": 0.2, "n_jobs": 1}
+TINY_STORE = Path(__file__).resolve().parent / "fixtures" / "tiny_store"
+"""A committed fitted CPU store (``fixtures/make_tiny_store.py`` writes it) for the tests that need
+some fitted store and are not about fitting; read-only: a test that damages it copies it first."""
+TINY_FAMILIES = ("gemm", "norm", "elementwise", "copy")
+"""The families ``TINY_STORE`` has a group for."""
 
 
 
