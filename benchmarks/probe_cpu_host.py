@@ -1,7 +1,7 @@
 """Re-measure the numbers that ``llmp/hardware/catalog/cpu.llmp`` and the ``gloo_loopback`` link
 quote for this machine. Not a test (pytest does not collect it): run it by hand and compare.
 
-    python tests/hardware/probe_cpu_host.py
+    python benchmarks/probe_cpu_host.py
 
 What it measures, and why that way:
   * memory bandwidth: ``Tensor.copy_`` of a 1 GiB float64 tensor with all cores (torch threads =

@@ -5,7 +5,7 @@
 A property test that passes its 40 examples in the everyday suite can still fail on the one
 example in a few thousand that breaks it (the hardware-monotonicity property did, until each
 compute second could hide at most one collective). This runs the chosen properties of
-``tests/analytic/test_scaling.py`` under the ``thorough`` Hypothesis profile (``tests/conftest.py``:
+``tests/property/analytic/test_scaling.py`` under the ``thorough`` Hypothesis profile (``tests/conftest.py``:
 1,000 examples per property) once per seed, ``--hypothesis-seed`` = seed0, seed0 + 1, ..., and
 reports per run whether every property passed, how many examples Hypothesis ran (passing, failing
 and invalid, from ``--hypothesis-show-statistics``) and how long it took; a failing run prints the
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from recording import commit, machine, record
 
-FILE = "tests/analytic/test_scaling.py"
+FILE = "tests/property/analytic/test_scaling.py"
 DEFAULT_TESTS = ("test_step_time_never_rises_when_hardware_gets_faster",)
 """The property the issue names: step time never rises when any hardware rate gets faster."""
 

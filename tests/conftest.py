@@ -3,7 +3,7 @@
 Profiles: ``dev`` (the default: few examples, fast feedback), ``ci`` (more examples,
 derandomized so a CI failure reproduces), selected when the ``CI`` environment variable is
 set, and ``thorough`` (1,000 random examples per property, for the scaling-law properties run
-on their own: ``LLMP_HYPOTHESIS_PROFILE=thorough python -m pytest tests/analytic/test_scaling.py``).
+on their own: ``LLMP_HYPOTHESIS_PROFILE=thorough python -m pytest tests/property/analytic/test_scaling.py``).
 Deadlines are off in both: the first example of a test may build the grammar or import SymPy, and
 a timing flake is not a finding.
 
@@ -31,7 +31,7 @@ settings.load_profile(os.environ.get("LLMP_HYPOTHESIS_PROFILE") or ("ci" if os.e
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/golden/* from the current output instead of comparing")
+                     help="rewrite tests/integration/golden/* from the current output instead of comparing")
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
-from analytic.strategies_analytic import variants
 from hypothesis import strategies as st
+from strategies_analytic import variants
 
 from llmp.hardware.spec import Cluster, Device, Dtype, Link, Node
 from llmp.spec.model import Activation, Arch, ModelSpec, MoeSpec, Norm, Position

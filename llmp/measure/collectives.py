@@ -52,7 +52,7 @@ SIZE_RANGE = {"cpu": (2**12, 2**24), "cuda": (2**12, 2**30)}
 for the example layouts (from a 14 KiB cross-entropy all-reduce and 8-48 MiB cp, pp and tp
 activations to dp gradient buckets) up to 1 GiB; the larger ones (ZeRO parameter all-gathers of
 whole models, GBs) are bandwidth-bound, their time linear in bytes, so the largest size measured
-speaks for them (``tests/measure/test_collective_design.py`` checks both). CPU: 4 KiB to 16 MiB keeps a
+speaks for them (``tests/unit/measure/test_collective_design.py`` checks both). CPU: 4 KiB to 16 MiB keeps a
 gloo call under a second on a shared core."""
 REPEATS = 7
 """Timed calls per case (after 2 warm-up calls); the median of 7 is robust to two outliers."""

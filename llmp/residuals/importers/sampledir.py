@@ -28,7 +28,7 @@ from llmp.residuals import samplefile
 from llmp.residuals.importers.common import IMPORTER_VERSION, NOTE_TAGS, Imported, Sample
 
 SAMPLE_TAIL = ("width", "time_s", "p10_s", "p90_s", "repeats", "error")
-"""``llmp.measure.sampling.SAMPLE_COLUMNS_TAIL`` (tests/residuals/test_importers.py checks they agree)."""
+"""``llmp.measure.sampling.SAMPLE_COLUMNS_TAIL`` (tests/unit/residuals/test_importers.py checks they agree)."""
 COLLECTIVE_BASE = ("key", "kind", "bytes", "group", "ranks_per_node", "tier", "dtype", "backend", "time_s", "p10_s",
                    "p90_s", "repeats", "error")
 """``llmp.measure.collectives.COLUMNS`` (checked by the same test)."""
