@@ -72,6 +72,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow  # a calibration end to end (2 s)
 def test_calibrate_prints_the_factors_and_writes_a_file_with_its_provenance(capsys, runs, tmp_path):
     out = tmp_path / "STACK.json"
     code, text, err = _run(capsys, "calibrate", str(_first(runs, 3)), "-o", str(out))

@@ -82,6 +82,7 @@ def test_usage_errors_exit_2(capsys, small_spec):
     assert info.value.code == 2
 
 
+@pytest.mark.slow  # a plan search and its chart (2 s)
 def test_plot_writes_a_png(capsys, small_spec, tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "plan.png"

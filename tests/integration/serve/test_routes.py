@@ -141,6 +141,7 @@ def test_plan_reports_the_run_with_failures(client, form):
     assert 'id="plan-ettr"' in r.text and 'id="plan-charts"' in r.text and "kWh" in r.text
 
 
+@pytest.mark.slow  # a plan search and its chart (2 s)
 def test_plan_exports_csv_and_png(client, form):
     data = {**form, "tokens": "10B", "gpus": "8"}
     r = client.post("/export/plan.csv", data=data)

@@ -97,6 +97,7 @@ def test_one_run_is_never_worse_than_none_on_average(configs):
     assert np.mean(k1) < 0.65 * np.mean(k0)
 
 
+@pytest.mark.slow  # two fits on synthetic runs (2 s)
 def test_more_runs_recover_the_factors_and_narrow_the_band(configs):
     theta = (0.35, -0.1, 0.25, 0.0, 0.0)
     measured = truth(configs, theta=theta, noise=0.01, seed=1)
@@ -126,6 +127,7 @@ def test_an_overhead_is_fitted_only_when_runs_of_different_lengths_show_one(conf
     assert post.overhead_s == 0.0 and post.overhead_log_bayes <= fitting.OVERHEAD_EVIDENCE
 
 
+@pytest.mark.slow  # two fits on synthetic runs (2 s)
 def test_close_runs_shrink_the_noise_and_scattered_runs_widen_it(configs):
     tight = fitting.fit(configs, truth(configs, noise=0.005, seed=4), TERM)
     loose = fitting.fit(configs, truth(configs, noise=0.4, seed=4), TERM)
