@@ -159,7 +159,7 @@ def host_seconds(op: Op, host: HostRules | None) -> Any:
 
 
 def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
-    """What :func:`_pass` reads of ``ops`` besides their times: each op's count, and per op what
+    """What :func:`_run` reads of ``ops`` besides their times: each op's count, and per op what
     it does, the op whose total it takes (the last of its name), its category, its partner's
     position (the last op of the partner's name; -1: none), its host seconds per call and where in
     the sequence the device spends its exposed time: a collective hidden behind a partner that runs
@@ -182,19 +182,10 @@ def _static(ops: Sequence[Op], rules: OverlapRules) -> Static:
     return tuple(op.count for op in ops), tuple(rows)
 
 
-def _pass(ops: Sequence[tuple[Op, Any]], rules: OverlapRules, repeat: Any) -> tuple[dict[str, Any], Any]:
-    """Category seconds of ``ops`` (one scope, one part) run ``repeat`` times; and the compute
-    seconds still free to hide other work.
-
-    Each second of compute hides at most one collective: the ZeRO-3/FSDP prefetch hides behind
-    the compute that the TP and partner collectives did not already take, and the windows built
-    from the pass (the data-parallel buckets behind the last backward, the next step's parameter
-    gather behind the first forward, DualPipe's pair) get only what neither took. (Counting the
-    same GEMM as cover twice made a faster GEMM lengthen the step: a TP collective it hid less of
-    became exposed, and so did the prefetch or the gradient buckets.)
-    """
-    run = _run(_static([op for op, _ in ops], rules), [t for _, t in ops], repeat, contention=rules.contention)
-    return run.categories, run.free
+def charged(total: Any, exposed: Any, contention: float) -> Any:
+    """Seconds a collective of ``total`` seconds costs the step when ``exposed`` of them show: the
+    exposed part, and the rate the compute loses beside the part it hides (``contention``)."""
+    return exposed + contention * (total - exposed)
 
 
 def larger(a: Any, b: Any) -> Any:
@@ -219,8 +210,17 @@ class Run:
     and ``host + device`` (the two streams overlap, and each op needs both in turn)."""
 
 
-def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.0, contention: float = 0.0) -> Run:
-    """:func:`_pass` from the ops' :func:`_static` form and their times, with the host thread.
+def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any, contention: float) -> Run:
+    """Category seconds of a group of ops (one scope, one part; their :func:`_static` form and
+    their times) run ``repeat`` times, the compute seconds still free to hide other work, and the
+    host thread's pacing.
+
+    Each second of compute hides at most one collective: the ZeRO-3/FSDP prefetch hides behind
+    the compute that the TP and partner collectives did not already take, and the windows built
+    from the pass (the data-parallel buckets behind the last backward, the next step's parameter
+    gather behind the first forward, DualPipe's pair) get only what neither took. (Counting the
+    same GEMM as cover twice made a faster GEMM lengthen the step: a TP collective it hid less of
+    became exposed, and so did the prefetch or the gradient buckets.)
 
     The host issues the ops in order and the device runs each once it is issued and the previous
     one is done, so the device ends at ``max_k (H_k + D_k..)`` (max-plus). For ``repeat`` copies of
@@ -249,8 +249,7 @@ def _run(static: Static, times: Sequence[Any], repeat: Any, host_scale: Any = 1.
                 hidden = total - ((0 if 0 > left else left) if type(left) is float else positive_part(left))
             else:
                 hidden = 0
-            # the overlapped span slows the compute it hides behind (OverlapRules.contention)
-            shown = total - hidden + contention * hidden
+            shown = charged(total, total - hidden, contention)
             busy[at] += shown
             acc[category] = acc.get(category, 0) + shown
             covering += hidden
@@ -297,7 +296,7 @@ def _prefetched(prefetch: Mapping[str, Any], free: Any, repeat: Any, contention:
     left, used, shown_all, gather = free, 0, 0, 0
     for category, gathers in prefetch.items():
         exposed = positive_part(gathers - left)
-        shown = exposed + contention * (gathers - exposed)  # each further copy's
+        shown = charged(gathers, exposed, contention)  # each further copy's
         out[category] = out.get(category, 0) + gathers + (repeat - 1) * shown
         left, used, shown_all = left - (gathers - exposed), used + (gathers - exposed), shown_all + shown
         gather = gather + gathers
@@ -424,11 +423,9 @@ def paired(f: PassWork, bw: PassWork, contention: float) -> PassWork:
     compute = f.compute + bw.compute
     ep, pp = cats.get("ep", 0), cats.get("pp", 0)
     if "ep" in cats:
-        exposed = positive_part(ep - compute)
-        cats["ep"] = exposed + contention * (ep - exposed)
+        cats["ep"] = charged(ep, positive_part(ep - compute), contention)
     if "pp" in cats:
-        exposed = positive_part(pp - positive_part(compute - ep))
-        cats["pp"] = exposed + contention * (pp - exposed)
+        cats["pp"] = charged(pp, positive_part(pp - positive_part(compute - ep)), contention)
     return PassWork(by_category=cats, compute=compute)
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmp.analytic.op import OpGraph, Overlap, Part, Scope
-from llmp.compose.overlap import OverlapRules, host_seconds, larger
-from llmp.spec.algebra import positive_part, vmax, vmin
+from llmp.compose.overlap import OverlapRules, charged, host_seconds, larger
+from llmp.spec.algebra import positive_part, vmax
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -123,11 +123,10 @@ def rank_tail(graph: OpGraph, times: Sequence[Any], rules: OverlapRules, rank: i
     sync: dict[str, Any] = defaultdict(int, terms.sync)
     update: dict[str, Any] = defaultdict(int, terms.update)
     for category, t in terms.next_forward:
-        update[category] += positive_part(t - forward) + rules.contention * vmin(t, forward)
+        update[category] += charged(t, positive_part(t - forward), rules.contention)
     if rules.host is not None:
         update["host"] += terms.update_host
     if terms.bucketed:
         last, total, buckets = bucket_spans(terms.bucketed)
-        exposed = vmax(last, total - window * (1 - 1 / buckets))
-        sync["dp"] += exposed + rules.contention * (total - exposed)
+        sync["dp"] += charged(total, vmax(last, total - window * (1 - 1 / buckets)), rules.contention)
     return RankTail(sync=dict(sync), update=dict(update))

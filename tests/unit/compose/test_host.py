@@ -41,7 +41,7 @@ def test_the_closed_form_of_a_repeated_group_is_the_recurrence(ops, repeat):
     h = [a for a, _ in ops]
     d = [b for _, b in ops]
     static = (tuple(1 for _ in ops), tuple((_COMPUTE, j, "gemm", -1, hj, j) for j, hj in enumerate(h)))
-    run = _run(static, d, repeat)
+    run = _run(static, d, repeat, 1.0, 0.0)
     expected = _replay(h, d, repeat) if any(h) else repeat * sum(d)
     assert run.latency == pytest.approx(expected, rel=1e-9, abs=1e-15)
     # a pass is never faster than either stream alone, nor slower than both in series
