@@ -25,9 +25,18 @@ _ALL_DEEPSPEED_ZERO = ("DeepSpeed runs ZeRO-1 with its pipeline engine only; sta
                        f"the pipeline engine rejects ({_DS_PIPE} (PipelineEngine.__init__: assert "
                        "zero_optimization_stage() < ZeroStageEnum.gradients))")
 
+_ENGINE = dict(
+    zero_grad=Item(ZeroGrad.SET_TO_NONE, f"{_DS_ZERO} (zero_grad(set_to_none=True))"),
+    loss_sync=Item(LossSync.PIPELINE_BROADCAST, f"{_DS_PIPE} (PipelineEngine._aggregate_total_loss)"),
+    fp16_unscale=Item(Unscale.CHECK_THEN_CLIP_PASS, f"{_DS_ZERO} (has_overflow, then unscale_and_clip_grads)"),
+    fsdp=no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
+    pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
+)
+"""What DeepSpeed's pipeline engine and ZeRO-1 decide for both stacks, cited once."""
+
 _MDS = "microsoft/Megatron-DeepSpeed@main:megatron"
 MEGATRON_DEEPSPEED = Profile(
-    stack=Stack.MEGATRON_DEEPSPEED, title="Megatron-DeepSpeed (BLOOM, MT-NLG)",
+    stack=Stack.MEGATRON_DEEPSPEED, title="Megatron-DeepSpeed (BLOOM, MT-NLG)", **_ENGINE,
     versions="microsoft/Megatron-DeepSpeed and bigscience-workshop/Megatron-DeepSpeed 2021-2022, DeepSpeed pipeline "
              "engine",
     attention=Item(A.UNFUSED_FUSED_SOFTMAX, f"{_MDS}/arguments.py (masked_softmax_fusion on by default); "
@@ -62,13 +71,8 @@ MEGATRON_DEEPSPEED = Profile(
     attentions=Item((A.UNFUSED, A.UNFUSED_FUSED_SOFTMAX, A.FLASH2), f"{_MDS}/arguments.py (--use-flash-attn-v2)"),
     fused_softmax_max_seq=Item(2048, f"{_MDS}/model/fused_softmax.py (is_kernel_available: 16 < sk <= 2048)"),
     vocab_pad_tp=Item(True, f"{_MDS}/tokenizer/tokenizer.py (_vocab_size_with_padding)"),
-    zero_grad=Item(ZeroGrad.SET_TO_NONE, f"{_DS_ZERO} (zero_grad(set_to_none=True))"),
     clip_scale=Item(ClipScale.WITH_UNSCALE, f"{_DS_ZERO} (unscale_and_clip_grads)"),
-    loss_sync=Item(LossSync.PIPELINE_BROADCAST, f"{_DS_PIPE} (PipelineEngine._aggregate_total_loss)"),
-    fp16_unscale=Item(Unscale.CHECK_THEN_CLIP_PASS, f"{_DS_ZERO} (has_overflow, then unscale_and_clip_grads)"),
-    fsdp=no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
     userbuffers=no("no TransformerEngine", _MDS),
-    pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
     fp32_grads=Item((P.BF16,), "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/bf16_optimizer.py (BF16_Optimizer: "
                     "fp32_groups_gradients, the gradients accumulated and reduced in FP32)",
                     "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
@@ -88,7 +92,7 @@ MEGATRON_DEEPSPEED = Profile(
 )
 
 GPT_NEOX = Profile(
-    stack=Stack.GPT_NEOX, title="GPT-NeoX (EleutherAI, on DeepSpeed/DeeperSpeed)",
+    stack=Stack.GPT_NEOX, title="GPT-NeoX (EleutherAI, on DeepSpeed/DeeperSpeed)", **_ENGINE,
     versions="GPT-NeoX v1.0-v2.0 (GPT-NeoX-20B, 2022; the seed paper's Perlmutter and Vista runs)",
     attention=Item(A.UNFUSED, f"{_NEOX} (attention_config default [[['global'], n_layers]]); {_NEOX_TF} "
                    "(ParallelSelfAttention.attention: baddbmm, FusedScaleMaskSoftmax, attention_dropout, bmm)",
@@ -134,13 +138,8 @@ GPT_NEOX = Profile(
                                "(is_kernel_available: 16 < sq <= 2048)"),
     vocab_pad_tp=Item(True, "EleutherAI/gpt-neox:megatron/tokenizer/tokenizer.py (_vocab_size_with_padding: "
                       "multiple = make_vocab_size_divisible_by * model_parallel_size)"),
-    zero_grad=Item(ZeroGrad.SET_TO_NONE, f"{_DS_ZERO} (zero_grad(set_to_none=True))"),
     clip_scale=Item(ClipScale.WITH_UNSCALE, f"{_DS_ZERO} (unscale_and_clip_grads: combined_scale)"),
-    loss_sync=Item(LossSync.PIPELINE_BROADCAST, f"{_DS_PIPE} (PipelineEngine._aggregate_total_loss)"),
-    fp16_unscale=Item(Unscale.CHECK_THEN_CLIP_PASS, f"{_DS_ZERO} (has_overflow, then unscale_and_clip_grads)"),
-    fsdp=no("ZeRO-3 is not combined with the pipeline engine", _ALL_DEEPSPEED_ZERO),
     userbuffers=no("no TransformerEngine in the runs modelled", _NEOX),
-    pipeline_zero_max=Item(ZeroStage.Z1, _ALL_DEEPSPEED_ZERO),
     fp32_grads=Item((P.BF16,), "microsoft/DeepSpeed@v0.9.5:deepspeed/runtime/bf16_optimizer.py (BF16_Optimizer: "
                     "fp32_groups_gradients)", "fp16 (ZeRO's FP16 optimizer) keeps fp16 gradients"),
     selective_recompute=Item(SR.CORE_ATTENTION, f"{_NEOX} (checkpoint_activations, checkpoint_num_layers: whole layers "
