@@ -203,7 +203,8 @@ def _cp_after(blk: Block, core: str) -> None:
 
 _FUSED_KERNEL: dict[Attention, AttentionKernel] = {
     Attention.FLASH2: AttentionKernel.FLASH2, Attention.FLASH3: AttentionKernel.FLASH3,
-    Attention.CUDNN: AttentionKernel.CUDNN,
+    Attention.CUDNN: AttentionKernel.CUDNN, Attention.FLASH1: AttentionKernel.FLASH1,
+    Attention.TRITON: AttentionKernel.TRITON,
     # torch SDPA's default backend order puts its FlashAttention-2 kernels first on NVIDIA GPUs
     # (pytorch/pytorch@v2.4.0 aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, priority_order).
     Attention.SDPA: AttentionKernel.FLASH2,

@@ -14,7 +14,7 @@ every output written once.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -114,6 +114,23 @@ class AttentionKernel(StrEnum):
     """FlashAttention-3 (Hopper warp-specialised, wgmma/TMA)."""
     CUDNN = "cudnn"
     """cuDNN fused attention (TransformerEngine's FusedAttention, torch SDPA's cuDNN backend)."""
+    FLASH1 = "flash1"
+    """FlashAttention 1.x: FlashAttention-2's algorithm at a lower rate (``SAME_ALGORITHM``)."""
+    TRITON = "triton"
+    """flash-attn's Triton FlashAttention: FlashAttention-2's algorithm at a lower rate."""
+
+
+SAME_ALGORITHM: dict[str, str] = {AttentionKernel.FLASH1: AttentionKernel.FLASH2,
+                                  AttentionKernel.TRITON: AttentionKernel.FLASH2}
+"""Variants that launch another variant's kernels (one fused forward, one fused backward, the same
+FLOPs and traffic) at a published lower rate (``roofline.ceiling``). No store measured them: a
+residual model reads them as the variant they implement, and no feature column is theirs."""
+
+
+def algorithm(k: Kernel) -> Kernel:
+    """``k`` as the kernel whose algorithm it runs: itself, unless ``SAME_ALGORITHM`` names another."""
+    same = SAME_ALGORITHM.get(k.variant) if k.family is Family.ATTENTION else None
+    return k if same is None else replace(k, variant=same)
 
 
 VARIANTS: dict[Family, tuple[str, ...]] = {

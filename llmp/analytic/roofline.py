@@ -14,7 +14,8 @@ from enum import StrEnum
 from typing import Any
 
 from llmp.analytic import tiles
-from llmp.analytic.kernels import DIMS, AttentionKernel, Family, Kernel, KernelCost, Pass
+from llmp.analytic.kernels import DIMS, SAME_ALGORITHM, AttentionKernel, Family, Kernel, KernelCost, Pass, algorithm
+from llmp.hardware import published
 from llmp.hardware.spec import Device, Dtype, Microarch
 from llmp.spec.algebra import vmax
 
@@ -116,12 +117,17 @@ def ceiling(k: Kernel, tensor_core: bool, device: Device) -> tuple[Any, Ceiling]
     else the ``achievable`` GEMM rate (attention is two GEMMs and a softmax on the same tensor
     cores, so the GEMM ceiling bounds it too); FlashAttention-3 and cuDNN attention, which use
     the same tensor-core paths as the best GEMMs, the ``achievable`` GEMM rate; GEMMs and
-    unfused attention the ``achievable`` rate; else the datasheet peak.
+    unfused attention the ``achievable`` rate; else the datasheet peak. FlashAttention 1.x and the
+    Triton kernel run at FlashAttention-2's ceiling times their published rate relative to it on
+    the same shapes (``hardware.published.relative_rate``).
     These are ceilings from each benchmark's best shape, so small kernels stay optimistic.
     Raises ``KeyError`` when the device has no peak for the dtype.
     """
     if not tensor_core:
         return device.peak_flops[Dtype.FP32], Ceiling.VECTOR
+    if k.family is Family.ATTENTION and k.variant in SAME_ALGORITHM:
+        rate, which = ceiling(algorithm(k), tensor_core, device)
+        return rate * published.relative_rate(k.variant, _number(k.dim("head_dim")), bool(k.dim("causal"))), which
     peak = device.peak_flops[k.dtype]
     if (k.family is Family.ATTENTION and k.dim("flash") and k.variant == AttentionKernel.FLASH2
             and device.flash_attention is not None):
@@ -138,3 +144,11 @@ def ceiling(k: Kernel, tensor_core: bool, device: Device) -> tuple[Any, Ceiling]
             # measurement of its own it reaches the fraction of its peak FP8 was measured at.
             return fp8 * peak / device.peak_flops[Dtype.FP8], Ceiling.ACHIEVABLE
     return peak, Ceiling.PEAK
+
+
+def _number(value: Any) -> float | None:
+    """A dim's value, or None while it is a symbol."""
+    try:
+        return float(value)
+    except TypeError:
+        return None

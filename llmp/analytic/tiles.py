@@ -191,8 +191,9 @@ def flash_tiles(variant: str, microarch: Microarch) -> FlashTiles:
     priced with FlashAttention-3's blocks from sm90 on (cuDNN's Hopper kernels are the same
     warp-specialised design), with FlashAttention-2's before. AMD's CK kernels stand in with
     FlashAttention-2's A100 blocks (an approximation: no tile table of theirs is cited here).
+    FlashAttention 1.x and the Triton kernel are priced with FlashAttention-2's blocks.
     """
-    if variant and microarch in (Microarch.SM90, Microarch.SM100):
+    if variant in ("flash3", "cudnn") and microarch in (Microarch.SM90, Microarch.SM100):
         return FA3_SM90
     return FA2_SM86 if microarch is Microarch.SM86 else FA2_SM80
 

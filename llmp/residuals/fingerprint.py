@@ -47,6 +47,20 @@ def device_fingerprint(device: Device) -> dict[str, object]:
     return {"id": device.id, "name": device.name, "sha256": digest(device_numbers), **device_numbers}
 
 
+MEMORY = ("mem_bandwidth",)
+"""Numbers that differ between two parts of one die sold with other memory stacks (A100 SXM4 40 GB
+HBM2 and 80 GB HBM2e: same SMs, clock, L2 and tensor-core rates, 1555 vs 2039 GB/s)."""
+
+
+def same_silicon(recorded: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether ``current`` is the die of ``recorded`` with other memory: every fingerprinted number
+    equal but the memory bandwidth. A store's factors then carry over: its features normalise
+    bytes by the device's own bandwidth, and a per-device store saw one bandwidth, so none of its
+    trees splits on it."""
+    return all(recorded.get(name) == current[name] for name in (*RATE_TABLES, *SCALAR_NUMBERS, "microarch")
+               if name not in MEMORY)
+
+
 def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """The numbers of a recorded fingerprint that differ from ``current`` (for the refusal message)."""
     out = []

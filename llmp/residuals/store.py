@@ -39,15 +39,17 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from llmp.analytic import kernels
 from llmp.analytic.collectives import Links
 from llmp.analytic.correction import Correction
 from llmp.analytic.kernels import Collective, Kernel
+from llmp.dsl import catalog as parts
 from llmp.errors import ResidualSchemaError
 from llmp.hardware import catalog
 from llmp.hardware.spec import Device
@@ -99,6 +101,9 @@ class Residuals:
     model: ResidualModel | CrossGpuModel
     """Per-device groups, or the cross-GPU transfer model (``serves == "any"``)."""
     adjustments: dict[Stratum, Adjustment] = field(default_factory=dict)
+    twin_for: str = ""
+    """A device with no store of its own that this per-device store also serves: the same die as
+    the device it was fitted for, with other memory (``fingerprint.same_silicon``; ``twin``)."""
     _id: str = field(init=False, repr=False, compare=False, default="")
 
     def __post_init__(self) -> None:
@@ -130,15 +135,20 @@ class Residuals:
         serves = self.serves
         if serves == ANY:
             return None
-        if device.id not in serves:
+        twin = device.id not in serves and device.id == self.twin_for
+        if device.id not in serves and not twin:
             return (f"it was fitted for {', '.join(serves) or 'no device'}, not for '{device.id}'")
-        recorded = next((h for h in self.manifest.get("hardware", ()) if h["id"] == device.id), None)
+        fitted = serves[0] if twin else device.id
+        recorded = next((h for h in self.manifest.get("hardware", ()) if h["id"] == fitted), None)
         if recorded is None:
-            return f"it records no fingerprint of '{device.id}'"
+            return f"it records no fingerprint of '{fitted}'"
         try:
             numbers = fingerprint.numbers(device)
         except (TypeError, ValueError):
             return f"the numbers of '{device.id}' are not all numeric"
+        if twin:
+            return None if fingerprint.same_silicon(recorded, numbers) else (
+                f"the numbers of '{device.id}' are no longer those of '{fitted}' but for memory")
         if fingerprint.digest(numbers) != recorded["sha256"]:
             return (f"the numbers of '{device.id}' differ from those it was fitted with "
                     f"({'; '.join(fingerprint.differences(recorded, numbers))})")
@@ -256,6 +266,9 @@ class Layered:
 def _correct(store: Residuals | Layered, items: Sequence[Kernel | Collective], spec: Spec) -> Correction:
     store.require_serves(spec.cluster.gpu)
     unique: dict[Kernel | Collective, int] = {}
+    # A kernel running another's algorithm at a lower ceiling takes that kernel's factor: its
+    # roofline already carries the lower rate (``kernels.SAME_ALGORITHM``, ``roofline.ceiling``).
+    items = [kernels.algorithm(it) if isinstance(it, Kernel) else it for it in items]
     for item in items:  # a step repeats the same kernels per layer: predict each once
         unique.setdefault(item, len(unique))
     pred = store.predict(list(unique), spec.cluster.gpu, links=Links.of(spec))
@@ -402,19 +415,54 @@ def _default_for(device: Device, root: Path | None) -> Choice:
         raise ResidualSchemaError(f"the shipped cross-GPU store {cross.path} does not serve 'any' device",
                                   hint="the shipped store is misconfigured: refit it with --serves any")
     own = shipped(device.id, root)
+    named = f"the store shipped for {device.id}"
+    if own is None:
+        own = twin(device, root)
+        named = "" if own is None else (f"the store shipped for {own.serves[0]}, the same die as {device.id} with "
+                                        "other memory (its factors correct rooflines on this part's own bandwidth)")
     if own is not None:
         why = own.refusal(device)
         if why is None:
             if cross is None or set(own.families()) >= set(cross.families()):
-                return Choice(residuals=own, note=f"default: the store shipped for {device.id}")
+                return Choice(residuals=own, note=f"default: {named}")
             return Choice(residuals=Layered(primary=own, fallback=cross),
-                          note=f"default: the store shipped for {device.id}, the shipped cross-GPU store for "
-                               f"families it has no model of")
-        skipped = f"the store shipped for {device.id} does not apply ({why}); "
+                          note=f"default: {named}, the shipped cross-GPU store for families it has no model of")
+        skipped = f"{named} does not apply ({why}); "
     if cross is not None:
         return Choice(residuals=cross, note=f"default: {skipped}the shipped cross-GPU store")
     return Choice(residuals=None, note=f"default: {skipped}no residual store ships for {device.id}, "
                                        "nor a cross-GPU one")
+
+
+def twin(device: Device, root: Path | None = None) -> Residuals | None:
+    """The shipped per-device store of another part with ``device``'s die, board power and other
+    memory, serving ``device`` too; None when no shipped store is of its silicon. The A100 SXM4
+    40 GB has no measurements of its own; the 80 GB part's are of the same SMs, clock, L2, tensor
+    cores and 400 W. A part held to less power is not a twin: its kernels run at lower clocks."""
+    try:
+        numbers = fingerprint.numbers(device)
+    except (TypeError, ValueError):
+        return None
+    folder = catalog.defaults_dir(CROSS_GPU).parent if root is None else Path(root)
+    if not folder.is_dir():
+        return None
+    for name in sorted(p.name for p in folder.iterdir() if (p / "manifest.json").is_file()):
+        found = shipped(name, root)
+        if found is None or found.serves == ANY or len(found.serves) != 1:
+            continue
+        recorded = next((h for h in found.manifest.get("hardware", ()) if h["id"] == found.serves[0]), None)
+        if (recorded is not None and fingerprint.same_silicon(recorded, numbers)
+                and parts.gpu(found.serves[0]).tdp == device.tdp):  # the same operating point too
+            return _as_twin(name, device.id, root)
+    return None
+
+
+@functools.cache
+def _as_twin(name: str, device_id: str, root: Path | None) -> Residuals:
+    """One twin object per (store, device): predictions reuse their prices by the store's identity."""
+    found = shipped(name, root)
+    assert found is not None
+    return replace(found, twin_for=device_id)
 
 
 def choose(choice: Any, device: Device) -> Choice:

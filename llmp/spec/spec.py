@@ -93,6 +93,12 @@ class Attention(StrEnum):
     """FlashAttention-2 (Dao 2023): one fused kernel forward, one backward."""
     FLASH3 = "flash3"
     """FlashAttention-3 (Shah et al. 2024, Hopper)."""
+    FLASH1 = "flash1"
+    """FlashAttention 1.x (Dao et al. 2022, flash-attn < 2.0): the fused kernels before FA2's work
+    partitioning; llm-foundry's ``attn_impl: flash`` with its ``gpu`` extra until flash-attn 2 became it."""
+    TRITON = "triton"
+    """flash-attn's Triton FlashAttention (``flash_attn/flash_attn_triton.py``): llm-foundry's
+    ``attn_impl: triton``, the only fused kernel of its time with an attention bias (ALiBi)."""
     CUDNN = "cudnn"
     """cuDNN fused attention (TransformerEngine's FusedAttention backend)."""
     SDPA = "sdpa"

@@ -61,8 +61,11 @@ COMPOSER = Profile(
                        "limit_all_gathers)"),
     partition=Item("", "unused: llm-foundry trains with FSDP, without pipeline parallelism", EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
-    attentions=Item((A.FLASH2, A.SDPA, A.UNFUSED), f"{_FOUNDRY}:llmfoundry/models/layers/attention.py "
-                    "(attn_impl flash | torch)"),
+    attentions=Item((A.FLASH2, A.FLASH1, A.TRITON, A.SDPA, A.UNFUSED),
+                    f"{_FOUNDRY}:llmfoundry/models/layers/attention.py (attn_impl flash | torch); earlier releases "
+                    "also attn_impl triton (flash-attn's Triton kernel), and 'flash' ran flash-attn 1.x with the 'gpu' "
+                    "extra (mosaicml/llm-foundry setup.py of the releases on Composer 0.17: extra_deps gpu = "
+                    "flash-attn==1.0.9, gpu-flash2 = flash-attn==2.5.0)"),
     fused_softmax_max_seq=Item(0, _FOUNDRY, "no fused masked softmax kernel"),
     vocab_pad_tp=no("no tensor parallelism", _FOUNDRY),
     zero_grad=Item(ZeroGrad.SET_TO_NONE, _TORCH_ZERO),

@@ -384,8 +384,7 @@ def plan_train(m: Measurement, noted: Notes, model: ModelPlan | None = None) -> 
     sequence_parallel = _sequence_parallel(row, stack, tp, noted, notes)
     train = {f: fact.value for f, fact in noted.section("train").items() if f != "recompute"}
     for recipe in SOURCE_RECIPES:
-        if (row.text("source"), row.text("model_name")) == (recipe.source, recipe.model_name) and (
-                recipe.precision is None or recipe.precision is precision):
+        if recipe.applies(row.text("source"), row.text("model_name"), precision, row.text("precision")):
             for f, value in recipe.fields:
                 if f not in train:
                     train[f] = value

@@ -10,10 +10,11 @@ assumption. These are configuration facts of the sources, never tuned to a measu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from llmp.spec.spec import Precision, Recompute, Stack
+from llmp.spec.spec import Attention, Precision, Recompute, Stack
 
 SOURCE_RECOMPUTE: dict[str, tuple[Recompute, str]] = {
     "megatron-sc21-table2": (Recompute.FULL, ("the paper's FLOP convention (96·B·s·l·h², Table 2 as Table 1) counts a "
@@ -67,11 +68,19 @@ class SourceRecipe:
     """A ``train`` field the recipe behind one published row sets, where the row does not say."""
 
     source: str
-    model_name: str
+    model_name: str = ""
+    """Only the source's rows of this model ("": every model)."""
     fields: tuple[tuple[str, Any], ...]
     why: str
     precision: Precision | None = None
     """Only the source's rows of this precision (None: all of them)."""
+    precision_text: str = ""
+    """Only the source's rows whose ``precision`` cell starts with a match of this pattern ("": all)."""
+
+    def applies(self, source: str, model_name: str, precision: Precision, precision_text: str) -> bool:
+        return (source == self.source and self.model_name in ("", model_name)
+                and self.precision in (None, precision)
+                and (not self.precision_text or re.match(self.precision_text, precision_text) is not None))
 
 
 _MLM_LLAMA_FP8 = ("Megatron-LM's Llama FP8 example passes --fp8-param-gather with the distributed optimizer "
@@ -124,7 +133,17 @@ Nemotron-4 340B (nemotron_340b.yaml at 3be81fc) use ``mcore_distributed_optim``:
 distributed optimizer, whose FP32 main parameters are whole (NeMo passes no optimizer dtype to its
 OptimizerConfig: nemo/core/classes/modelPT.py, setup_megatron_optimization)."""
 
+_FOUNDRY_DRIVER = "mosaicml/llm-foundry@12a6319:scripts/train/benchmarking/submit_benchmarks.py"
+_FOUNDRY_TRITON = (
+    "the table's Precision cell reads 'bf16', not 'amp_bf16': the first benchmark driver passed --precisions "
+    "(bf16 | fp16) to Composer as given, with --fsdp_config_mixed_precision PURE and --attn_impl default "
+    f"'triton' (model.attn_impl = args.attn_impl; image mosaicml/pytorch:1.13.1) ({_FOUNDRY_DRIVER}); the later "
+    "driver passes 'amp_' + precision and attn_impl 'flash' with flash-attn 2 "
+    "(mosaicml/llm-foundry@51652ea:scripts/train/benchmarking/submit_benchmarks.py, pip_install '.[gpu-flash2]')")
+
 SOURCE_RECIPES: tuple[SourceRecipe, ...] = (
+    SourceRecipe(source="llm-foundry", fields=(("attention", Attention.TRITON),), precision_text=r"(bf16|fp16)\b",
+                 why=_FOUNDRY_TRITON),
     SourceRecipe(source=_NEMO_24_07, model_name="Nemotron-340B", fields=(("fp32_grads", False),),
                  why=("NeMo's Nemotron-4 340B training config reduces gradients in BF16 "
                       f"({_NFL}@3be81fc:launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, "

@@ -37,6 +37,9 @@ What is derived (:func:`derive`), per catalog GPU:
 from __future__ import annotations
 
 import csv
+import functools
+import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib.resources import files
@@ -174,3 +177,30 @@ def derive(devices: Mapping[str, Device]) -> dict[str, Ceilings]:
     mamf, flash = mamf_facts(), flash_attention_facts()
     return {gpu: Ceilings(gpu=gpu, achievable=_for_device(d, devices, mamf),
                           flash_attention=_for_device(d, devices, flash)) for gpu, d in sorted(devices.items())}
+
+
+FLASH_IMPLEMENTATIONS = {"flash1": "FlashAttention (v1)", "triton": "FlashAttention Triton"}
+"""Attention kernels slower than FlashAttention-2 on the same shapes (``analytic.kernels.AttentionKernel``
+value → the implementation's name in the figures)."""
+
+
+@functools.cache
+def relative_rate(kernel: str, head_dim: float | None, causal: bool) -> float:
+    """The forward+backward rate of an earlier FlashAttention kernel relative to FlashAttention-2 on
+    the same shape: the median over the figures' sequence lengths (512-16k) and GPUs (A100; H100
+    for v1) at the measured head dim nearest ``head_dim`` in log scale (every head dim when it is
+    None), with the mask. Both kernels compute the same FLOPs with the same traffic; the FA2 paper
+    (Dao, arXiv 2307.08691, §3 and §4.1) puts the difference in work partitioning between thread
+    blocks and warps: FA2 measured 1.7-3.0x FlashAttention and 1.3-2.5x its Triton version on
+    A100. 0.41-0.74 in the figures, lowest at head dim 128."""
+    name = FLASH_IMPLEMENTATIONS[kernel]
+    rates: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    for r in rows(FLASH_FILE):
+        if r["pass"] == "fwd+bwd" and r["tflops"]:
+            rates.setdefault((r["gpu"], r["causal"], r["head_dim"], r["seqlen"]), {})[r["implementation"]] = \
+                float(r["tflops"])
+    dims = sorted({int(key[2]) for key, by in rates.items() if name in by})
+    near = dims if head_dim is None else [min(dims, key=lambda d: abs(math.log2(d / head_dim)))]
+    ratios = [by[name] / by["FlashAttention-2"] for (_, c, d, _), by in rates.items()
+              if name in by and "FlashAttention-2" in by and int(d) in near and (c == "True") == causal]
+    return float(statistics.median(ratios))
