@@ -4,10 +4,8 @@ what only the adapters pay (gradients, sync, optimizer), and the checks, on real
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from analytic_helpers import finetune_spec as _spec
 
-from llmp import dsl
 from llmp.analytic import params
 from llmp.analytic.block import Context
 from llmp.analytic.derived import derived
@@ -17,24 +15,6 @@ from llmp.analytic.layer import adapter_weights
 from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.errors import SpecError
-
-LLAMA = """
-use "dgx_h100"
-model m {{ arch = llama  layers = 4  hidden = 2048  heads = 16  kv_heads = 4  ffn_hidden = 5632
-          vocab = 32000  seq_len = 4096 }}
-cluster c {{ node = dgx_h100 }}
-train {{
-  global_batch = 16  micro_batch = 1
-  parallel {{ tp = {tp}  zero = {zero} }}
-  {finetune}
-}}
-"""
-
-
-def _spec(finetune: str = "", tp: int = 1, zero: str = "none", sets: tuple[str, ...] = ()):
-    text = LLAMA.format(finetune=finetune, tp=tp, zero=zero)
-    return dsl.loads(text, filename="finetune.llmp", overrides=list(sets))
-
 
 LORA = "finetune { method = lora  lora_rank = 16 }"
 
@@ -106,18 +86,6 @@ def test_zero_and_fsdp_shard_only_what_trains():
     assert gather.bytes == pytest.approx(2 * params.layer_params(spec.model), rel=1e-12)
     assert scatter.bytes == pytest.approx(4 * params.lora_params(spec.model, spec.train.finetune), rel=1e-12)
     assert "embedding.embedding.zero_grad_reduce_scatter" not in ops and "embedding.embedding.zero_all_gather" in ops
-
-
-@settings(max_examples=12, deadline=None)
-@given(rank=st.sampled_from([1, 4, 16, 64]), tp=st.sampled_from([1, 2]), packed=st.sampled_from([0, 512]))
-def test_rank_zero_adapters_are_the_frozen_base_step_and_a_rank_adds_time(rank, tp, packed):
-    def step(block: str) -> float:
-        return float(predict(_spec(block, tp=tp), residuals=None).step_time_s)
-
-    frozen = step(f"finetune {{ method = lora  lora_qkv = false  lora_proj = false  lora_fc1 = false  "
-                  f"lora_fc2 = false  sample_len = {packed} }}")
-    assert step(f"finetune {{ method = lora  lora_rank = 0  sample_len = {packed} }}") == frozen
-    assert step(f"finetune {{ method = lora  lora_rank = {rank}  sample_len = {packed} }}") > frozen
 
 
 def _core_flops(spec) -> float:

@@ -4,27 +4,12 @@ runs), the 16-bit dtype otherwise; memory and the data-parallel reduction read t
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from strategies_analytic import llama, make_spec, with_train
+from analytic_helpers import grad_spec as _spec
+from analytic_helpers import spec_grad_bytes as _bytes
 
-from llmp.analytic.block import Context
-from llmp.analytic.grads import grad_bytes
 from llmp.analytic.graph import decompose
-from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.spec.spec import Precision, Stack
-from llmp.stacks import PROFILES
-
-MODEL = llama(layers=4, hidden=1024, heads=8, kv_heads=4, ffn=2816, vocab=32000, seq_len=1024)
-
-
-def _spec(stack: Stack, precision: Precision, **train):
-    return with_train(make_spec(MODEL, gpus_per_node=8, global_batch=8), stack=stack, precision=precision, **train)
-
-
-def _bytes(spec) -> int:
-    return grad_bytes(Context.of(spec, structure_of(spec)))
 
 
 @pytest.mark.parametrize("stack, precision, expected", [
@@ -38,15 +23,6 @@ def _bytes(spec) -> int:
 ])
 def test_each_stack_keeps_its_gradient_dtype(stack, precision, expected):
     assert _bytes(_spec(stack, precision)) == expected
-
-
-@given(st.sampled_from(list(Stack)), st.sampled_from([Precision.BF16, Precision.FP16, Precision.FP8]))
-def test_the_spec_field_and_master_weights_override_the_stack(stack, precision):
-    assert _bytes(_spec(stack, precision, fp32_grads=True)) == 4
-    assert _bytes(_spec(stack, precision, fp32_grads=False)) == 2
-    assert _bytes(_spec(stack, precision, fp32_grads=True, master_weights=False)) == 2
-    rule = precision in PROFILES[stack].fp32_grads.value
-    assert _bytes(_spec(stack, precision)) == (4 if rule else 2)
 
 
 def test_fp8_megatron_memory_and_dp_traffic_use_fp32_gradients():

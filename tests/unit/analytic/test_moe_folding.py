@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from analytic_helpers import folded_groups as _groups
 from strategies_analytic import llama, make_spec, with_parallel
 
 import llmp.dsl
@@ -22,12 +21,6 @@ from llmp.spec.model import MoeSpec
 from llmp.spec.spec import ZeroStage
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-def _groups(tp: int, cp: int, dp: int, pp: int, etp: int, ep: int) -> dict[str, list[list[int]]]:
-    inner = layout.dp_in(tp, cp, etp, ep)
-    found = layout.members((tp, cp, inner, pp, dp // inner), (etp, ep))
-    return {name: rows.tolist() for name, rows in found.items()}
 
 
 def test_attention_and_expert_groups_of_a_folded_layout_are_megatrons():
@@ -63,28 +56,6 @@ def test_expert_tensor_parallelism_folds_inside_ep_and_pp_stays_outermost():
     assert sorted(g["ep"]) == [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
     assert sorted(g["etp_ep"]) == [list(range(8)), list(range(8, 16))]
     assert sorted(g["expert_dp"]) == [[i] for i in range(16)]
-
-
-DEGREES = st.sampled_from([1, 2, 4])
-
-
-@settings(max_examples=120, deadline=None)
-@given(tp=DEGREES, cp=DEGREES, dp=st.sampled_from([1, 2, 3, 4, 8]), pp=st.sampled_from([1, 2, 3]),
-       etp=DEGREES, ep=st.sampled_from([1, 2, 4, 8, 16]))
-def test_every_folded_mesh_covers_the_world_once_per_group_kind(tp, cp, dp, pp, etp, ep):
-    assume((tp * cp * dp) % (etp * ep) == 0)
-    world = tp * cp * dp * pp
-    edp = tp * cp * dp // (etp * ep)
-    assert etp * ep * edp * pp == world
-    g = _groups(tp, cp, dp, pp, etp, ep)
-    sizes = {"tp": tp, "cp": cp, "pp": pp, "dp": dp * cp, "ep": ep, "etp": etp, "etp_ep": etp * ep, "expert_dp": edp}
-    stage_of = {r: p for group in g["pp"] for p, r in enumerate(group)}
-    for name, rows in g.items():
-        flat = sorted(r for row in rows for r in row)
-        assert flat == list(range(world)), name  # every rank in exactly one group of each kind
-        assert all(len(row) == sizes[name] for row in rows), name
-        if name != "pp":  # attention and expert groups stay inside one pipeline stage
-            assert all(len({stage_of[r] for r in row}) == 1 for row in rows), name
 
 
 def _moe(experts: int = 16, top_k: int = 2, layers: int = 2) -> object:

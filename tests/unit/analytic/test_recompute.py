@@ -4,40 +4,21 @@ op-level SAC (every other matmul saved); the memory model reads the same matmul 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from strategies_analytic import gpt, llama, make_spec, with_train
+from analytic_helpers import context as _ctx
+from analytic_helpers import recomputed as _recomputed
+from analytic_helpers import titan_spec as _titan
+from strategies_analytic import gpt, llama, with_train
 
 from llmp.analytic.activations import layer_activation_bytes, op_sac_bytes
-from llmp.analytic.block import Context
 from llmp.analytic.graph import decompose
 from llmp.analytic.kernels import Family, cost
 from llmp.analytic.layer import layer_ops, op_sac_matmuls
-from llmp.analytic.structure import structure_of
 from llmp.compose import predict
 from llmp.compose.memory import memory
 from llmp.compose.step import schedule_plan
 from llmp.spec.model import MoeSpec
 from llmp.spec.spec import Recompute, Stack
 from llmp.stacks import PROFILES, SelectiveRecompute
-
-LLAMA = llama(layers=2, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, seq_len=8192)
-
-
-def _ctx(spec):
-    return Context.of(spec, structure_of(spec))
-
-
-def _recomputed(spec) -> dict[str, object]:
-    return {op.name.removeprefix("recompute.layer."): op for op in layer_ops(_ctx(spec)) if op.recompute}
-
-
-def _titan(model=LLAMA, **parallel):
-    gpus = parallel.get("tp", 1)
-    # torchtitan's eager kernels (its profile): SiLU and the multiply apart, eager RMSNorm and RoPE
-    return with_train(make_spec(model, gpus_per_node=gpus, global_batch=2, micro_batch=1, **parallel),
-                      stack=Stack.TORCHTITAN, recompute=Recompute.SELECTIVE, fused_bias_act=False,
-                      fused_norm=False, fused_rope=False)
 
 
 def test_only_torchtitan_runs_op_level_sac():
@@ -76,27 +57,6 @@ def test_an_ungated_mlp_shifts_the_alternation():
     saved = {(mm.module, mm.saved) for mm in op_sac_matmuls(_ctx(_titan(model)))}
     assert saved == {("wq", True), ("wk", False), ("wv", True), ("wo", False), ("w1", True), ("w2", False)}
     assert {"attn.qkv.wk", "attn.proj.wo", "mlp.fc2.w2"} <= set(_recomputed(_titan(model)))
-
-
-@settings(max_examples=25, deadline=None)
-@given(st.sampled_from([1, 2, 4]), st.sampled_from([True, False]), st.sampled_from([8, 32]))
-def test_time_and_memory_read_the_same_matmuls(tp, gated, kv_heads):
-    model = llama(layers=2, hidden=2048, heads=32, kv_heads=kv_heads, ffn=5632, vocab=32000, seq_len=1024)
-    if not gated:
-        model = gpt(layers=2, hidden=2048, heads=32, seq_len=1024)
-    spec = _titan(model, tp=tp, sequence_parallel=tp > 1)
-    ctx = _ctx(spec)
-    matmuls = op_sac_matmuls(ctx)
-    assert [mm.saved for mm in matmuls] == [i % 2 == 0 for i in range(len(matmuls))]
-    redo = _recomputed(spec)
-    rerun = {f"{mm.op.removeprefix('layer.')}.{mm.module}" for mm in matmuls if not mm.saved}
-    assert rerun == {name for name, op in redo.items() if getattr(op.work, "family", None) is Family.GEMM}
-    # memory: the saved matmul outputs, plus the layer input, SDPA output and log-sum-exp and the
-    # reduce-scatter outputs
-    saved_bytes = sum(ctx.e * mm.rows * mm.width for mm in matmuls if mm.saved)
-    h, tokens = model.hidden, 1024
-    rest = ctx.e * (tokens / tp * h * (1 + (2 / tp if tp > 1 else 0)) + tokens * model.heads * model.head_dim / tp)
-    assert float(op_sac_bytes(ctx)) == pytest.approx(saved_bytes + rest + 4 * model.heads / tp * tokens)
 
 
 def test_op_sac_recompute_is_timed_and_costs_more_than_the_attention_core():

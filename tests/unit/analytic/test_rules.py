@@ -5,45 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from strategies import specs
+from analytic_helpers import LAYOUT
 
 import llmp
-from llmp.analytic import rules
-from llmp.analytic.structure import structure_of
 from llmp.compose.sweep import STRUCTURAL
-from llmp.dsl.checks import check
-from llmp.errors import InfeasibleError, SpecError
-from llmp.spec import specpath
+from llmp.errors import SpecError
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "llama3_8b_dgx_h100.llmp"
-LAYOUT = ("parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "model.heads", "model.kv_heads",
-          "model.ffn_hidden", "model.seq_len", "model.layers", "train.global_batch", "train.micro_batch",
-          "model.moe.expert_ffn_hidden", "model.moe.experts")
-
-
-def _accepted_by_load(spec) -> bool:
-    """What ``llmp.load`` decides of a spec: its cross-field checks (with no file to point into)."""
-    try:
-        check(spec, lambda _path: None)
-    except SpecError:
-        return False
-    return True
-
-
-@given(spec=specs(), data=st.data())
-def test_load_and_evaluate_accept_the_same_layouts(spec, data):
-    # evaluate, search, plan, predict and validate price a layout only once structure_of accepts it
-    # (evaluate marks the point infeasible otherwise); load runs the language's checks.
-    paths = [p for p in LAYOUT if p in specpath.paths(spec)]
-    changed = data.draw(st.dictionaries(st.sampled_from(paths), st.integers(1, 64), min_size=1, max_size=3))
-    varied = specpath.replace(spec, changed)
-    loads = _accepted_by_load(varied)
-    assert loads == (next(rules.layout(varied), None) is None)  # load refuses a layout by the rulebook only
-    if not loads:
-        with pytest.raises(InfeasibleError):  # and a layout the language refuses is never priced
-            structure_of(varied)
 
 
 def test_the_structure_groups_on_every_field_a_rule_reads():

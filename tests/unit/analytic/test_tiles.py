@@ -8,35 +8,19 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from analytic_helpers import A100_BANDWIDTH as BW
+from analytic_helpers import A100_GEMM_PEAK as PEAK
+from analytic_helpers import attention_kernel as attention
+from analytic_helpers import attention_ratio, gemm_time, plain_time
 
 from llmp.analytic import kernels, roofline, tiles
-from llmp.analytic.kernels import Family, Kernel, Pass
+from llmp.analytic.kernels import Family, Kernel
 from llmp.analytic.roofline import Grid
 from llmp.dsl import catalog
 from llmp.hardware.spec import Dtype, Microarch
 from llmp.spec.algebra import vceil, vselect
 
 A100 = catalog.gpu("a100_sxm4_80gb")
-PEAK = 271.2e12  # A100's measured GEMM ceiling (catalog `achievable`)
-BW = 2.039e12
-
-archs = st.sampled_from(sorted(tiles.GEMM, key=str))
-dims = st.integers(1, 20000)
-sms = st.integers(8, 320)
-
-
-def gemm_time(m: int, n: int, k: int, batch: int = 1, *, arch: Microarch = Microarch.SM80, sm: int = 108,
-              peak: float = PEAK) -> float:
-    kern = Kernel.make(Family.GEMM, Dtype.FP16, m=m, n=n, k=k, batch=batch)
-    return float(roofline.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0,
-                                   grid=Grid(sms=sm, microarch=arch)))
-
-
-def plain_time(m: int, n: int, k: int, batch: int = 1, peak: float = PEAK) -> float:
-    kern = Kernel.make(Family.GEMM, Dtype.FP16, m=m, n=n, k=k, batch=batch)
-    return float(roofline.roofline(kern, kernels.cost(kern), peak=peak, mem_bandwidth=BW, launch_overhead=0.0))
 
 
 def test_a_hand_worked_a100_gemm():
@@ -60,40 +44,6 @@ def test_a_hand_worked_a100_gemm():
     assert gemm_time(2048, 384, 2048) / plain_time(2048, 384, 2048) == pytest.approx(1.125, rel=1e-3)
 
 
-@settings(max_examples=60, deadline=None)
-@given(m=dims, n=dims, k=dims, b=st.integers(1, 64), arch=archs, sm=sms, which=st.sampled_from("mnkb"))
-def test_gemm_time_never_falls_as_a_dim_grows(m, n, k, b, arch, sm, which):
-    before = {"m": m, "n": n, "k": k, "b": b}
-    after = dict(before, **{which: before[which] + 1})
-    t0 = gemm_time(before["m"], before["n"], before["k"], before["b"], arch=arch, sm=sm)
-    t1 = gemm_time(after["m"], after["n"], after["k"], after["b"], arch=arch, sm=sm)
-    assert t1 >= t0 * (1 - 1e-12)
-
-
-@settings(max_examples=40, deadline=None)
-@given(tiles_=st.integers(1, 64), other=dims, k=dims, arch=archs, sm=sms)
-def test_one_element_past_a_tile_boundary_costs_at_least_the_boundary(tiles_, other, k, arch, sm):
-    edge = 128 * tiles_
-    assert gemm_time(edge + 1, other, k, arch=arch, sm=sm) >= gemm_time(edge, other, k, arch=arch, sm=sm)
-    assert gemm_time(other, edge + 1, k, arch=arch, sm=sm) >= gemm_time(other, edge, k, arch=arch, sm=sm)
-
-
-@settings(max_examples=60, deadline=None)
-@given(m=dims, n=dims, k=dims, b=st.integers(1, 64), arch=archs, sm=sms)
-def test_quantized_never_beats_the_plain_roofline(m, n, k, b, arch, sm):
-    assert gemm_time(m, n, k, b, arch=arch, sm=sm) >= plain_time(m, n, k, b) * (1 - 1e-12)
-
-
-@settings(max_examples=40, deadline=None)
-@given(rows=st.integers(1, 12), waves=st.integers(1, 6), k=st.integers(4096, 32768), arch=archs)
-def test_whole_waves_of_whole_tiles_cost_exactly_the_roofline(rows, waves, k, arch):
-    # rows x (waves * 12) tiles of 128 x 128 fill `waves` waves of 12 * rows SMs; k large enough
-    # to be compute-bound.
-    sm = 12 * rows
-    m, n = 128 * rows, 128 * 12 * waves
-    assert gemm_time(m, n, k, arch=arch, sm=sm) == pytest.approx(plain_time(m, n, k), rel=1e-12)
-
-
 def test_a_narrow_shard_on_a_big_gpu_is_priced_by_its_waves():
     # A 1024 x 128 x 1024 GEMM (micro-batch 1 of 1024 tokens, an 8-way shard of hidden 1024)
     # fills 8 of 108 SMs with its 128 x 128 tiles: split K 8 ways and the small tile both leave
@@ -109,19 +59,6 @@ def test_a_device_without_a_tile_table_keeps_the_plain_roofline():
                              grid=Grid(sms=108, microarch=None)) == plain
 
 
-def attention(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, bwd: bool = False,
-              variant: str = "") -> Kernel:
-    return Kernel.make(Family.ATTENTION, Dtype.BF16, Pass.BWD if bwd else Pass.FWD, variant, batch=batch,
-                       heads=heads, kv_heads=heads, seq_q=seq, seq_kv=seq, head_dim=head_dim,
-                       head_dim_v=head_dim, window=seq, causal=causal, flash=True)
-
-
-def attention_ratio(k: Kernel, arch: Microarch = Microarch.SM80, sm: int = 108) -> float:
-    c = kernels.cost(k)
-    q = roofline.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0, grid=Grid(sms=sm, microarch=arch))
-    return float(q) / float(roofline.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0))
-
-
 def test_attention_grids_that_fill_whole_waves_cost_the_roofline():
     # FlashAttention-2 forward at d 128 on sm80: 128-query blocks, 64-key blocks; 108 heads x 1
     # block = one full wave on 108 SMs.
@@ -133,23 +70,6 @@ def test_a_causal_grid_of_one_wave_waits_for_its_longest_block():
     # 8 CTAs (one batch, one head, 1024 queries in 128-row blocks): the last block sees every key,
     # twice the average, and 100 of 108 SMs idle.
     assert attention_ratio(attention(1, 1, 1024, 128, causal=True)) == pytest.approx(2 * 108 / 8, rel=1e-12)
-
-
-@settings(max_examples=40, deadline=None)
-@given(batch=st.integers(1, 16), heads=st.integers(1, 64), seq=st.integers(64, 8192),
-       head_dim=st.sampled_from([64, 80, 96, 128, 192, 256]), causal=st.booleans(), bwd=st.booleans(),
-       variant=st.sampled_from(["", "flash3", "cudnn"]), arch=archs, which=st.sampled_from(["batch", "heads", "seq"]))
-def test_attention_time_never_falls_as_its_grid_grows(batch, heads, seq, head_dim, causal, bwd, variant, arch,
-                                                      which):
-    shape = {"batch": batch, "heads": heads, "seq": seq}
-    grown = dict(shape, **{which: shape[which] + 1})
-    t = []
-    for s in (shape, grown):
-        k = attention(s["batch"], s["heads"], s["seq"], head_dim, causal=causal, bwd=bwd, variant=variant)
-        t.append(float(roofline.roofline(k, kernels.cost(k), peak=5e14, mem_bandwidth=3e12, launch_overhead=0.0,
-                                         grid=Grid(sms=132, microarch=arch))))
-        assert attention_ratio(k, arch, 132) >= 1 - 1e-12
-    assert t[1] >= t[0] * (1 - 1e-12)
 
 
 def test_numbers_arrays_and_sympy_give_the_same_time():
