@@ -11,33 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from dsl_helpers import DERIVE_REST as REST
+from dsl_helpers import derived_device as device
+from dsl_helpers import derived_spec as spec
+from strategies import GiB
 
 from llmp.cli import main
-from llmp.dsl import loads
 from llmp.dsl.transform import parse
 from llmp.errors import SpecError
 from llmp.hardware.spec import Device, Dtype
-from llmp.spec.spec import Spec
-
-GiB = 2**30
-
-REST = """
-node n {{ gpu = {gpu}  gpus_per_node = 8  intra = nvlink4  inter = ndr_ib_x8 }}
-cluster c {{ node = n }}
-model m {{ arch = gpt  layers = 2  hidden = 128  heads = 4  vocab = 1024  seq_len = 128 }}
-train {{ global_batch = 8 }}
-"""
-
-
-def spec(devices: str, gpu: str = "h100_96", *, uses: str = 'use "h100_sxm5_80gb"\nuse "links"\n',
-         overrides: tuple[str, ...] = ()) -> Spec:
-    return loads(uses + devices + REST.format(gpu=gpu), filename="<derive>", overrides=overrides)
-
-
-def device(devices: str, gpu: str = "h100_96", **kw: object) -> Device:
-    return spec(devices, gpu, **kw).cluster.gpu  # type: ignore[arg-type]
 
 
 def error(devices: str, gpu: str = "h100_96", **kw: object) -> SpecError:
@@ -129,21 +111,6 @@ gpu h100_96_500w from h100_96 { tdp = 500 W }
 def test_a_base_may_be_named_by_its_catalog_alias() -> None:
     derived = device("gpu mine from gh200 { memory = 90 GiB }", "mine", uses='use "gh200"\nuse "links"\n')
     assert derived.derivation.chain == ("gh200_96gb",) and derived.memory == 90 * GiB
-
-
-@given(st.dictionaries(st.sampled_from(["memory", "mem_bandwidth", "sms", "clock", "tdp", "l2_cache"]),
-                       st.integers(min_value=100, max_value=10_000), max_size=6))  # 100 MHz: a clock's least
-def test_derived_device_is_the_base_with_exactly_the_written_fields_replaced(changes: dict[str, int]) -> None:
-    units = {"memory": ("GiB", GiB), "mem_bandwidth": ("GB/s", 1e9), "sms": ("", 1), "clock": ("MHz", 1e6),
-             "tdp": ("W", 1.0), "l2_cache": ("MiB", 2**20)}
-    body = "  ".join(f"{name} = {value} {units[name][0]}".rstrip() for name, value in changes.items())
-    derived = device(f"gpu h100_96 from h100_sxm5_80gb {{ {body} }}")
-    base = device("", "h100_sxm5_80gb")
-    expected = dataclasses.replace(base, **{n: v * units[n][1] for n, v in changes.items()})
-    for f in dataclasses.fields(Device):
-        if f.name not in ("id", "name", "derivation"):
-            got, want = getattr(derived, f.name), getattr(expected, f.name)
-            assert got == (pytest.approx(want) if isinstance(want, float) else want), f.name
 
 
 # ---- overrides ----------------------------------------------------------------------------

@@ -6,8 +6,6 @@ from fractions import Fraction
 
 import pytest
 import sympy as sp
-from hypothesis import given
-from hypothesis import strategies as st
 
 from llmp.errors import InputError
 from llmp.units import (
@@ -18,12 +16,10 @@ from llmp.units import (
     POWER,
     SIZE,
     TIME,
-    UNITS,
     Dimension,
     format_bytes,
     format_count,
     format_flops,
-    format_quantity,
     format_rate,
     format_time,
     parse_quantity,
@@ -48,23 +44,11 @@ def test_unit_factors_are_exact(symbol: str, factor: Fraction | int, dim: Dimens
     assert (u.factor, u.dim) == (Fraction(factor), dim)
 
 
-@given(st.sampled_from(["K", "M", "G", "T"]))
-def test_decimal_and_binary_prefixes_never_coincide(prefix: str) -> None:
-    decimal, binary = UNITS[f"{prefix}B"].factor, UNITS[f"{prefix}iB"].factor
-    assert binary / decimal == Fraction(1024, 1000) ** ("KMGT".index(prefix) + 1)
-
-
 def test_gib_is_not_gb() -> None:
     assert parse_quantity("80 GiB").value == 80 * 2**30
     assert parse_quantity("80 GB").value == 80 * 10**9
     assert format_bytes(80 * 2**30) == "80 GiB"
     assert format_bytes(80 * 10**9) == "80 GB"
-
-
-@given(st.integers(1, 10**6))
-def test_bits_per_second_are_an_eighth_of_bytes(n: int) -> None:
-    assert parse_quantity(f"{n} Gb/s").value * 8 == parse_quantity(f"{n} GB/s").value
-    assert parse_quantity(f"{n} Tb/s").value * 8 == parse_quantity(f"{n} TB/s").value
 
 
 def test_dimension_algebra() -> None:
@@ -104,14 +88,3 @@ def test_symbolic_values_format_as_expressions() -> None:
     h = sp.Symbol("hidden", positive=True, integer=True)
     assert format_count(4 * h) == "4*hidden"
     assert format_rate(sp.Symbol("gpu_mem_bandwidth", positive=True)) == "gpu_mem_bandwidth B/s"
-
-
-@given(st.sampled_from([SIZE, BANDWIDTH, TIME]),
-       st.floats(1e-9, 1e15, allow_nan=False, allow_infinity=False))
-def test_formatted_quantities_parse_back(dim: Dimension, value: float) -> None:
-    if (dim == BANDWIDTH and value >= 1e15) or (dim == TIME and value >= 3600):
-        return  # no PB/s and no hours in the DSL (format_time writes "2 h" for people)
-    text = format_quantity(value, dim, sig=12)
-    back = parse_quantity(text)
-    assert back.dim == dim
-    assert float(back.value) == pytest.approx(value, rel=1e-9, abs=1e-21)
