@@ -6,8 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from strategies_analytic import llama, make_spec, with_train
 
 from llmp.analytic.kernels import Collective, Family, Tier
@@ -191,14 +189,6 @@ def test_the_scales_follow_the_evidence():
     assert quiet.shift == 0.0 and quiet.contrast == 0.0 and quiet.noise < p.noise
     shifted = fitting.hyper(jac, np.full(4, 0.5), p)
     assert shifted.shift + shifted.contrast > 1.0 and shifted.noise < p.noise
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.floats(0.01, 10.0), st.floats(0.1, 50.0))
-def test_an_overhead_reaches_a_shorter_step_in_proportion(step, t_ref):
-    reach = float(posterior.overhead_reach(step, t_ref))
-    assert 0.0 < reach <= 1.0
-    assert reach == (1.0 if step >= t_ref else pytest.approx(step / t_ref))
 
 
 def test_a_fitted_overhead_is_not_added_whole_to_a_much_shorter_step(configs):
