@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from llmp.analytic import kernels
 from llmp.measure import design
@@ -87,13 +85,3 @@ def test_a_narrow_design_ends_instead_of_searching_forever():
 def test_halton_blocks_continue_the_same_sequence():
     whole = design.halton(300, 3, 7)
     assert np.array_equal(design.halton(44, 3, 7, start=256), whole[256:])
-
-
-@given(st.sampled_from(sorted(design.RANGES)), st.floats(min_value=1e-4, max_value=10))
-def test_scaled_ranges_scale_the_work_caps_only(kind, factor):
-    base = design.RANGES[kind]
-    scaled = base.scaled(factor)
-    assert scaled.max_flops == pytest.approx(base.max_flops * factor)
-    assert scaled.max_bytes == pytest.approx(base.max_bytes * factor)
-    assert scaled.max_params == max(4096, int(base.max_params * factor))
-    assert (scaled.hidden, scaled.tokens, scaled.tp, scaled.vocab) == (base.hidden, base.tokens, base.tp, base.vocab)
