@@ -1,7 +1,7 @@
 """Two tiny specs on the catalog CPU host (a GPT and a Llama), for the residual and measurement
 tests: real parsing, milliseconds to predict, seconds to run as a torch step; and a small Llama on
-DGX H100 nodes for the plan tests (unit and command line): big enough for pipeline and tensor
-layouts, small enough that a whole plan runs in about a second."""
+DGX H100 nodes for the plan tests (unit, property and command line): big enough for pipeline and
+tensor layouts, small enough that a whole plan runs in about a second; and its plan on 8 GPUs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmp import dsl
+from llmp.planning import plan
 
 TINY_GPT = """
 use "cpu_host"
@@ -50,3 +51,8 @@ def small_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("plan") / "small.llmp"
     path.write_text(SMALL_H100)
     return path
+
+
+@pytest.fixture(scope="module")
+def on8(small_spec):
+    return plan(small_spec, tokens="100B", gpus=8, price_per_gpu_hour=2.5)
