@@ -1,4 +1,5 @@
-"""Helpers for the residual tests: tiny specs and synthetic data.
+"""Helpers for the residual tests (unit and property): tiny specs, synthetic data, the catalog CPU
+device and the committed tiny store as fixtures (each test folder's conftest re-exports them).
 
 Synthetic observations are real kernels (from the sampler's own design) on the real catalog
 device, with times drawn from a known smooth log-ratio function: they exercise fitting,
@@ -12,11 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from llmp.analytic.kernels import Kernel
-from llmp.hardware.spec import Device
+from llmp.analytic.kernels import Family, Kernel, Pass
+from llmp.hardware.spec import Device, Dtype
 from llmp.measure import design, sampling
-from llmp.residuals import dataset, features, samplefile
+from llmp.residuals import dataset, features, samplefile, store
 from llmp.residuals.model import Observation
 
 FAST_XGB = {"n_estimators": 40, "max_depth": 3, "learning_rate": 0.2, "n_jobs": 1}
@@ -25,6 +27,8 @@ TINY_STORE = Path(__file__).resolve().parent / "fixtures" / "tiny_store"
 some fitted store and are not about fitting; read-only: a test that damages it copies it first."""
 TINY_FAMILIES = ("gemm", "norm", "elementwise", "copy")
 """The families ``TINY_STORE`` has a group for."""
+A100 = "a100_sxm4_80gb"
+"""The catalog A100 the importers' synthetic files name."""
 
 
 
@@ -68,3 +72,19 @@ def write_samples(directory: Path, device_id: str, families: tuple[str, ...], n:
                             "dtype": case.dtype, **dict(case.dims), "width": case.width, "time_s": o.seconds,
                             "p10_s": o.seconds, "p90_s": o.seconds, "repeats": 1, "error": ""})
     return directory
+
+
+@pytest.fixture(scope="session")
+def cpu() -> Device:
+    return dataset.catalog_device("cpu")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """The committed tiny store (these tests are about the store, not about fitting one): its
+    loaded model and its path."""
+    return store.load(TINY_STORE).model, TINY_STORE
+
+
+def norm_kernel(variant: str, pass_: Pass, tokens: int, hidden: int) -> Kernel:
+    return Kernel.make(Family.NORM, Dtype.FP16, pass_, variant, tokens=tokens, hidden=hidden, rms=1)

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from residual_helpers import A100
 
-from llmp.analytic.kernels import CollectiveKind, Elementwise, Family, Fusion, Kernel, Pass, SoftmaxKind, Tier
+from llmp.analytic.kernels import CollectiveKind, Elementwise, Fusion, SoftmaxKind, Tier
 from llmp.errors import InputError
 from llmp.hardware.spec import Dtype
 from llmp.residuals import dataset, features, samplefile
-from llmp.residuals.importers import common, kernels, physics, run, sampledir, seed
+from llmp.residuals.importers import kernels, physics, run, sampledir, seed
 
-A100 = "a100_sxm4_80gb"
 GPU = "NVIDIAA100-SXM4-80GB"
 SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"
 
@@ -584,21 +581,6 @@ def test_kernels_echo_collectives(tmp_path):
     c = dataset.collective_of(row)
     assert (c.group, c.ranks_per_node, c.tier, c.bytes, row["dtype"]) == (16, 8, Tier.INTER, 2**30, "fp32")
     assert report.manifest["skipped"][kernels.SINGLE_RANK] == 1
-
-
-# ---------------------------------------------------------------------------------------------- properties
-
-
-@given(m=st.integers(1, 1 << 16), n=st.integers(1, 1 << 16), k=st.integers(1, 1 << 16), batch=st.integers(1, 64),
-       span=st.floats(1e-6, 10.0))
-def test_composite_split_keeps_the_ratio_and_the_sum(m, n, k, batch, span):
-    device = dataset.catalog_device(A100)
-    dgrad = Kernel.make(Family.GEMM, Dtype.FP16, Pass.BWD, m=m, n=k, k=n, batch=batch)
-    wgrad = Kernel.make(Family.GEMM, Dtype.FP16, Pass.BWD, m=k, n=n, k=m, batch=batch)
-    shares = common.split_span([dgrad, wgrad], span, device)
-    assert math.fsum(shares) == pytest.approx(span, rel=1e-12)
-    r = [t / features.roofline_seconds(kern, device)[1] for t, kern in zip(shares, (dgrad, wgrad))]
-    assert r[0] == pytest.approx(r[1], rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------- bad input
