@@ -3,59 +3,22 @@ exhaustive one does (ranking, times, Pareto front) for every objective and ``top
 
 from __future__ import annotations
 
-import dataclasses
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from search_helpers import SMALL
+from search_helpers import assert_same_search as _same
+from search_helpers import cached_search as _search
 
 import llmp
 from llmp.compose import predict
 from llmp.errors import LlmpError
-from llmp.search import Objective, SearchResult, engine, search
+from llmp.search import Objective, engine, search
 from llmp.search.bound import Tails, bounds
 
 ROOT = Path(__file__).parents[3]
-SMALL = ROOT / "tests" / "fixtures" / "small.llmp"
 MOE = ROOT / "examples" / "mixtral_8x7b_dgx_h100.llmp"
-
-
-@cache
-def _search(path: Path, gpus: tuple[int, ...], objective: Objective, top: int, exhaustive: bool) -> SearchResult:
-    return search(llmp.load(path), gpus=gpus, objective=objective, top=top, exhaustive=exhaustive, residuals=None)
-
-
-def _same(pruned: SearchResult, full: SearchResult) -> None:
-    assert [c.config for c in pruned.ranked] == [c.config for c in full.ranked]
-    for a, b in zip(pruned.ranked, full.ranked):
-        assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-12)
-        assert a.memory_per_gpu_bytes == pytest.approx(b.memory_per_gpu_bytes, rel=1e-12)
-    assert [c.config for c in pruned.pareto] == [c.config for c in full.pareto]
-
-
-def _exhaustive_top(gpus: tuple[int, ...], objective: Objective, top: int) -> SearchResult:
-    """The exhaustive search's answer for ``top``: its full ranking (composed once per GPU counts
-    and objective, the slow part) cut to ``top``; the Pareto front does not depend on ``top``."""
-    full = _search(SMALL, gpus, objective, 10**6, True)
-    return dataclasses.replace(full, ranked=full.ranked[:top])
-
-
-# 10-40 s each: in CI's slow step; the default suite keeps the same check on one stack
-# (test_pruned_search_equals_the_exhaustive_one_on_a_stack_without_fusion)
-@pytest.mark.parametrize("objective", [pytest.param(o, marks=pytest.mark.slow) for o in Objective])
-@pytest.mark.parametrize("gpus", [(4,), pytest.param((8,), marks=pytest.mark.slow),
-                                  pytest.param((4, 8), marks=pytest.mark.slow)])  # 5-10 s per exhaustive search
-@settings(max_examples=6, deadline=None)
-@given(top=st.integers(1, 12))
-def test_pruned_search_equals_the_exhaustive_one(gpus, objective, top):
-    pruned = _search(SMALL, gpus, objective, top, False)
-    full = _exhaustive_top(gpus, objective, top)
-    _same(pruned, full)
-    assert pruned.pruned > 0 or pruned.feasible == full.feasible
-    assert full.pruned == 0
 
 
 @pytest.mark.slow  # a pruned and an exhaustive search over every layout of 64 GPUs

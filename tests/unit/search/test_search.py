@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 from llmp import dsl
 from llmp.compose import predict as _predict
-from llmp.search import Objective, load, rank, search
+from llmp.search import Objective, load, search
 from llmp.search.report import Candidate, SearchResult
 
 
@@ -129,15 +125,6 @@ def test_objectives_order_the_same_points_their_own_way(tiny):
     c = by_cost.ranked[0]
     assert c.cost == pytest.approx(c.gpus * 1e9 / c.tokens_per_s / 3600 * 2.0, rel=1e-12)
     assert len(by_cost.ranked) == 3
-
-
-@given(arrays(float, st.integers(1, 60), elements=st.floats(0, 10)), st.data())
-def test_pareto_front_is_undominated_and_dominates_the_rest(x, data):
-    y = data.draw(arrays(float, len(x), elements=st.floats(0, 10)))
-    front = set(rank.pareto(x, y).tolist())
-    for i in range(len(x)):
-        dominated = np.any((x <= x[i]) & (y <= y[i]) & ((x < x[i]) | (y < y[i])))
-        assert (i in front) == (not dominated)
 
 
 def test_memory_limit_follows_each_configurations_gpu():
