@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from stacks_helpers import BASE
 
 from llmp.analytic import params
 from llmp.analytic.graph import decompose
@@ -22,19 +21,6 @@ from llmp.spec.spec import Attention, Stack
 from llmp.stacks import DEFAULT_FIELDS, PROFILES, padded_vocab, profile
 
 ROOT = Path(__file__).parents[3]
-
-BASE = """use "dgx_a100"
-model m {{
-  arch = {arch}   layers = 4   hidden = 1024   heads = 16   vocab = 50257   seq_len = 2048
-  {model}
-}}
-cluster c {{ node = dgx_a100   nodes = 1 }}
-train {{
-  {train}
-  precision = fp16   global_batch = 32   micro_batch = 2
-  parallel {{ tp = 2   pp = 2 {parallel} }}
-}}
-"""
 
 
 def spec_of(train: str = "", model: str = "", parallel: str = "", arch: str = "gpt", **kw: object):
@@ -263,26 +249,6 @@ BEFORE = {"gpt3_175b_dgx_a100": 57.682894446156986, "llama3_70b_dgx_h100": 13.42
 def test_examples_without_a_stack_keep_their_numbers(name: str) -> None:
     step = predict(load(ROOT / "examples" / f"{name}.llmp"), residuals=None).step_time_s
     assert step == pytest.approx(BEFORE[name], rel=1e-12)
-
-
-STACK_ONLY = ("grad_accumulate", "step.zero_grad", "step.grad_norm", "step.inf_check", "step.unscale_check",
-              "step.loss", "loss_all_reduce", "rotary_cat", "attn.mask", ".bias", "step.optimizer.")
-
-
-@settings(max_examples=25, deadline=None)
-@given(tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]), zero=st.sampled_from(["none", "1", "2", "3"]),
-       precision=st.sampled_from(["bf16", "fp16"]), recompute=st.sampled_from(["none", "selective", "full"]),
-       arch=st.sampled_from(["gpt", "llama"]))
-def test_generic_profile_is_the_same_as_no_stack(tp, pp, zero, precision, recompute, arch) -> None:
-    text = BASE.format(arch=arch, model="ffn_hidden = 4096" if arch == "llama" else "", train="{train}",
-                       parallel=f"zero = {zero}")
-    text = text.replace("precision = fp16", f"precision = {precision}   recompute = {recompute}")
-    sets = [f"parallel.tp={tp}", f"parallel.pp={pp}"]
-    plain = loads(text.replace("{train}", ""), overrides=sets)
-    generic = loads(text.replace("{train}", "stack = generic"), overrides=sets)
-    a, b = predict(plain), predict(generic)
-    assert a.step_time_s == b.step_time_s and a.memory.total == b.memory.total
-    assert not [op.name for op in decompose(plain) if any(s in op.name for s in STACK_ONLY)]
 
 
 # ---- bad input -----------------------------------------------------------------------------
