@@ -1,10 +1,12 @@
-"""Fixtures for the validate tests (unit and command line): write CSV snippets to files and map them."""
+"""Fixtures for the validate tests (unit, property and command line): write CSV snippets to files and
+map them; the SC21 1.7B row, mapped."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
+import published_rows as P
 import pytest
 
 from llmp.validate.mapping import Mapped, Skipped, map_measurement
@@ -33,3 +35,12 @@ def map_snippet(csv_file: Callable[..., Path]) -> Callable[[str], Mapped | Skipp
         return map_measurement(measurements[0])
 
     return run
+
+
+@pytest.fixture(scope="module")
+def mapped(tmp_path_factory) -> Mapped:
+    path = tmp_path_factory.mktemp("rows") / "sc21.csv"
+    path.write_text(P.SC21_1P7B, encoding="utf-8")
+    result = map_measurement(group_measurements(read_csv(path))[0])
+    assert isinstance(result, Mapped)
+    return result

@@ -1,7 +1,8 @@
-"""Fixtures for the validate tests: CSV snippets written and mapped (``tests/validate_fixtures.py``)."""
+"""Fixtures for the validate tests: CSV snippets written and mapped, the SC21 1.7B row mapped
+(``tests/validate_fixtures.py``)."""
 
 from __future__ import annotations
 
-from validate_fixtures import csv_file, map_snippet
+from validate_fixtures import csv_file, map_snippet, mapped
 
-__all__ = ["csv_file", "map_snippet"]
+__all__ = ["csv_file", "map_snippet", "mapped"]

@@ -1,4 +1,5 @@
-"""Notes → spec fields: every pattern of the table on real note text and on synthetic variants."""
+"""Notes → spec fields: every pattern of the table on real note text (synthetic variants:
+``tests/property/validate/test_notes_properties.py``)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import re
 
 import published_rows as P
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from llmp.spec.model import Activation, Norm, Position
 from llmp.spec.spec import Attention, Recompute, ZeroStage
@@ -140,10 +139,3 @@ def test_a_real_functional_test_note():
     assert said["model.tied_embeddings"] is False and said["train.grad_accum_fusion"] is False
     assert said["parallel.dp_overlap"] is True and said["train.vocab_divisible_by"] == 128
     assert read.memory[0].bytes == pytest.approx(56.55 * GIB)
-
-
-@given(st.sampled_from(["squared relu", "Squared-ReLU", "squared_relu", "ReLU^2", "relu²"]),
-       st.sampled_from(["", "MLP: ", "activation "]), st.sampled_from(["", " (Nemotron-4)", "; no gate"]))
-def test_squared_relu_spellings(word, before, after):
-    read = notes.read(before + word + after)
-    assert {f.path: f.value for f in read.facts} == {"model.activation": Activation.SQUARED_RELU}
