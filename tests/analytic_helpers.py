@@ -204,3 +204,16 @@ def attention_ratio(k: Kernel, arch: Microarch = Microarch.SM80, sm: int = 108) 
     c = kernels.cost(k)
     q = roofline.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0, grid=Grid(sms=sm, microarch=arch))
     return float(q) / float(roofline.roofline(k, c, peak=2e14, mem_bandwidth=1e15, launch_overhead=0.0))
+
+
+# ---- scaling laws (test_scaling.py, test_scaling_examples.py) --------------------------------
+
+def scaled_hardware(spec, *, flops=1.0, mem=1.0, intra=1.0, inter=1.0):
+    """``spec`` on hardware whose peaks, memory bandwidth and link bandwidths are scaled."""
+    c = spec.cluster
+    gpu = dataclasses.replace(c.gpu, peak_flops={d: v * flops for d, v in c.gpu.peak_flops.items()},
+                              mem_bandwidth=c.gpu.mem_bandwidth * mem)
+    node = dataclasses.replace(c.node, gpu=gpu,
+                               intra=dataclasses.replace(c.node.intra, bandwidth=c.node.intra.bandwidth * intra))
+    cl = dataclasses.replace(c, node=node, inter=dataclasses.replace(c.inter, bandwidth=c.inter.bandwidth * inter))
+    return dataclasses.replace(spec, cluster=cl)

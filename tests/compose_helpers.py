@@ -71,6 +71,17 @@ def uniform_timeline(schedule, pp, vp, m, f, b, w):
     return p, simulate(p, uniform_durations(p, f, b, w))
 
 
+def chunk_timeline(schedule, pp, vp, m, f, b, w=None):
+    """Timeline of per-chunk times (lists, or one number for every chunk)."""
+    p = plan(schedule, pp, vp, m)
+    chunks = pp * vp
+
+    def per_chunk(x):
+        return x if isinstance(x, list) else [x] * chunks
+
+    return simulate(p, uniform_durations(p, per_chunk(f), per_chunk(b), None if w is None else per_chunk(w)))
+
+
 # ---- sweeps (test_sweep.py) ------------------------------------------------------------------
 
 def sweep_point(spec, grid, i):

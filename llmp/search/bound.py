@@ -29,8 +29,8 @@ and one priced set of those ops (:func:`~llmp.analytic.graph.decompose_ranks`) b
 layout of such a *class* as :func:`layout_bound` bounds one layout from its whole graph, with
 the floors in place of its passes. Calibration overhead is added as it is to the step. A key
 whose representative cannot be priced gets the bound 0, which prunes nothing.
-``tests/unit/search/test_prune.py`` checks the bounds against the composed step of every feasible
-layout of small grids and the pruned search against the exhaustive one.
+``tests/property/search/test_prune_properties.py`` checks the bounds against the composed step of every
+feasible layout of small grids and the pruned search against the exhaustive one.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ and, if it can still make the answer, is checked (rules, then memory) and compos
   whatever it dominates, that configuration dominates too).
 
 What is left is *pruned*: not checked, not composed, and not counted among the feasible or the
-dropped. The ranking and the front equal the exhaustive search's (``tests/unit/search/test_prune.py``).
+dropped. The ranking and the front equal the exhaustive search's (``tests/property/search/test_prune_properties.py``).
 """
 
 from __future__ import annotations

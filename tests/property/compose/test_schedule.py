@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from compose_helpers import chunk_timeline as timeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,17 +14,6 @@ from llmp.compose.timeline import simulate, uniform_durations
 from llmp.spec.spec import Schedule
 
 PP = st.sampled_from([1, 2, 3, 4, 8])
-
-
-def timeline(schedule, pp, vp, m, f, b, w=None):
-    """Timeline of per-chunk times (lists, or one number for every chunk)."""
-    p = plan(schedule, pp, vp, m)
-    chunks = pp * vp
-
-    def per_chunk(x):
-        return x if isinstance(x, list) else [x] * chunks
-
-    return simulate(p, uniform_durations(p, per_chunk(f), per_chunk(b), None if w is None else per_chunk(w)))
 
 
 @given(PP, st.integers(1, 32), st.floats(0.1, 10), st.floats(0.1, 10))
@@ -48,14 +38,6 @@ def test_in_flight_microbatches_per_schedule(pp, m):
     assert plan(Schedule.ONE_F_ONE_B, pp, 1, m).peak_in_flight == tuple(min(pp - r, m) for r in range(pp))
 
 
-@pytest.mark.parametrize("pp,vp", [(2, 2), (4, 2), (4, 4), (8, 2)])
-def test_interleaved_first_rank_holds_korthikanti_share(pp, vp):
-    # Korthikanti et al. 2022 §4.2.3: the first stage holds L (1 + (pp-1)/(pp vp)) layers' worth,
-    # i.e. pp vp + pp - 1 chunk passes of L / (pp vp) layers.
-    p = plan(Schedule.INTERLEAVED, pp, vp, 4 * pp)
-    assert p.peak_in_flight[0] == pp * vp + pp - 1
-
-
 @given(st.sampled_from([Schedule.ONE_F_ONE_B, Schedule.GPIPE, Schedule.INTERLEAVED]), st.sampled_from([2, 4, 8]),
        st.integers(1, 6), st.floats(0.1, 10), st.floats(0.1, 10))
 def test_closed_form_equals_the_timeline_for_uniform_stages(schedule, pp, groups, f, b):
@@ -74,11 +56,6 @@ def test_gpipe_closed_form_is_exact_for_uneven_first_and_last_stages(pp, m, t):
     kinds = [0, 2] if pp == 2 else [0, 1, 2]
     closed = pipeline_time(Schedule.GPIPE, [t[k] for k in kinds], [t[3 + k] for k in kinds], m, pp, 1)
     assert closed == pytest.approx(max(tl.rank_end), rel=1e-12)
-
-
-def test_single_stage_is_microbatches_times_work():
-    tl = timeline(Schedule.ONE_F_ONE_B, 1, 1, 5, 1.0, 2.0)
-    assert max(tl.rank_end) == 15.0 == pipeline_time(Schedule.ONE_F_ONE_B, [1.0], [2.0], 5, 1, 1)
 
 
 @settings(max_examples=20)

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 from compose_helpers import VALID_LAYOUTS as VALID
+from compose_helpers import chunk_timeline
 from compose_helpers import uniform_timeline as timeline
 from strategies_analytic import llama, make_spec
 
@@ -203,3 +204,16 @@ def test_dualpipe_sums_the_copies_gradients_over_each_rank_pair():
     names = {op.name for op in decompose(spec)}
     assert "step.model_copy_grad_all_reduce" in names
     assert "step.model_copy_grad_all_reduce" not in {op.name for op in decompose(_spec(Schedule.ONE_F_ONE_B))}
+
+
+@pytest.mark.parametrize("pp,vp", [(2, 2), (4, 2), (4, 4), (8, 2)])
+def test_interleaved_first_rank_holds_korthikanti_share(pp, vp):
+    # Korthikanti et al. 2022 §4.2.3: the first stage holds L (1 + (pp-1)/(pp vp)) layers' worth,
+    # i.e. pp vp + pp - 1 chunk passes of L / (pp vp) layers.
+    p = plan(Schedule.INTERLEAVED, pp, vp, 4 * pp)
+    assert p.peak_in_flight[0] == pp * vp + pp - 1
+
+
+def test_single_stage_is_microbatches_times_work():
+    tl = chunk_timeline(Schedule.ONE_F_ONE_B, 1, 1, 5, 1.0, 2.0)
+    assert max(tl.rank_end) == 15.0 == pipeline_time(Schedule.ONE_F_ONE_B, [1.0], [2.0], 5, 1, 1)
