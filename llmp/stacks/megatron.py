@@ -25,6 +25,9 @@ _MC_OPT = "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/optimizer/optimizer.py"
 _TE_ATTN = ("NVIDIA/TransformerEngine@v1.11:transformer_engine/pytorch/attention.py (get_attention_backend: "
             "FlashAttention-2 or cuDNN FusedAttention, else UnfusedDotProductAttention)")
 _NEMO = "NVIDIA/NeMo@v2.0.0:nemo/collections/llm"
+_TE_KERNELS = tuple(a for a in A if a is not A.TRITON)
+"""What a TransformerEngine stack launches: flash-attn (1.x in TE's first releases, 2.x, 3), cuDNN, or the
+unfused path; flash-attn's Triton kernel is none of TE's backends."""
 
 
 MEGATRON_LM = Profile(
@@ -137,7 +140,7 @@ MEGATRON_CORE = Profile(
     partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py "
                        "(get_num_layers_to_build)", EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
-    attentions=Item(tuple(A), f"{_MC_ARGS} (--attention-backend flash|fused|unfused|local); {_TE_ATTN}"),
+    attentions=Item(_TE_KERNELS, f"{_MC_ARGS} (--attention-backend flash|fused|unfused|local); {_TE_ATTN}"),
     fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py "
                                "(is_kernel_available: 16 < sk <= 16384)"),
     vocab_pad_tp=Item(True, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/training/tokenizer/tokenizer.py "
@@ -209,7 +212,7 @@ NEMO = Profile(
     partition=Item("", "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/transformer/transformer_block.py "
                        "(get_num_layers_to_build)", EQUAL),
     pipe_module=Item(PipeModule.GPT_NEOX, "unused without a DeepSpeed partition"),
-    attentions=Item(tuple(A), _TE_ATTN),
+    attentions=Item(_TE_KERNELS, _TE_ATTN),
     fused_softmax_max_seq=Item(16384, "NVIDIA/Megatron-LM@core_r0.9.0:megatron/core/fusions/fused_softmax.py"),
     vocab_pad_tp=Item(True, "NVIDIA/NeMo@v2.0.0:nemo/collections/llm/gpt/model/base.py (get_vocab_size: "
                       "make_vocab_size_divisible_by * tensor_model_parallel_size)"),

@@ -59,3 +59,18 @@ def test_the_slower_kernel_is_never_faster_on_any_shape():
             for variant in ("flash1", "triton"):
                 slow = kernels.algorithm(fast).__class__(fast.family, fast.dims, fast.dtype, fast.pass_, variant)
                 assert features.roofline_seconds(slow, A100)[1] > features.roofline_seconds(fast, A100)[1]
+
+
+def test_stacks_say_which_of_them_they_launch():
+    from pathlib import Path
+
+    from llmp import dsl
+    from llmp.errors import SpecError
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "llama3_8b_dgx_h100.llmp"
+    for stack in ("megatron_core", "nemo"):  # TransformerEngine has no Triton backend
+        with pytest.raises(SpecError, match="launches only"):
+            dsl.load(example, overrides=[f"train.stack={stack}", "train.attention=triton"])
+    for stack, kernel in (("composer", "triton"), ("megatron_core", "flash1")):
+        spec = dsl.load(example, overrides=[f"train.stack={stack}", f"train.attention={kernel}"])
+        assert spec.train.attention == kernel
