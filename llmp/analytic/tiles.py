@@ -56,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llmp.analytic.kernels import AttentionKernel
 from llmp.hardware.spec import Microarch
 from llmp.spec.algebra import vceil, vmax, vmin, vselect
 
@@ -193,7 +194,7 @@ def flash_tiles(variant: str, microarch: Microarch) -> FlashTiles:
     FlashAttention-2's A100 blocks (an approximation: no tile table of theirs is cited here).
     FlashAttention 1.x and the Triton kernel are priced with FlashAttention-2's blocks.
     """
-    if variant in ("flash3", "cudnn") and microarch in (Microarch.SM90, Microarch.SM100):
+    if variant in (AttentionKernel.FLASH3, AttentionKernel.CUDNN) and microarch in (Microarch.SM90, Microarch.SM100):
         return FA3_SM90
     return FA2_SM86 if microarch is Microarch.SM86 else FA2_SM80
 

@@ -48,17 +48,17 @@ _COMMON = ("pass_bwd", "dtype_bytes", "dtype_bf16", "dtype_tf32", "log_flops", "
 _DEVICE = ("log_peak", "log_bw", "sms", "log_l2", "clock_ghz")
 
 
-def _one_hot(family: Family) -> tuple[str, ...]:
-    """A family's non-default variants that have a column: ``kernels.VARIANTS`` but the first (the
-    default, all zeros) and those running another variant's algorithm (``kernels.SAME_ALGORITHM``:
-    a store reads them as that variant, ``store._correct``)."""
-    return tuple(v for v in kernels.VARIANTS[family][1:] if v not in kernels.SAME_ALGORITHM)
+_ONE_HOT: dict[Family, tuple[str, ...]] = {
+    f: tuple(v for v in kernels.VARIANTS[f][1:] if v not in kernels.SAME_ALGORITHM) for f in Family}
+"""A family's non-default variants that have a column: ``kernels.VARIANTS`` but the first (the
+default, all zeros) and those running another variant's algorithm (``kernels.SAME_ALGORITHM``: a
+store reads them as that variant, ``store._correct``)."""
 
 
 def _variant_names(family: Family) -> tuple[str, ...]:
-    """One-hot columns of a family's variants (``_one_hot``), e.g. ``is_unfused`` for norms,
+    """One-hot columns of a family's variants (``_ONE_HOT``), e.g. ``is_unfused`` for norms,
     ``is_rotary`` for elementwise."""
-    return tuple(f"is_{v}" for v in _one_hot(family))
+    return tuple(f"is_{v}" for v in _ONE_HOT[family])
 
 
 _SPECIFIC: dict[str, tuple[str, ...]] = {
@@ -203,7 +203,7 @@ def kernel_row(k: Kernel, device: Device) -> tuple[list[float], float]:
     d = {n: int(v) for n, v in k.dims}
     f = k.family
     specific = _SPECIFIC_ROW[f](k, d, device, c, peak)
-    variants = [float(k.variant == v) for v in _one_hot(f)]
+    variants = [float(k.variant == v) for v in _ONE_HOT[f]]
     return [*common, *specific, *variants, *_device_row(peak, device)], t_roof
 
 

@@ -139,7 +139,7 @@ class Residuals:
         if device.id not in serves and not twin:
             return (f"it was fitted for {', '.join(serves) or 'no device'}, not for '{device.id}'")
         fitted = serves[0] if twin else device.id
-        recorded = next((h for h in self.manifest.get("hardware", ()) if h["id"] == fitted), None)
+        recorded = _recorded(self.manifest, fitted)
         if recorded is None:
             return f"it records no fingerprint of '{fitted}'"
         try:
@@ -365,12 +365,18 @@ def default_path(device_id: str) -> Path:
 
 
 @functools.cache
-def shipped_manifest(name: str) -> dict[str, Any] | None:
+def shipped_manifest(name: str, root: Path | None = None) -> dict[str, Any] | None:
     """The manifest of the store shipped as ``name``, or ``None`` when none ships: what the band
-    reads (each family's measured roofline error), without loading the store's models, which a
-    prediction with ``--no-residuals`` never uses."""
-    directory = default_path(name)
+    reads (each family's measured roofline error) and :func:`twin` scans, without loading the
+    store's models, which a prediction with ``--no-residuals`` never uses (``root`` as for
+    ``shipped``)."""
+    directory = default_path(name) if root is None else Path(root) / name
     return read_manifest(Checker(directory)) if (directory / "manifest.json").is_file() else None
+
+
+def _recorded(manifest: Mapping[str, Any], device_id: str) -> dict[str, Any] | None:
+    """The fingerprint a store's manifest records of ``device_id`` (None: it records none)."""
+    return next((h for h in manifest.get("hardware", ()) if h["id"] == device_id), None)
 
 
 @functools.cache
@@ -447,12 +453,12 @@ def twin(device: Device, root: Path | None = None) -> Residuals | None:
     if not folder.is_dir():
         return None
     for name in sorted(p.name for p in folder.iterdir() if (p / "manifest.json").is_file()):
-        found = shipped(name, root)
-        if found is None or found.serves == ANY or len(found.serves) != 1:
+        serves = (shipped_manifest(name, root) or {}).get("serves")
+        if not isinstance(serves, list) or len(serves) != 1:  # "any", or a store of several parts
             continue
-        recorded = next((h for h in found.manifest.get("hardware", ()) if h["id"] == found.serves[0]), None)
+        recorded = _recorded(shipped_manifest(name, root) or {}, serves[0])
         if (recorded is not None and fingerprint.same_silicon(recorded, numbers)
-                and parts.gpu(found.serves[0]).tdp == device.tdp):  # the same operating point too
+                and parts.gpu(serves[0]).tdp == device.tdp):  # the same operating point too
             return _as_twin(name, device.id, root)
     return None
 

@@ -185,6 +185,17 @@ value → the implementation's name in the figures)."""
 
 
 @functools.cache
+def _fwd_bwd_rates() -> dict[tuple[str, str, str, str], dict[str, float]]:
+    """(GPU, causal, head dim, seqlen) -> implementation -> forward+backward TFLOP/s in the figures."""
+    rates: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    for r in rows(FLASH_FILE):
+        if r["pass"] == "fwd+bwd" and r["tflops"]:
+            rates.setdefault((r["gpu"], r["causal"], r["head_dim"], r["seqlen"]), {})[r["implementation"]] = \
+                float(r["tflops"])
+    return rates
+
+
+@functools.cache
 def relative_rate(kernel: str, head_dim: float | None, causal: bool) -> float:
     """The forward+backward rate of an earlier FlashAttention kernel relative to FlashAttention-2 on
     the same shape: the median over the figures' sequence lengths (512-16k) and GPUs (A100; H100
@@ -194,11 +205,7 @@ def relative_rate(kernel: str, head_dim: float | None, causal: bool) -> float:
     blocks and warps: FA2 measured 1.7-3.0x FlashAttention and 1.3-2.5x its Triton version on
     A100. 0.41-0.74 in the figures, lowest at head dim 128."""
     name = FLASH_IMPLEMENTATIONS[kernel]
-    rates: dict[tuple[str, str, str, str], dict[str, float]] = {}
-    for r in rows(FLASH_FILE):
-        if r["pass"] == "fwd+bwd" and r["tflops"]:
-            rates.setdefault((r["gpu"], r["causal"], r["head_dim"], r["seqlen"]), {})[r["implementation"]] = \
-                float(r["tflops"])
+    rates = _fwd_bwd_rates()
     dims = sorted({int(key[2]) for key, by in rates.items() if name in by})
     near = dims if head_dim is None else [min(dims, key=lambda d: abs(math.log2(d / head_dim)))]
     ratios = [by[name] / by["FlashAttention-2"] for (_, c, d, _), by in rates.items()
